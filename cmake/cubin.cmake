@@ -1,0 +1,67 @@
+# Cubins and the manifests that pin them.
+#
+# kernrt_add_cubin(<name> SOURCE <file.cu> [ARCHS 90a 100a] [RUNNABLE 90a] [OPTIONS ...])
+#   Compiles one .cu to one cubin per arch with pinned flags:
+#     ${KERNRT_CUBIN_DIR}/<name>.sm<arch>.cubin
+#   and adds them to target `kernrt_cubins` (built by `all`). Cubins are artifacts, never
+#   linked. Only archs in RUNNABLE (default 90a) are copied into ${KERNRT_CUBIN_DIR}/run/,
+#   the directory that program_io and the tests hand the runtime as --cubins.
+#
+# kernrt_pin_manifest(<template.json> <output.json> CUBINS <name.sm90a> ...)
+#   At build time, replaces every `@SHA256:<name.smXX>@` in the template with the SHA-256 of
+#   that cubin, so a pinned hash always matches the bytes next to it.
+set(KERNRT_CUBIN_DIR ${CMAKE_BINARY_DIR}/cubins CACHE INTERNAL "")
+set(KERNRT_NVCC_FLAGS -O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v
+    CACHE STRING "Pinned nvcc flags for kernel cubins")
+find_program(KERNRT_NVCC nvcc HINTS /usr/local/cuda/bin ENV CUDA_HOME PATH_SUFFIXES bin REQUIRED)
+add_custom_target(kernrt_cubins ALL)
+
+function(kernrt_add_cubin name)
+  cmake_parse_arguments(A "" "SOURCE" "ARCHS;RUNNABLE;OPTIONS;DEPENDS" ${ARGN})
+  if(NOT A_ARCHS)
+    set(A_ARCHS 90a 100a)
+  endif()
+  if(NOT A_RUNNABLE)
+    set(A_RUNNABLE 90a)
+  endif()
+  get_filename_component(src ${A_SOURCE} ABSOLUTE)
+  set(outs)
+  foreach(arch IN LISTS A_ARCHS)
+    set(out ${KERNRT_CUBIN_DIR}/${name}.sm${arch}.cubin)
+    set(cmds COMMAND ${KERNRT_NVCC} ${KERNRT_NVCC_FLAGS} ${A_OPTIONS}
+        -gencode arch=compute_${arch},code=sm_${arch}
+        -I${PROJECT_SOURCE_DIR}/kernels -cubin -o ${out} ${src})
+    if(arch IN_LIST A_RUNNABLE)
+      list(APPEND cmds COMMAND ${CMAKE_COMMAND} -E make_directory ${KERNRT_CUBIN_DIR}/run
+           COMMAND ${CMAKE_COMMAND} -E copy ${out} ${KERNRT_CUBIN_DIR}/run/${name}.sm${arch}.cubin)
+    endif()
+    add_custom_command(OUTPUT ${out}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${KERNRT_CUBIN_DIR}
+      ${cmds}
+      DEPENDS ${src} ${A_DEPENDS}
+      IMPLICIT_DEPENDS CXX ${src}
+      COMMENT "nvcc sm_${arch}: ${name}"
+      VERBATIM)
+    list(APPEND outs ${out})
+  endforeach()
+  add_custom_target(cubin_${name} DEPENDS ${outs})
+  add_dependencies(kernrt_cubins cubin_${name})
+endfunction()
+
+function(kernrt_pin_manifest template output)
+  cmake_parse_arguments(A "" "" "CUBINS" ${ARGN})
+  get_filename_component(tpl ${template} ABSOLUTE)
+  set(deps)
+  foreach(c IN LISTS A_CUBINS)
+    list(APPEND deps ${KERNRT_CUBIN_DIR}/${c}.cubin)
+  endforeach()
+  add_custom_command(OUTPUT ${output}
+    COMMAND ${CMAKE_COMMAND} -DTEMPLATE=${tpl} -DOUTPUT=${output}
+            -DCUBIN_DIR=${KERNRT_CUBIN_DIR} "-DCUBINS=${A_CUBINS}"
+            -P ${PROJECT_SOURCE_DIR}/cmake/pin_manifest.cmake
+    DEPENDS ${tpl} ${deps} ${PROJECT_SOURCE_DIR}/cmake/pin_manifest.cmake
+    COMMENT "pin manifest ${output}"
+    VERBATIM)
+  string(MAKE_C_IDENTIFIER ${output} tgt)
+  add_custom_target(pin_${tgt} ALL DEPENDS ${output})
+endfunction()

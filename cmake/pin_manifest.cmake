@@ -1,0 +1,11 @@
+# Script mode: replace @SHA256:<cubin>@ placeholders in TEMPLATE with the cubins' hashes.
+file(READ ${TEMPLATE} text)
+foreach(c IN LISTS CUBINS)
+  file(SHA256 ${CUBIN_DIR}/${c}.cubin hash)
+  string(REPLACE "@SHA256:${c}@" "${hash}" text "${text}")
+endforeach()
+if(text MATCHES "@SHA256:([^@]*)@")
+  message(FATAL_ERROR "${TEMPLATE}: no cubin given for placeholder @SHA256:${CMAKE_MATCH_1}@")
+endif()
+file(WRITE ${OUTPUT}.tmp "${text}")
+file(RENAME ${OUTPUT}.tmp ${OUTPUT})

@@ -1,0 +1,32 @@
+// Evaluation of manifest expressions (§1.15) with checked u64 arithmetic.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernrt/manifest/types.hpp"
+
+namespace kernrt::manifest {
+
+// Returns the value, or nullopt with `error` set: "unknown var `v`", "division by zero",
+// "overflows u64". `lookup` returns nullopt for an unknown var.
+using VarLookup = std::function<std::optional<uint64_t>(const std::string&)>;
+std::optional<uint64_t> evaluate(const Expr& e, const VarLookup& lookup, std::string* error);
+
+// Var assignments at the declared bounds: every var at its max, or every var at 1.
+std::map<std::string, uint64_t> vars_at_max(const Manifest& m);
+std::map<std::string, uint64_t> vars_at_min(const Manifest& m);
+VarLookup lookup_in(const std::map<std::string, uint64_t>& values);
+
+// Every var name an expression mentions (for "var is never used" and dependency masks).
+void collect_vars(const Expr& e, std::vector<std::string>* out);
+
+// Product of extents times the element size; nullopt on overflow or unknown var.
+std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,
+                                  const VarLookup& lookup, std::string* error);
+
+}  // namespace kernrt::manifest
