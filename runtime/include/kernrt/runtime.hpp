@@ -1,0 +1,109 @@
+// kernrt::Runtime: the C++ API of libkernrt (reference/kern-schema.md §3).
+//
+// Owns one loaded manifest on one GPU: the driver entry points, the loaded modules, every
+// allocation (buffers, states, op scratch, pinned staging), the lowered programs and the
+// graph cache. Names disappear at load; `run` only evaluates dense vars and launches.
+// Contract: no exception crosses this API; every failure is a kernrt::Error with a kind
+// that says who must act. What is not checked here: the verifier's rules (a `Verified`
+// already passed them), the contents of inputs against their `domain`, and `fill` roles
+// (the runtime never reads them).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernrt/manifest/error.hpp"
+#include "kernrt/manifest/verify.hpp"
+
+namespace kernrt {
+
+// Default token capacity of `bytes_per_token` states when LoadOptions::token_capacity is 0.
+// Rounded down to the largest `index_into` stride (the page unit).
+inline constexpr uint64_t kDefaultTokenCapacity = 65536;
+inline constexpr size_t kDefaultGraphCacheCapacity = 64;
+
+struct LoadOptions {
+  std::vector<std::string> cubin_dirs;  // every *.cubin here is hashed; the hash is the identity
+  std::string cache_dir;                // "" = $KERNRT_CACHE_DIR, else ~/.cache/kernrt
+  int gpu = 0;                          // CUDA device ordinal
+  uint64_t token_capacity = 0;          // 0 = kDefaultTokenCapacity
+  uint64_t seq_slots = 0;               // 0 = seqs.max + 2 (slot 0 never leased, one pad slot)
+  std::vector<std::string> weight_files;  // safetensors files; weights bound by buffer name
+  size_t graph_cache_capacity = kDefaultGraphCacheCapacity;  // LRU bound, >= 1
+};
+
+// Device time per iteration, from CUDA events around each iteration.
+struct TimingStats {
+  double median_us = 0.0;
+  double min_us = 0.0;
+  double mean_us = 0.0;
+  int iters = 0;
+};
+
+// True when libcuda.so.1 opens, cuInit succeeds and at least one device exists.
+// Otherwise false, with `why` (if non-null) set to the reason. For GTEST_SKIP.
+bool device_available(std::string* why);
+
+class Runtime {
+ public:
+  // Opens the driver, resolves modules by hash, allocates everything at var maxima,
+  // encodes tensormaps, lowers every program and binds weights. Refuses a manifest with
+  // a topology ("topology manifests need a rank: single-GPU runtime") and extern launches.
+  static Result<std::unique_ptr<Runtime>> load(const manifest::Verified& verified,
+                                               const LoadOptions& options);
+  ~Runtime();
+  Runtime(const Runtime&) = delete;
+  Runtime& operator=(const Runtime&) = delete;
+
+  // Copies `bytes` into the pinned staging of an `input` buffer and enqueues the
+  // host-to-device copy on the compute stream. A shorter write fills a prefix. Caller
+  // error (nothing copied) for an unknown or non-input buffer, more bytes than the
+  // allocation, or a size that is not a whole number of elements.
+  std::optional<Error> write_input(const std::string& buffer, const void* data, size_t bytes);
+
+  // Harness surface: writes a prefix of any buffer or state (weights, carries, states),
+  // synchronously. Same size checks as write_input.
+  std::optional<Error> write_buffer(const std::string& buffer, const void* data, size_t bytes);
+  std::optional<Error> write_state(const std::string& state, const void* data, size_t bytes);
+
+  // Runs a program to completion (enqueue + synchronize). Every var the program reads must
+  // be given and inside [1, max]; vars it does not read are taken as 1. graph = true
+  // captures one CUDA graph per (program, dense vars) on first use (bounded LRU) and
+  // replays it; eager and graph runs produce bit-identical outputs.
+  std::optional<Error> run(const std::string& program,
+                           const std::map<std::string, uint64_t>& vars, bool graph = false);
+
+  // Whole allocation (at var maxima) of an `output` buffer / of any buffer / of a state.
+  std::optional<Error> read_output(const std::string& buffer, std::vector<uint8_t>* out);
+  std::optional<Error> read_buffer(const std::string& buffer, std::vector<uint8_t>* out);
+  std::optional<Error> read_state(const std::string& state, std::vector<uint8_t>* out);
+
+  // Runs the program once (warm-up, capturing in graph mode), then `iters` more times,
+  // each timed with CUDA events on the compute stream.
+  Result<TimingStats> time(const std::string& program,
+                           const std::map<std::string, uint64_t>& vars, bool graph, int iters);
+
+  // Sizes as allocated (0 for an unknown name).
+  size_t buffer_bytes(const std::string& buffer) const;
+  size_t state_bytes(const std::string& state) const;
+  // Device address of a buffer or state (0 for an unknown name), for tests and harnesses.
+  uint64_t buffer_address(const std::string& buffer) const;
+  uint64_t state_address(const std::string& state) const;
+
+  std::vector<std::string> programs() const;   // sorted
+  size_t launch_count(const std::string& program) const;  // lowered launches, 0 if unknown
+  size_t graph_cache_size() const;             // graphs currently cached
+
+  struct Impl;
+
+ private:
+  explicit Runtime(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace kernrt
