@@ -1,0 +1,429 @@
+// Strict JSON reading (duplicate keys, depth, NUL, UTF-8, non-finite numbers, line:column)
+// and Node, the checked reader over the DOM. See json_reader.hpp for the contract. This
+// file does not know the manifest schema: which keys a position allows is the caller's.
+#include "json_reader.hpp"
+
+#include <cmath>
+#include <limits>
+#include <set>
+
+namespace kernrt::manifest::detail {
+
+void fail(const std::string& path, std::string message) {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  e.path = path;
+  e.message = std::move(message);
+  throw ParseFailure{std::move(e)};
+}
+
+namespace {
+
+// 1-based line and column (in bytes) of the byte at `offset`.
+std::pair<uint32_t, uint32_t> line_column(std::string_view text, std::size_t offset) {
+  uint32_t line = 1;
+  uint32_t column = 1;
+  for (std::size_t i = 0; i < offset && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      column = 1;
+    } else {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+Error syntax_error(std::string_view text, std::size_t offset, std::string message) {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  auto [line, column] = line_column(text, offset);
+  e.line = line;
+  e.column = column;
+  e.message = std::move(message);
+  return e;
+}
+
+// Returns the offset of the first byte that is not valid UTF-8, or npos.
+std::size_t first_invalid_utf8(std::string_view s) {
+  const auto* p = reinterpret_cast<const unsigned char*>(s.data());
+  std::size_t n = s.size();
+  std::size_t i = 0;
+  while (i < n) {
+    unsigned c = p[i];
+    if (c < 0x80) {
+      ++i;
+      continue;
+    }
+    std::size_t len = 0;
+    unsigned lo = 0x80;
+    unsigned hi = 0xBF;
+    if (c >= 0xC2 && c <= 0xDF) {
+      len = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+      len = 3;
+      if (c == 0xE0) lo = 0xA0;
+      if (c == 0xED) hi = 0x9F;  // no UTF-16 surrogates
+    } else if (c >= 0xF0 && c <= 0xF4) {
+      len = 4;
+      if (c == 0xF0) lo = 0x90;
+      if (c == 0xF4) hi = 0x8F;  // nothing above U+10FFFF
+    } else {
+      return i;
+    }
+    if (i + len > n) return i;
+    if (p[i + 1] < lo || p[i + 1] > hi) return i;
+    for (std::size_t k = 2; k < len; ++k) {
+      if (p[i + k] < 0x80 || p[i + k] > 0xBF) return i;
+    }
+    i += len;
+  }
+  return std::string_view::npos;
+}
+
+// Builds the DOM from SAX events; rejects duplicate keys and excessive depth with the
+// pointer of the offending value.
+class StrictSax {
+ public:
+  explicit StrictSax(std::string_view text) : text_(text) {}
+
+  bool null() { return put(Json(nullptr)); }
+  bool boolean(bool v) { return put(Json(v)); }
+  bool number_integer(Json::number_integer_t v) { return put(Json(v)); }
+  bool number_unsigned(Json::number_unsigned_t v) { return put(Json(v)); }
+  bool number_float(Json::number_float_t v, const std::string&) {
+    if (!std::isfinite(v)) return reject("number is not finite");
+    return put(Json(v));
+  }
+  bool string(std::string& v) { return put(Json(std::move(v))); }
+  bool binary(Json::binary_t&) { return reject("binary values are not json text"); }
+  bool start_object(std::size_t) { return open(Json::object(), true); }
+  bool key(std::string& k) {
+    Frame& f = frames_.back();
+    if (!f.keys.insert(k).second) {
+      f.key = k;
+      return reject("duplicate name `" + k + "`");
+    }
+    f.key = std::move(k);
+    return true;
+  }
+  bool end_object() { return close(); }
+  bool start_array(std::size_t) { return open(Json::array(), false); }
+  bool end_array() { return close(); }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::json::exception& ex) {
+    if (error_) return false;
+    std::string what = ex.what();
+    // "[json.exception.parse_error.101] parse error at line 1, column 2: syntax error
+    // while parsing value - invalid literal; last read: 'x'" -> the part after " - ".
+    std::size_t dash = what.find(" - ");
+    std::string detail = dash == std::string::npos ? what.substr(what.find(']') + 1)
+                                                   : what.substr(dash + 3);
+    while (!detail.empty() && detail.front() == ' ') detail.erase(detail.begin());
+    if (ex.id == 406) detail = "number is not finite";
+    std::size_t offset = position == 0 ? 0 : position - 1;
+    error_ = syntax_error(text_, offset, "invalid json: " + detail);
+    return false;
+  }
+
+  Json& root() { return root_; }
+  std::optional<Error>& error() { return error_; }
+
+ private:
+  struct Frame {
+    Json* value = nullptr;
+    bool object = false;
+    std::set<std::string> keys;
+    std::string key;
+  };
+
+  std::string pointer() const {
+    std::string p;
+    for (std::size_t i = 0; i < frames_.size(); ++i) {
+      const Frame& f = frames_[i];
+      if (f.object) {
+        p = json_pointer_append(p, f.key);
+      } else {
+        // An outer array already holds the child being built; the innermost one does not.
+        uint64_t n = f.value->size();
+        p = json_pointer_append(p, i + 1 < frames_.size() ? n - 1 : n);
+      }
+    }
+    return p;
+  }
+
+  bool reject(std::string message) {
+    Error e;
+    e.kind = ErrorKind::Parse;
+    e.path = pointer();
+    e.message = std::move(message);
+    error_ = std::move(e);
+    return false;
+  }
+
+  Json* insert(Json v) {
+    if (frames_.empty()) {
+      root_ = std::move(v);
+      return &root_;
+    }
+    Frame& f = frames_.back();
+    if (f.object) {
+      Json& slot = (*f.value)[f.key];
+      slot = std::move(v);
+      return &slot;
+    }
+    f.value->push_back(std::move(v));
+    return &f.value->back();
+  }
+
+  bool put(Json v) {
+    insert(std::move(v));
+    return true;
+  }
+
+  bool open(Json v, bool object) {
+    if (frames_.size() >= kMaxDepth) {
+      return reject("nesting deeper than " + std::to_string(kMaxDepth) + " levels");
+    }
+    Json* slot = insert(std::move(v));
+    Frame f;
+    f.value = slot;
+    f.object = object;
+    frames_.push_back(std::move(f));
+    return true;
+  }
+
+  bool close() {
+    frames_.pop_back();
+    return true;
+  }
+
+  std::string_view text_;
+  Json root_;
+  std::vector<Frame> frames_;
+  std::optional<Error> error_;
+};
+
+}  // namespace
+
+Result<Json> read_json(std::string_view text) {
+  std::size_t first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string_view::npos) {
+    return Result<Json>::fail(syntax_error(text, text.size(), "empty input"));
+  }
+  std::size_t nul = text.find('\0');
+  if (nul != std::string_view::npos) {
+    return Result<Json>::fail(syntax_error(text, nul, "NUL byte in json text"));
+  }
+  std::size_t bad = first_invalid_utf8(text);
+  if (bad != std::string_view::npos) {
+    return Result<Json>::fail(syntax_error(text, bad, "invalid utf-8 in json text"));
+  }
+  StrictSax sax(text);
+  bool ok = false;
+  try {
+    ok = Json::sax_parse(text.begin(), text.end(), &sax);
+  } catch (const nlohmann::json::exception& ex) {
+    return Result<Json>::fail(syntax_error(text, 0, std::string("invalid json: ") + ex.what()));
+  }
+  if (!ok || sax.error()) {
+    if (sax.error()) return Result<Json>::fail(std::move(*sax.error()));
+    return Result<Json>::fail(syntax_error(text, 0, "invalid json"));
+  }
+  return Result<Json>::ok(std::move(sax.root()));
+}
+
+std::string describe(const Json& j) {
+  switch (j.type()) {
+    case Json::value_t::object: return "an object";
+    case Json::value_t::array: return "an array";
+    case Json::value_t::string: {
+      std::string s = j.get<std::string>();
+      if (s.size() > 64) s = s.substr(0, 61) + "...";
+      return "string \"" + s + "\"";
+    }
+    case Json::value_t::boolean: return j.get<bool>() ? "true" : "false";
+    case Json::value_t::null: return "null";
+    case Json::value_t::number_integer:
+    case Json::value_t::number_unsigned:
+    case Json::value_t::number_float: return j.dump();
+    default: return "a binary value";
+  }
+}
+
+Constants Constants::from_root(const Json& root) {
+  Constants c;
+  if (!root.is_object()) return c;
+  auto it = root.find("constants");
+  if (it == root.end()) return c;
+  if (!it->is_object()) fail("/constants", "expected an object of named numbers, found " + describe(*it));
+  const Json* vars = nullptr;
+  auto v = root.find("vars");
+  if (v != root.end() && v->is_object()) vars = &*v;
+  for (auto e = it->begin(); e != it->end(); ++e) {
+    std::string path = json_pointer_append("/constants", e.key());
+    if (e.key().empty()) fail(path, "a constant needs a non-empty name");
+    if (!e->is_number()) fail(path, "constant `" + e.key() + "` must be a number, found " + describe(*e));
+    if (vars && vars->contains(e.key())) fail(path, "constant `" + e.key() + "` conflicts with a var");
+    c.values_.emplace(e.key(), *e);
+  }
+  return c;
+}
+
+const Json* Constants::find(const std::string& name) const {
+  auto it = values_.find(name);
+  return it == values_.end() ? nullptr : &it->second;
+}
+
+void Node::expect_object(const char* what) const {
+  if (!j_->is_object()) fail(path_, std::string("expected ") + what + " object, found " + describe(*j_));
+}
+
+void Node::allow_keys(std::initializer_list<const char*> allowed) const {
+  for (auto it = j_->begin(); it != j_->end(); ++it) {
+    bool ok = false;
+    for (const char* k : allowed) ok = ok || it.key() == k;
+    if (!ok) fail(json_pointer_append(path_, it.key()), "unknown field `" + it.key() + "`");
+  }
+}
+
+bool Node::has(const char* key) const { return j_->is_object() && j_->contains(key); }
+
+Node Node::at(const char* key) const {
+  auto it = j_->find(key);
+  if (it == j_->end()) fail(path_, std::string("missing field `") + key + "`");
+  return Node(*it, json_pointer_append(path_, key), constants_);
+}
+
+std::optional<Node> Node::get(const char* key) const {
+  auto it = j_->find(key);
+  if (it == j_->end()) return std::nullopt;
+  return Node(*it, json_pointer_append(path_, key), constants_);
+}
+
+std::vector<std::string> Node::keys() const {
+  std::vector<std::string> out;
+  if (!j_->is_object()) return out;
+  for (auto it = j_->begin(); it != j_->end(); ++it) out.push_back(it.key());
+  return out;
+}
+
+std::vector<std::pair<std::string, Node>> Node::entries(const char* what) const {
+  if (!j_->is_object()) fail(path_, std::string("expected an object of ") + what + ", found " + describe(*j_));
+  std::vector<std::pair<std::string, Node>> out;
+  for (auto it = j_->begin(); it != j_->end(); ++it) {
+    out.emplace_back(it.key(), Node(*it, json_pointer_append(path_, it.key()), constants_));
+  }
+  return out;
+}
+
+std::vector<Node> Node::items(const char* what) const {
+  if (!j_->is_array()) fail(path_, std::string("expected an array of ") + what + ", found " + describe(*j_));
+  std::vector<Node> out;
+  uint64_t i = 0;
+  for (const Json& v : *j_) out.emplace_back(v, json_pointer_append(path_, i++), constants_);
+  return out;
+}
+
+std::vector<Node> Node::items_exactly(std::size_t n, const char* what) const {
+  std::vector<Node> out = items(what);
+  if (out.size() != n) {
+    fail(path_, "expected " + std::to_string(n) + " " + what + ", found " + std::to_string(out.size()));
+  }
+  return out;
+}
+
+std::string Node::str() const {
+  if (!j_->is_string()) fail(path_, "expected a string, found " + describe(*j_));
+  return j_->get<std::string>();
+}
+
+bool Node::boolean() const {
+  if (!j_->is_boolean()) fail(path_, "expected a boolean, found " + describe(*j_));
+  return j_->get<bool>();
+}
+
+Node Node::substituted() const {
+  if (j_->is_string() && constants_) {
+    if (const Json* c = constants_->find(j_->get<std::string>())) return with_json(*c);
+  }
+  return *this;
+}
+
+Node Node::resolved_number(const char* expected) const {
+  if (j_->is_string()) {
+    std::string name = j_->get<std::string>();
+    const Json* c = constants_ ? constants_->find(name) : nullptr;
+    if (!c) {
+      if (constants_) fail(path_, "undefined constant `" + name + "`");
+      fail(path_, std::string("expected ") + expected + ", found " + describe(*j_));
+    }
+    return with_json(*c);
+  }
+  return *this;
+}
+
+namespace {
+
+// Checks an integer against [lo, hi] before any conversion.
+int64_t signed_in(const Node& n, int64_t lo, int64_t hi, const char* type) {
+  const Json& j = n.json();
+  std::string range = std::string(type) + " (" + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+  if (j.type() == Json::value_t::number_unsigned) {
+    uint64_t v = j.get<uint64_t>();
+    if (v > static_cast<uint64_t>(hi)) fail(n.path(), "expected " + range + ", found " + j.dump());
+    return static_cast<int64_t>(v);
+  }
+  if (j.type() == Json::value_t::number_integer) {
+    int64_t v = j.get<int64_t>();
+    if (v < lo || v > hi) fail(n.path(), "expected " + range + ", found " + j.dump());
+    return v;
+  }
+  fail(n.path(), "expected " + range + ", found " + describe(j));
+}
+
+uint64_t unsigned_in(const Node& n, uint64_t hi, const char* type) {
+  const Json& j = n.json();
+  std::string range = std::string(type) + " (0.." + std::to_string(hi) + ")";
+  if (j.type() == Json::value_t::number_unsigned) {
+    uint64_t v = j.get<uint64_t>();
+    if (v > hi) fail(n.path(), "expected " + range + ", found " + j.dump());
+    return v;
+  }
+  fail(n.path(), "expected " + range + ", found " + describe(j));
+}
+
+}  // namespace
+
+uint64_t Node::u64() const {
+  return unsigned_in(resolved_number("u64"), std::numeric_limits<uint64_t>::max(), "u64");
+}
+uint32_t Node::u32() const {
+  return static_cast<uint32_t>(unsigned_in(resolved_number("u32"), std::numeric_limits<uint32_t>::max(), "u32"));
+}
+uint8_t Node::u8() const {
+  return static_cast<uint8_t>(unsigned_in(resolved_number("u8"), 255, "u8"));
+}
+int32_t Node::i32() const {
+  return static_cast<int32_t>(signed_in(resolved_number("i32"), std::numeric_limits<int32_t>::min(),
+                                        std::numeric_limits<int32_t>::max(), "i32"));
+}
+int64_t Node::i64() const {
+  return signed_in(resolved_number("i64"), std::numeric_limits<int64_t>::min(),
+                   std::numeric_limits<int64_t>::max(), "i64");
+}
+
+double Node::number() const {
+  Node n = resolved_number("a number");
+  if (!n.json().is_number()) fail(path_, "expected a number, found " + describe(n.json()));
+  return n.json().get<double>();
+}
+
+double Node::f32() const {
+  double v = number();
+  if (std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
+    fail(path_, "expected an f32, found " + j_->dump() + " (out of f32 range)");
+  }
+  return v;
+}
+
+}  // namespace kernrt::manifest::detail
