@@ -1,0 +1,498 @@
+// Verifier rules 10-18 (reference/kern-schema.md §2.2): op interfaces, implementations,
+// launch forms, launch limits at the var bounds, arity, wiring, packs, tensormaps and
+// impl completeness. Used for whole manifests and for merge fragments alike.
+//
+// Deliberately not checked here: anything about calls or buffers (the footprint of a
+// tensormap is recorded for rule 21 in verify_programs.cpp), ABI sizes against the
+// cubin (runtime load), and whether a kernel honours its declared directions.
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+#include <string>
+#include <tuple>
+
+#include "verify_context.hpp"
+
+namespace kernrt::manifest::rules {
+namespace {
+
+// Per-op dataflow over the implementation's slots.
+struct ImplFlow {
+  std::vector<bool> iface_written;  // `out` interface params start unwritten
+  std::set<std::string> scratch_written;
+  std::set<std::string> scratch_used;
+};
+
+std::string dims3(const std::array<uint32_t, 3>& v) {
+  return "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ", " +
+         std::to_string(v[2]) + "]";
+}
+
+std::string literal_text(const LaunchArg& a) {
+  std::ostringstream s;
+  if (auto* l = std::get_if<LitI32>(&a)) s << "i32 literal " << l->v;
+  if (auto* l = std::get_if<LitI64>(&a)) s << "i64 literal " << l->v;
+  if (auto* l = std::get_if<LitF32>(&a)) s << "f32 literal " << l->v;
+  if (auto* l = std::get_if<LitU8>(&a)) s << "u8 literal " << static_cast<unsigned>(l->v);
+  return s.str();
+}
+
+bool literal_matches(const LaunchArg& a, const ParamType& p) {
+  return (std::holds_alternative<LitI32>(a) && p.kind == ParamType::Kind::I32) ||
+         (std::holds_alternative<LitI64>(a) && p.kind == ParamType::Kind::I64) ||
+         (std::holds_alternative<LitF32>(a) && p.kind == ParamType::Kind::F32) ||
+         (std::holds_alternative<LitU8>(a) && p.kind == ParamType::Kind::U8);
+}
+
+bool compatible(const ParamType& iface, const ParamType& launch) {
+  if (iface.kind != launch.kind) return false;
+  if (iface.kind == ParamType::Kind::Buffer) return iface.dtype == launch.dtype;
+  return iface.kind != ParamType::Kind::Bytes;  // an interface never forwards a pack
+}
+
+void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
+  uint64_t threads = uint64_t{l.block[0]} * l.block[1] * l.block[2];
+  if (threads == 0 || threads > kMaxBlockThreads) {
+    c.fail(ptr(lp, "block"), "block " + dims3(l.block) + " exceeds " +
+                                 std::to_string(kMaxBlockThreads) +
+                                 " threads or has a zero dim");
+  }
+  if (l.block[2] > kMaxBlockZ) {
+    c.fail(ptr(ptr(lp, "block"), 2), "block.z " + std::to_string(l.block[2]) + " > " +
+                                         std::to_string(kMaxBlockZ));
+  }
+  static const char* const kAxis[3] = {"x", "y", "z"};
+  for (size_t a = 0; a < 3; ++a) {
+    const std::string gp = ptr(ptr(lp, "grid"), a);
+    const std::string name = std::string("grid.") + kAxis[a];
+    if (!c.check_expr(l.grid[a], gp)) continue;
+    std::string err;
+    auto v = evaluate(l.grid[a], c.at_max, &err);
+    if (!v) {
+      c.fail(gp, name + ": " + err + " at var upper bounds");
+      continue;
+    }
+    const uint64_t limit = a == 0 ? kMaxGridX : kMaxGridYZ;
+    if (*v > limit) {
+      c.fail(gp, name + ": " + std::to_string(*v) + " exceeds CUDA limit " +
+                     std::to_string(limit) + " at var upper bounds");
+    }
+    auto lo = c.eval_min(l.grid[a]);
+    if (lo && *lo == 0) c.fail(gp, name + ": evaluates to 0 at var lower bounds");
+  }
+  if (l.shared_mem && c.check_expr(*l.shared_mem, ptr(lp, "shared_mem"))) {
+    auto v = c.eval_max(*l.shared_mem);
+    if (v && *v > kMaxDynSharedMem) {
+      c.fail(ptr(lp, "shared_mem"), "shared_mem: " + std::to_string(*v) +
+                                        " bytes exceeds opt-in limit " +
+                                        std::to_string(kMaxDynSharedMem) +
+                                        " at var upper bounds");
+    }
+  }
+  if (!l.cluster) return;
+  const auto& cl = *l.cluster;
+  const uint64_t blocks = uint64_t{cl[0]} * cl[1] * cl[2];
+  if (blocks == 0 || blocks > kMaxClusterBlocks) {
+    c.fail(ptr(lp, "cluster"), "cluster " + dims3(cl) + " has a zero dim or more than " +
+                                   std::to_string(kMaxClusterBlocks) + " blocks");
+    return;
+  }
+  for (size_t a = 0; a < 3; ++a) {
+    for (int upper = 1; upper >= 0; --upper) {
+      auto v = upper ? c.eval_max(l.grid[a]) : c.eval_min(l.grid[a]);
+      if (v && *v % cl[a] != 0) {
+        c.fail(ptr(ptr(lp, "cluster"), a),
+               std::string("grid.") + kAxis[a] + " = " + std::to_string(*v) + " at var " +
+                   (upper ? "upper" : "lower") + " bounds is not a multiple of cluster." +
+                   kAxis[a] + " = " + std::to_string(cl[a]));
+      }
+    }
+  }
+}
+
+// Structural checks of one descriptor (rule 17); every violation.
+void check_tensormap(VerifyContext& c, const TensorMap& t, const std::string& tp) {
+  const size_t n = t.dims.size();
+  if (n < 1 || n > 5) {
+    c.fail(ptr(tp, "dims"), "dims has " + std::to_string(n) + " entries, expected 1 to 5");
+    return;
+  }
+  if (t.strides.size() != n - 1) {
+    c.fail(ptr(tp, "strides"), "strides has " + std::to_string(t.strides.size()) +
+                                   " entries, expected dims - 1 = " + std::to_string(n - 1));
+  }
+  if (t.box.size() != n) {
+    c.fail(ptr(tp, "box"), "box has " + std::to_string(t.box.size()) + " entries, expected " +
+                               std::to_string(n));
+  }
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (t.dims[i] == 0) {
+      c.fail(ptr(ptr(tp, "dims"), i), "dims[" + std::to_string(i) +
+                                          "] is 0; only the outermost dim may span the buffer");
+      break;
+    }
+  }
+  if (n == 1 && t.dims[0] == 0) c.fail(ptr(ptr(tp, "dims"), 0), "dims[0] is 0");
+  for (size_t i = 0; i < t.box.size(); ++i) {
+    if (t.box[i] < 1 || t.box[i] > 256) {
+      c.fail(ptr(ptr(tp, "box"), i), "box[" + std::to_string(i) + "] = " +
+                                         std::to_string(t.box[i]) + ", must be 1..=256");
+      break;
+    }
+  }
+  for (size_t i = 0; i < t.strides.size(); ++i) {
+    if (t.strides[i] == 0 || t.strides[i] % 16 != 0) {
+      c.fail(ptr(ptr(tp, "strides"), i), "strides[" + std::to_string(i) + "] = " +
+                                             std::to_string(t.strides[i]) +
+                                             " is not a positive multiple of 16");
+      break;
+    }
+  }
+  const uint64_t bits = tma_dtype_bits(t.dtype);
+  // bits divides 128 for every TMA dtype, so dims[0]*bits is a multiple of 128 exactly
+  // when dims[0] is a multiple of 128/bits (no overflow for huge dims).
+  if (t.dims[0] % (128 / bits) != 0) {
+    c.fail(ptr(ptr(tp, "dims"), 0), "dims[0] = " + std::to_string(t.dims[0]) +
+                                        " elements is not a multiple of 16 bytes");
+  }
+  const uint32_t swizzle = t.swizzle.value_or(0);
+  if (!t.box.empty()) {
+    const uint64_t inner = uint64_t{t.box[0]} * bits / 8;
+    if (inner % 16 != 0) {
+      c.fail(ptr(ptr(tp, "box"), 0), "box[0] = " + std::to_string(t.box[0]) +
+                                         " elements spans " + std::to_string(inner) +
+                                         " bytes, not a multiple of 16");
+    }
+    if (swizzle != 0 && inner > swizzle) {
+      c.fail(ptr(ptr(tp, "box"), 0), "box[0] spans " + std::to_string(inner) +
+                                         " bytes, more than the " + std::to_string(swizzle) +
+                                         " byte swizzle span");
+    }
+  }
+  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128) {
+    c.fail(ptr(tp, "swizzle"), "swizzle " + std::to_string(swizzle) +
+                                   " is not one of 0, 32, 64, 128");
+  }
+  const uint32_t l2 = t.l2_promotion.value_or(0);
+  if (l2 != 0 && l2 != 64 && l2 != 128 && l2 != 256) {
+    c.fail(ptr(tp, "l2_promotion"), "l2_promotion " + std::to_string(l2) +
+                                        " is not one of 0, 64, 128, 256");
+  }
+}
+
+// Bytes a descriptor can address from its base; nullopt for a malformed or spanning one.
+std::optional<uint64_t> footprint(const TensorMap& t) {
+  if (t.dims.empty() || t.strides.size() + 1 != t.dims.size()) return std::nullopt;
+  uint64_t bits = 0;
+  if (__builtin_mul_overflow(t.dims[0], uint64_t{tma_dtype_bits(t.dtype)}, &bits)) {
+    return std::nullopt;
+  }
+  uint64_t bytes = bits / 8 + (bits % 8 != 0);
+  for (size_t d = 1; d < t.dims.size(); ++d) {
+    if (t.dims[d] == 0) return std::nullopt;  // spans the allocation: checked at load
+    uint64_t span = 0;
+    if (__builtin_mul_overflow(t.dims[d] - 1, t.strides[d - 1], &span) ||
+        __builtin_add_overflow(bytes, span, &bytes)) {
+      return std::nullopt;
+    }
+  }
+  return bytes;
+}
+
+std::optional<uint32_t> field_width(const PackField& f, const Op& op) {
+  if (f.width) return f.width;
+  return std::visit(
+      [&](const auto& s) -> std::optional<uint32_t> {
+        using S = std::decay_t<decltype(s)>;
+        if constexpr (std::is_same_v<S, ParamRef>) {
+          if (s.index < op.params.size()) return op.params[s.index].size_bytes();
+          return std::nullopt;
+        } else if constexpr (std::is_same_v<S, ScratchRef> || std::is_same_v<S, LitI64>) {
+          return 8;
+        } else if constexpr (std::is_same_v<S, LitU8>) {
+          return 1;
+        } else if constexpr (std::is_same_v<S, TensorMap>) {
+          return 128;
+        } else {
+          return 4;  // i32, f32, var, expr, rank
+        }
+      },
+      f.source);
+}
+
+// Rule 16 structure: every field inside the image, none overlapping; rule 17 placement.
+void check_pack_layout(VerifyContext& c, const Pack& pack, const Op& op, const std::string& pp) {
+  std::vector<std::tuple<uint64_t, uint64_t, size_t>> spans;  // (at, end, field)
+  spans.reserve(pack.fields.size());
+  for (size_t k = 0; k < pack.fields.size(); ++k) {
+    const PackField& f = pack.fields[k];
+    const std::string fp = ptr(ptr(pp, "fields"), k);
+    auto w = field_width(f, op);
+    if (!w || *w == 0) {
+      c.fail(fp, "field #" + std::to_string(k) + ": width unknown");
+      continue;
+    }
+    if (std::holds_alternative<TensorMap>(f.source)) {
+      if (*w != 128) {
+        c.fail(ptr(fp, "width"), "a tensormap field is 128 bytes, not " + std::to_string(*w));
+      }
+      if (f.at % 64 != 0) {
+        c.fail(ptr(fp, "at"), "tensormap at " + std::to_string(f.at) +
+                                  " is not 64-byte aligned");
+      }
+    }
+    const uint64_t end = uint64_t{f.at} + *w;
+    if (end > pack.size) {
+      c.fail(fp, "field #" + std::to_string(k) + " at " + std::to_string(f.at) + " spans " +
+                     std::to_string(*w) + " bytes, past the " + std::to_string(pack.size) +
+                     " byte image");
+    } else {
+      spans.emplace_back(f.at, end, k);
+    }
+  }
+  std::sort(spans.begin(), spans.end());
+  // Compare each field with the furthest-reaching one before it, not only its neighbour.
+  uint64_t reach = 0;
+  size_t reach_field = 0;
+  bool any = false;
+  for (const auto& [at, end, k] : spans) {
+    if (any && at < reach) {
+      c.fail(ptr(ptr(pp, "fields"), k), "field #" + std::to_string(k) + " overlaps field #" +
+                                            std::to_string(reach_field));
+    }
+    if (!any || end > reach) {
+      reach = end;
+      reach_field = k;
+      any = true;
+    }
+  }
+}
+
+bool param_in_range(VerifyContext& c, uint32_t i, const Op& op, const std::string& path) {
+  if (i < op.params.size()) return true;
+  c.fail(path, "interface param #" + std::to_string(i) + " out of range (" +
+                   std::to_string(op.params.size()) + " interface params)");
+  return false;
+}
+
+void check_pack(VerifyContext& c, const std::string& oname, const Op& op, const Pack& pack,
+                const ParamType& param, const std::string& pp, ImplFlow& flow) {
+  if (param.kind != ParamType::Kind::Bytes) {
+    c.fail(pp, "a pack binds only to a `bytes<n>` param, not " + tick(param.to_string()));
+  } else if (param.bytes != pack.size) {
+    c.fail(ptr(pp, "size"), "pack of " + std::to_string(pack.size) + " bytes bound to a `bytes<" +
+                                std::to_string(param.bytes) + ">` param");
+  }
+  check_pack_layout(c, pack, op, pp);
+  const auto& scratch = op.impl.scratch;
+  for (size_t k = 0; k < pack.fields.size(); ++k) {
+    const PackField& f = pack.fields[k];
+    const std::string fp = ptr(ptr(pp, "fields"), k);
+    if (auto* p = std::get_if<ParamRef>(&f.source)) {
+      if (!param_in_range(c, p->index, op, ptr(fp, "param"))) continue;
+      const ParamType& iface = op.params[p->index];
+      // A pointer field is read or written per the interface direction.
+      if (iface.is_pointer() && writes(iface.dir)) flow.iface_written[p->index] = true;
+    } else if (auto* s = std::get_if<ScratchRef>(&f.source)) {
+      if (!scratch || scratch->count(s->name) == 0) {
+        c.fail(ptr(fp, "scratch"), "unknown scratch " + tick(s->name));
+        continue;
+      }
+      flow.scratch_used.insert(s->name);
+      flow.scratch_written.insert(s->name);
+    } else if (auto* v = std::get_if<VarRef>(&f.source)) {
+      if (c.vars->count(v->name) != 0) {
+        c.used_vars.insert(v->name);
+      } else {
+        c.fail(ptr(fp, "var"), "unknown var " + tick(v->name));
+      }
+    } else if (auto* e = std::get_if<Expr>(&f.source)) {
+      c.check_expr(*e, ptr(fp, "expr"));
+    } else if (auto* r = std::get_if<RankRef>(&f.source)) {
+      c.group(r->group, ptr(fp, "rank"));
+    } else if (auto* t = std::get_if<TensorMap>(&f.source)) {
+      const std::string tp = ptr(fp, "tensormap");
+      if (!param_in_range(c, t->param, op, ptr(tp, "param"))) continue;
+      const ParamType& iface = op.params[t->param];
+      if (!iface.is_pointer()) {
+        c.fail(ptr(tp, "param"), "tensormap over interface param #" + std::to_string(t->param) +
+                                     " (" + tick(iface.to_string()) +
+                                     "), which is not a buffer or state");
+        continue;
+      }
+      check_tensormap(c, *t, tp);
+      if (writes(iface.dir)) flow.iface_written[t->param] = true;
+      if (auto bytes = footprint(*t)) {
+        auto& per_param = c.op_tensormaps[oname];
+        per_param.resize(op.params.size());
+        per_param[t->param].push_back(TensorMapUse{t->param, *bytes, fp});
+      }
+    }
+  }
+}
+
+void check_arg(VerifyContext& c, const std::string& oname, const Op& op, const LaunchArg& arg,
+               const ParamType& param, const std::string& ap, ImplFlow& flow) {
+  if (auto* p = std::get_if<ParamRef>(&arg)) {
+    const uint32_t i = p->index;
+    if (!param_in_range(c, i, op, ap)) return;
+    const ParamType& iface = op.params[i];
+    if (!compatible(iface, param)) {
+      c.fail(ap, "interface param " + tick(iface.to_string()) + " does not match launch param " +
+                     tick(param.to_string()));
+      return;
+    }
+    if (iface.is_pointer()) {
+      if (writes(param.dir) && iface.dir == Direction::in) {
+        c.fail(ap, "launch writes through interface `in` param #" + std::to_string(i));
+      }
+      if (reads(param.dir) && !flow.iface_written[i]) {
+        c.fail(ap, "interface `out` param #" + std::to_string(i) +
+                       " read before any launch wrote it");
+      }
+      if (writes(param.dir)) flow.iface_written[i] = true;
+    }
+  } else if (auto* s = std::get_if<ScratchRef>(&arg)) {
+    const Scratch* decl = nullptr;
+    if (op.impl.scratch) {
+      auto it = op.impl.scratch->find(s->name);
+      if (it != op.impl.scratch->end()) decl = &it->second;
+    }
+    if (decl == nullptr) {
+      c.fail(ap, "unknown scratch " + tick(s->name));
+      return;
+    }
+    flow.scratch_used.insert(s->name);
+    if (param.kind != ParamType::Kind::Buffer) {
+      c.fail(ap, "scratch " + tick(s->name) + " bound to non-buffer param " +
+                     tick(param.to_string()));
+      return;
+    }
+    if (decl->dtype != param.dtype) {
+      c.fail(ap, "scratch " + tick(s->name) + " has dtype " + to_string(decl->dtype) +
+                     " but param expects " + to_string(param.dtype));
+    }
+    if (reads(param.dir) && flow.scratch_written.count(s->name) == 0) {
+      c.fail(ap, "scratch " + tick(s->name) + " is read before any launch wrote it");
+    }
+    if (writes(param.dir)) flow.scratch_written.insert(s->name);
+  } else if (auto* r = std::get_if<RankRef>(&arg)) {
+    if (param.kind != ParamType::Kind::I32 && param.kind != ParamType::Kind::I64) {
+      c.fail(ap, "a rank binds only to an i32 or i64 param, not " + tick(param.to_string()));
+    }
+    c.group(r->group, ptr(ap, "rank"));
+  } else if (auto* pack = std::get_if<Pack>(&arg)) {
+    check_pack(c, oname, op, *pack, param, ptr(ap, "pack"), flow);
+  } else if (!literal_matches(arg, param)) {
+    c.fail(ap, literal_text(arg) + " does not match launch param " + tick(param.to_string()));
+  }
+}
+
+void check_launch(VerifyContext& c, const std::string& oname, const Op& op, const Launch& l,
+                  const std::string& lp, ImplFlow& flow) {
+  // 12. launch form
+  if (!l.module) {
+    if (l.entry.rfind("extern:", 0) != 0) {
+      c.fail(ptr(lp, "entry"),
+             "a launch without a module must be a runtime built-in (`extern:<name>`)");
+    }
+  } else {
+    if (l.entry.empty()) c.fail(ptr(lp, "entry"), "empty entry");
+    if (l.entry.rfind("extern:", 0) == 0) {
+      c.fail(ptr(lp, "entry"), "an extern entry has no module or launch geometry");
+    }
+    if (c.modules->count(*l.module) != 0) {
+      c.used_modules.insert(*l.module);
+    } else {
+      c.fail(ptr(lp, "module"), "unknown module " + tick(*l.module));
+    }
+    check_limits(c, l, lp);  // 13
+  }
+  const std::vector<ParamType>& params = l.params ? *l.params : op.params;
+  if (!l.module) {
+    for (const ParamType& p : params) {
+      if (p.kind == ParamType::Kind::Bytes) {
+        c.fail(l.params ? ptr(lp, "params") : lp,
+               "an extern launch takes pointers and scalars, not a pack");
+        break;
+      }
+    }
+  }
+  // 14. arity (a defaulted args list forwards the interface in order)
+  std::vector<LaunchArg> defaulted;
+  if (!l.args) {
+    defaulted.reserve(op.params.size());
+    for (size_t i = 0; i < op.params.size(); ++i) {
+      defaulted.emplace_back(ParamRef{static_cast<uint32_t>(i)});
+    }
+  }
+  const std::vector<LaunchArg>& args = l.args ? *l.args : defaulted;
+  if (args.size() != params.size()) {
+    c.fail(l.args ? ptr(lp, "args") : lp, "takes " + std::to_string(params.size()) +
+                                              " params, got " + std::to_string(args.size()) +
+                                              " args");
+    return;
+  }
+  // 15-17. wiring, packs, tensormaps
+  for (size_t j = 0; j < args.size(); ++j) {
+    const std::string ap = l.args ? ptr(ptr(lp, "args"), j)
+                                  : (l.params ? ptr(ptr(lp, "params"), j) : lp);
+    check_arg(c, oname, op, args[j], params[j], ap, flow);
+  }
+}
+
+void check_op(VerifyContext& c, const std::string& oname, const Op& op) {
+  const std::string op_path = ptr("/ops", oname);
+  const std::string impl_path = ptr(op_path, "impl");
+  // 10. interface
+  for (size_t i = 0; i < op.params.size(); ++i) {
+    if (op.params[i].kind == ParamType::Kind::Bytes) {
+      c.fail(ptr(ptr(op_path, "params"), i),
+             "interface param #" + std::to_string(i) +
+                 " is a byte aggregate; packs are launch-private, the interface takes the "
+                 "buffers and scalars they are assembled from");
+    }
+  }
+  // 11. impl: scratch sized, at least one launch
+  if (op.impl.scratch) {
+    for (const auto& [sname, s] : *op.impl.scratch) {
+      c.shaped_size(s.dtype, s.shape, ptr(ptr(ptr(impl_path, "scratch"), sname), "shape"));
+    }
+  }
+  if (op.impl.launches.empty()) {
+    c.fail(ptr(impl_path, "launches"), "implementation has no launches");
+  }
+  ImplFlow flow;
+  flow.iface_written.reserve(op.params.size());
+  for (const ParamType& p : op.params) {
+    flow.iface_written.push_back(!(p.is_pointer() && p.dir == Direction::out));
+  }
+  for (size_t li = 0; li < op.impl.launches.size(); ++li) {
+    check_launch(c, oname, op, op.impl.launches[li], ptr(ptr(impl_path, "launches"), li), flow);
+  }
+  // 18. every interface `out` param is written by some launch
+  for (size_t i = 0; i < op.params.size(); ++i) {
+    if (!flow.iface_written[i]) {
+      c.fail(ptr(ptr(op_path, "params"), i), "interface " + tick(op.params[i].to_string()) +
+                                                 " param #" + std::to_string(i) +
+                                                 " is never written by any launch");
+    }
+  }
+  // 11. every scratch is used
+  if (op.impl.scratch) {
+    for (const auto& entry : *op.impl.scratch) {
+      if (flow.scratch_used.count(entry.first) == 0) {
+        c.fail(ptr(ptr(impl_path, "scratch"), entry.first),
+               "scratch " + tick(entry.first) + " is never used");
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void check_ops(VerifyContext& c) {
+  for (const auto& [oname, op] : *c.ops) check_op(c, oname, op);
+}
+
+}  // namespace kernrt::manifest::rules

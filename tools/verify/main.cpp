@@ -1,0 +1,120 @@
+// kernrt-verify: verify kern schema-v4 manifests (or `modules` + `ops` fragments) offline.
+//
+// Owns the command line only: options, the output scheme and exit codes. Each file is
+// handled by report.cpp; every rule lives in kernrt::manifest. Exit 0 when every file
+// verified, 1 when any was rejected, 2 when the tool could not run (usage, unreadable
+// file, missing or unreadable --cubins DIR). A serving-protocol misfit is not a failure.
+#include <exception>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "report.hpp"
+
+namespace {
+
+constexpr const char* kVersion = "kernrt-verify 0.1.0 (kern schema 4)";
+
+constexpr const char* kFooter = R"(Output:
+  stdout, per file: `FILE: verified` (fragments: `FILE: verified (fragment)`), followed
+  by `; serving protocol: N forwards, M fills` or `; manifest does not fit the serving
+  protocol:` and one `  - /path: message` line per misfit (still exit 0); or
+  `FILE: manifest failed verification:` and one `  - /path: message` line per problem
+  (`  - line:column: message` for syntax errors).
+  stderr: `FILE: message` for files that cannot be read, and usage errors.
+  --json: one JSON object per file and line on stdout:
+  {"file", "verdict": "verified"|"rejected"|"error", "errors": [{"kind", "path",
+  "message", "line", "column"}], "protocol": {"fits", "forwards", "fills", "misfits"}}.
+Exit codes: 0 all verified, 1 any rejected, 2 usage or I/O error.)";
+
+// `name=max`, max an integer >= 1.
+std::string check_var(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == std::string::npos || eq == 0) return "expected name=max, found `" + s + "`";
+  const std::string digits = s.substr(eq + 1);
+  if (digits.empty() || digits.size() > 19 ||
+      digits.find_first_not_of("0123456789") != std::string::npos) {
+    return "max of `" + s.substr(0, eq) + "` must be an integer >= 1, found `" + digits + "`";
+  }
+  if (std::stoull(digits) < 1) return "max of `" + s.substr(0, eq) + "` must be >= 1, found 0";
+  return std::string();
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"Verify kern schema-v4 manifests (all 24 rules) and report serving-protocol fit",
+               "kernrt-verify"};
+  app.footer(kFooter);
+  app.set_version_flag("--version", kVersion, "Print the version and exit");
+
+  std::vector<std::string> files;
+  std::string cubins;
+  std::vector<std::string> vars;
+  kernrt::verify_tool::Options opts;
+  app.add_option("FILE", files, "Manifest (or fragment) files to verify")
+      ->required()
+      ->check(CLI::ExistingFile);
+  auto* cubins_opt =
+      app.add_option("--cubins", cubins, "Require every module's sha256 among the files in DIR")
+          ->type_name("DIR")
+          ->check(CLI::ExistingDirectory);
+  auto* fragment_flag = app.add_flag("--fragment", opts.fragment,
+                                     "Verify FILEs as `modules` + `ops` merge fragments");
+  app.add_option("--vars", vars, "Set a fragment var's max (NAME=MAX, comma-separated; default 1)")
+      ->type_name("NAME=MAX")
+      ->allow_extra_args(false)
+      ->delimiter(',')
+      ->check(CLI::Validator(check_var, "NAME=MAX", "var"))
+      ->needs(fragment_flag);
+  app.add_flag("--json", opts.json, "Print one JSON object per file instead of text");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help/version to stdout, errors to stderr
+    return code == 0 ? 0 : 2;
+  }
+
+  for (const std::string& v : vars) {
+    const size_t eq = v.find('=');
+    opts.fragment_vars[v.substr(0, eq)].max = std::stoull(v.substr(eq + 1));
+  }
+  if (*cubins_opt) {
+    opts.cubins_dir = cubins;
+    auto hashes = kernrt::verify_tool::hash_directory(cubins);
+    if (!hashes.value) {
+      for (const auto& e : hashes.errors) std::cerr << e.path << ": " << e.message << "\n";
+      return 2;
+    }
+    opts.cubin_hashes = std::move(*hashes.value);
+  }
+
+  bool rejected = false;
+  bool io_failed = false;
+  for (const std::string& f : files) {
+    const auto report = kernrt::verify_tool::check_file(f, opts);
+    rejected = rejected || report.verdict == kernrt::verify_tool::Verdict::rejected;
+    io_failed = io_failed || report.verdict == kernrt::verify_tool::Verdict::io_error;
+    if (opts.json) {
+      kernrt::verify_tool::print_json(report, std::cout);
+    } else {
+      kernrt::verify_tool::print_text(report, std::cout, std::cerr);
+    }
+  }
+  std::cout.flush();
+  if (io_failed) return 2;
+  return rejected ? 1 : 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    // The library returns errors as values; this only catches resource exhaustion.
+    std::cerr << "kernrt-verify: " << e.what() << "\n";
+    return 2;
+  }
+}

@@ -1,0 +1,227 @@
+// Per-file verification and output of kernrt-verify (see report.hpp).
+#include "report.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <sstream>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "kernrt/manifest/expr.hpp"
+#include "kernrt/manifest/parse.hpp"
+#include "kernrt/manifest/protocol.hpp"
+#include "kernrt/manifest/sha256.hpp"
+#include "kernrt/manifest/verify.hpp"
+
+namespace kernrt::verify_tool {
+namespace fs = std::filesystem;
+using namespace kernrt::manifest;
+
+namespace {
+
+Error io_error(const std::string& file, std::string message) {
+  Error e;
+  e.kind = ErrorKind::Io;
+  e.path = file;
+  e.message = std::move(message);
+  return e;
+}
+
+std::optional<std::string> read_file(const std::string& path, std::string* why) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) {
+    *why = "is a directory, expected a file";
+    return std::nullopt;
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    *why = "cannot open for reading";
+    return std::nullopt;
+  }
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (in.bad()) {
+    *why = "read failed";
+    return std::nullopt;
+  }
+  return text;
+}
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(),
+                 [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
+  return s;
+}
+
+void check_hashes(const std::map<std::string, Module>& modules, const Options& opts,
+                  Errors* out) {
+  if (!opts.cubins_dir) return;
+  for (const auto& [name, md] : modules) {
+    if (opts.cubin_hashes.count(lower(md.sha256)) != 0) continue;
+    Error e;
+    e.kind = ErrorKind::Artifact;
+    e.path = json_pointer_append(json_pointer_append("/modules", name), "sha256");
+    e.message = "module `" + name + "` expects sha256 `" + md.sha256 +
+                "`, which no file in `" + *opts.cubins_dir +
+                "` has (build or copy the artifact there)";
+    out->push_back(std::move(e));
+  }
+}
+
+void collect(const Expr& e, std::set<std::string>* names) {
+  std::vector<std::string> vars;
+  collect_vars(e, &vars);
+  names->insert(vars.begin(), vars.end());
+}
+
+}  // namespace
+
+Result<std::set<std::string>> hash_directory(const std::string& dir) {
+  std::set<std::string> hashes;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code kind_ec;
+    if (it->is_regular_file(kind_ec)) files.push_back(it->path().string());
+  }
+  if (ec) return Result<std::set<std::string>>::fail(io_error(dir, ec.message()));
+  std::sort(files.begin(), files.end());
+  for (const std::string& f : files) {
+    Result<std::string> h = sha256_file(f);
+    if (!h.value) return Result<std::set<std::string>>::fail(std::move(h.errors));
+    hashes.insert(lower(*h.value));
+  }
+  return Result<std::set<std::string>>::ok(std::move(hashes));
+}
+
+std::map<std::string, Var> fragment_vars(const Fragment& f, const std::map<std::string, Var>& given) {
+  std::set<std::string> names;
+  for (const auto& entry : f.ops) {
+    const Op& op = entry.second;
+    if (op.impl.scratch) {
+      for (const auto& s : *op.impl.scratch) {
+        for (const Expr& d : s.second.shape) collect(d, &names);
+      }
+    }
+    for (const Launch& l : op.impl.launches) {
+      for (const Expr& g : l.grid) collect(g, &names);
+      if (l.shared_mem) collect(*l.shared_mem, &names);
+      if (!l.args) continue;
+      for (const LaunchArg& a : *l.args) {
+        const auto* pack = std::get_if<Pack>(&a);
+        if (pack == nullptr) continue;
+        for (const PackField& fl : pack->fields) {
+          if (const auto* v = std::get_if<VarRef>(&fl.source)) names.insert(v->name);
+          if (const auto* e = std::get_if<Expr>(&fl.source)) collect(*e, &names);
+        }
+      }
+    }
+  }
+  std::map<std::string, Var> vars;
+  for (const std::string& n : names) vars[n].max = 1;
+  for (const auto& [n, v] : given) vars[n] = v;
+  return vars;
+}
+
+FileReport check_file(const std::string& path, const Options& opts) {
+  FileReport r;
+  r.file = path;
+  std::string why;
+  std::optional<std::string> text = read_file(path, &why);
+  if (!text) {
+    r.verdict = Verdict::io_error;
+    r.errors.push_back(io_error(path, why));
+    return r;
+  }
+  if (opts.fragment) {
+    Result<Fragment> f = parse_fragment(*text);
+    if (!f.value) {
+      r.verdict = Verdict::rejected;
+      r.errors = std::move(f.errors);
+      return r;
+    }
+    r.errors = verify_fragment(*f.value, fragment_vars(*f.value, opts.fragment_vars));
+    check_hashes(f.value->modules, opts, &r.errors);
+  } else {
+    Result<Verified> v = verify_json(*text);
+    if (!v.value) {
+      r.verdict = Verdict::rejected;
+      r.errors = std::move(v.errors);
+      return r;
+    }
+    check_hashes(v.value->manifest().modules, opts, &r.errors);
+    Result<Protocol> p = check_protocol(*v.value);
+    r.protocol_checked = true;
+    if (p.value) {
+      r.forwards = p.value->forwards.size();
+      r.fills = p.value->fills.size();
+    } else {
+      r.misfits = std::move(p.errors);
+    }
+  }
+  r.verdict = r.errors.empty() ? Verdict::verified : Verdict::rejected;
+  return r;
+}
+
+void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
+  switch (r.verdict) {
+    case Verdict::io_error:
+      for (const Error& e : r.errors) err << r.file << ": " << e.message << "\n";
+      return;
+    case Verdict::rejected:
+      out << r.file << ": manifest failed verification:\n";
+      for (const Error& e : r.errors) out << "  - " << e.to_string() << "\n";
+      return;
+    case Verdict::verified:
+      break;
+  }
+  out << r.file << ": verified";
+  if (!r.protocol_checked) {
+    out << " (fragment)\n";
+  } else if (r.misfits.empty()) {
+    out << "; serving protocol: " << r.forwards << " forwards, " << r.fills << " fills\n";
+  } else {
+    out << "; manifest does not fit the serving protocol:\n";
+    for (const Error& e : r.misfits) out << "  - " << e.to_string() << "\n";
+  }
+}
+
+namespace {
+
+nlohmann::json error_json(const Error& e) {
+  nlohmann::json j = nlohmann::json::object();
+  j["kind"] = to_string(e.kind);
+  j["path"] = e.path;
+  j["message"] = e.message;
+  j["line"] = e.line;
+  j["column"] = e.column;
+  return j;
+}
+
+}  // namespace
+
+void print_json(const FileReport& r, std::ostream& out) {
+  nlohmann::json j = nlohmann::json::object();
+  j["file"] = r.file;
+  j["verdict"] = r.verdict == Verdict::verified   ? "verified"
+                 : r.verdict == Verdict::rejected ? "rejected"
+                                                  : "error";
+  j["errors"] = nlohmann::json::array();
+  for (const Error& e : r.errors) j["errors"].push_back(error_json(e));
+  if (r.protocol_checked) {
+    nlohmann::json p = nlohmann::json::object();
+    p["fits"] = r.misfits.empty();
+    p["forwards"] = r.forwards;
+    p["fills"] = r.fills;
+    p["misfits"] = nlohmann::json::array();
+    for (const Error& e : r.misfits) p["misfits"].push_back(error_json(e));
+    j["protocol"] = std::move(p);
+  }
+  // Replace invalid UTF-8 (a file name or a message quoting bad input) instead of throwing.
+  out << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+}
+
+}  // namespace kernrt::verify_tool

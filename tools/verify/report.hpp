@@ -1,0 +1,56 @@
+// kernrt-verify's per-file work: read one file, verify it as a manifest (then check the
+// serving protocol) or as a merge fragment, optionally check module hashes against a
+// directory of artifacts, and print the verdict as text or as one JSON object.
+//
+// It decides nothing the library does not: rules live in kernrt::manifest. It does not
+// walk DIR recursively and does not load or inspect artifacts beyond hashing their bytes.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <ostream>
+#include <set>
+#include <string>
+
+#include "kernrt/manifest/error.hpp"
+#include "kernrt/manifest/types.hpp"
+
+namespace kernrt::verify_tool {
+
+struct Options {
+  bool fragment = false;
+  bool json = false;
+  std::optional<std::string> cubins_dir;
+  std::set<std::string> cubin_hashes;                 // lowercase hex of every file in DIR
+  std::map<std::string, manifest::Var> fragment_vars;  // from --vars
+};
+
+enum class Verdict { verified, rejected, io_error };
+
+struct FileReport {
+  std::string file;
+  Verdict verdict = Verdict::verified;
+  Errors errors;           // why it was rejected (or the I/O error)
+  bool protocol_checked = false;
+  Errors misfits;          // serving-protocol misfits of a verified manifest (not failures)
+  size_t forwards = 0;
+  size_t fills = 0;
+};
+
+// Hashes every regular file directly in `dir`; an Io error names the file that failed.
+Result<std::set<std::string>> hash_directory(const std::string& dir);
+
+// The vars a fragment names (grids, shared_mem, pack var/expr fields, scratch shapes),
+// each at max 1 unless `given` sets it.
+std::map<std::string, manifest::Var> fragment_vars(const manifest::Fragment& f,
+                                                   const std::map<std::string, manifest::Var>& given);
+
+FileReport check_file(const std::string& path, const Options& opts);
+
+// Text: verdict lines and problems on `out`; I/O errors on `err` as `file: message`.
+void print_text(const FileReport& r, std::ostream& out, std::ostream& err);
+// One JSON object on one line.
+void print_json(const FileReport& r, std::ostream& out);
+
+}  // namespace kernrt::verify_tool
