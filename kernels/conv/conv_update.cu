@@ -1,0 +1,128 @@
+// Causal conv1d decode update for the H200: `steps` (1..8) new tokens per sequence against a
+// per-sequence conv state in a state pool, updated in place.
+// Per channel d of sequence n, with state s[0..W-2] (s[W-2] the newest input):
+//   for each new token x_t:  y_t = act(bias + sum_{j<W-1} w[j] s[j] + w[W-1] x_t);
+//                            s <- [s[1..W-2], x_t]
+// Entries: conv_update_sm90a_{bf16,f16}_w{2,3,4} (1 token) and conv_verify_sm90a_*
+// (up to 8 tokens), one `const __grid_constant__
+// ConvUpdateParams` (layout and line-table rules in params.h).
+//
+// Grid/block: block.x threads, one per 8 channels; grid.x = ceil(D / (8 * block.x));
+// grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels so
+// the weights it holds in registers are loaded once for all of them. All state lines and x
+// rows of those sequences are loaded before any math (W-1 + steps 16-byte loads each); y rows
+// and the new state are stored. Padded sequences (n >= seqs) and steps > params.steps are
+// skipped, so one captured graph serves any seqs <= grid coverage.
+//
+// Not checked here: D % 8 and 16-byte alignment (manifest and load checks), steps <= 8,
+// distinct lines for distinct sequences (two sequences sharing a line race).
+#include "conv/conv_vec.cuh"
+#include "conv/params.h"
+
+#ifndef KERNRT_CONV_UPDATE_SEQS
+#define KERNRT_CONV_UPDATE_SEQS 2
+#endif
+
+namespace kernrt_conv {
+
+constexpr int kSeqs = KERNRT_CONV_UPDATE_SEQS;  // sequences per thread
+static_assert(kSeqs >= 1 && kSeqs <= 4, "sequences per thread");
+
+template <typename E, int W, int kSteps>
+__device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
+  constexpr int S = W - 1;
+  const E tag{};
+  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * kChannelsPerThread;
+  if (c0 >= p.dim) return;
+  const int steps = kSteps == 1 ? 1 : (p.steps < kSteps ? p.steps : kSteps);
+
+  // ---- loads: every sequence's state line and new tokens before any math -------------
+  char* st[kSeqs];
+  uint4 sv[kSeqs][S];
+  uint4 xv[kSeqs][kSteps];
+#pragma unroll
+  for (int k = 0; k < kSeqs; ++k) {
+    const int n = blockIdx.y * kSeqs + k;
+    st[k] = nullptr;
+    if (n < p.seqs) {
+      const int64_t line = p.lines != nullptr ? p.lines[n] : n;
+      if (line != 0 || p.lines == nullptr) st[k] = static_cast<char*>(p.state) + line * p.state_stride;
+      const uint16_t* x = static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + c0;
+#pragma unroll
+      for (int t = 0; t < kSteps; ++t)
+        if (t < steps) xv[k][t] = ld_nc_v4(x + t * p.x_stride_tok);
+      const uint4* sp = reinterpret_cast<const uint4*>(st[k] + 2 * c0 * S);
+#pragma unroll
+      for (int i = 0; i < S; ++i) sv[k][i] = st[k] != nullptr ? ld_v4(sp + i) : make_uint4(0, 0, 0, 0);
+    }
+  }
+  float w[W][8], b[8];
+  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, w, b);
+  const bool silu = (p.flags & kFlagSilu) != 0;
+
+#pragma unroll
+  for (int k = 0; k < kSeqs; ++k) {
+    const int n = blockIdx.y * kSeqs + k;
+    if (n >= p.seqs) break;
+    float win[S][8];
+#pragma unroll
+    for (int c = 0; c < 8; ++c)
+#pragma unroll
+      for (int j = 0; j < S; ++j) win[j][c] = to_f32(tag, elem16(sv[k], c * S + j));
+
+    // ---- tokens ----------------------------------------------------------------------
+    uint16_t* y = static_cast<uint16_t*>(p.y) + n * p.y_stride_seq + c0;
+#pragma unroll
+    for (int t = 0; t < kSteps; ++t) {
+      if (t < steps) {
+        float cur[8], out[8];
+        unpack8(tag, xv[k][t], cur);
+#pragma unroll
+        for (int c = 0; c < 8; ++c) {
+          float z = b[c];
+#pragma unroll
+          for (int j = 0; j < S; ++j) z = fmaf(w[j][c], win[j][c], z);
+          z = fmaf(w[S][c], cur[c], z);
+          out[c] = activate(z, silu);
+        }
+        st_cs_v4(y + t * p.y_stride_tok, pack8(tag, out));
+#pragma unroll
+        for (int j = 0; j + 1 < S; ++j)
+#pragma unroll
+          for (int c = 0; c < 8; ++c) win[j][c] = win[j + 1][c];
+#pragma unroll
+        for (int c = 0; c < 8; ++c) win[S - 1][c] = cur[c];
+        if (kSteps > 1 && p.step_lines != nullptr) {
+          const int64_t sl = p.step_lines[t * p.step_lines_stride + n];
+          if (sl != 0) store_state(tag, static_cast<char*>(p.state) + sl * p.state_stride, c0, win);
+        }
+      }
+    }
+
+    // ---- in-place state --------------------------------------------------------------
+    if (st[k] != nullptr) store_state(tag, st[k], c0, win);
+  }
+}
+
+}  // namespace kernrt_conv
+
+// ---- entries -----------------------------------------------------------------------------
+// conv_update_*: one token per sequence (decode); conv_verify_*: up to 8 (speculative verify).
+#define KERNRT_CONV_UPDATE_ENTRY(name, dtype, tag, w, steps)                             \
+  extern "C" __global__ void __launch_bounds__(256) conv_##name##_sm90a_##dtype##_w##w(  \
+      const __grid_constant__ kernrt_conv::ConvUpdateParams p) {                         \
+    kernrt_conv::conv_update<kernrt_conv::tag, w, steps>(p);                             \
+  }
+
+KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 2, 1)
+KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 3, 1)
+KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 4, 1)
+KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 2, 1)
+KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 3, 1)
+KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 4, 1)
+KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 2, kernrt_conv::kMaxSteps)
+KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 3, kernrt_conv::kMaxSteps)
+KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 4, kernrt_conv::kMaxSteps)
+KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 2, kernrt_conv::kMaxSteps)
+KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 3, kernrt_conv::kMaxSteps)
+KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 4, kernrt_conv::kMaxSteps)

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Device script of the conv family (run on the lent H200 through the `run` tool, from the
+# repository root, with `.peer/conv` carried): installs the fla peer from its carried
+# wheel, runs validation/conv/check.py (correctness vs float64 reference and fla) and
+# validation/conv/bench.py (ours vs fla vs floor), the PNG plot, a SASS summary, and, when
+# build/bin/program_io and the pinned manifests were carried, the examples in eager and
+# graph mode. Everything lands in $OUT. Cubins come prebuilt in .peer/conv/cubins
+# (and bench variants in .peer/conv/variants); see validation/conv/notes.md.
+# Usage: COMMIT=<sha> bash tools/device/conv.sh
+set -o pipefail
+OUT=${OUT:-/tmp/conv-out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+  --target /tmp/site .peer/conv/*.whl || exit 2
+export PYTHONPATH=/tmp/site:$PWD/validation/conv
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
+META="{\"date\": \"$(date -u +%F)\", \"gpu\": \"$GPU\", \"commit\": \"${COMMIT:-unknown}\", \"family\": \"conv\"}"
+FLAVER=$(python3 -c "import fla; print(fla.__version__)" 2>/dev/null)
+echo "gpu=$GPU fla=$FLAVER"
+CUB=.peer/conv/cubins
+python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla --meta "$META" \
+  2>&1 | tee "$OUT/check.log"
+VAR=""
+[ -d .peer/conv/variants ] && VAR="--variants .peer/conv/variants"
+python3 validation/conv/bench.py --cubins $CUB --out "$OUT/bench.jsonl" --fla $VAR \
+  --peer "fla $FLAVER" --meta "$META" 2>&1 | tee "$OUT/bench.log"
+python3 validation/conv/plot.py "$OUT/bench.jsonl" "$OUT/conv_bench.png" || echo "plot failed"
+{ for c in $CUB/*.cubin; do cuobjdump -res-usage "$c"; cuobjdump -sass "$c" | grep -oE "(LDG|STG|LDL|STL|LDS|STS)[.A-Z0-9]*" | sort | uniq -c; done; } > "$OUT/sass.txt" 2>&1
+if [ -x .peer/conv/program_io/program_io ] && [ -f examples/conv/run_examples.sh ]; then
+  bash examples/conv/run_examples.sh .peer/conv/program_io 2>&1 | tee "$OUT/program_io.log"
+fi
+tail -3 "$OUT/check.log"

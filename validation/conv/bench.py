@@ -1,0 +1,155 @@
+"""Benchmark of the kernrt conv cubins vs fla vs the bandwidth floor, in one process.
+
+Owns the timing method of validation/conv/notes.md: random inputs, several input/output
+sets rotated so that one round touches > 120 MB (twice the 60 MB L2), CUDA events around
+each call (forward, eager, no host sync between calls) or around graph replays of K calls
+(decode: per call = replay time / K), median over many samples. Floor = (bytes read once +
+bytes written once) / 4.275 TB/s. Prints a table and appends JSONL records.
+Usage: python3 bench.py --cubins DIR --out bench.jsonl [--fla] [--variants DIR]
+"""
+import argparse
+import json
+import statistics
+
+import torch
+
+import cubin_launch as kl
+
+BW = 4.275e12  # B/s, device-to-device copy measured on the H200 (validation/conv/notes.md)
+L2_ROT = 128 << 20
+
+
+def sets_for(bytes_per_call):
+    return max(2, -(-L2_ROT // max(bytes_per_call, 1)))
+
+
+def time_eager(fn, nsets, iters=60, warm=5):
+    for i in range(warm):
+        fn(i % nsets)
+    torch.cuda.synchronize()
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    for i, (a, b) in enumerate(ev):
+        a.record()
+        fn(i % nsets)
+        b.record()
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) for a, b in ev) * 1e3
+
+
+def time_graph(fn, nsets, reps=30):
+    """Capture one graph of nsets calls (one per set), time replays, per-call median."""
+    for i in range(nsets):
+        fn(i)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for i in range(nsets):  # warm the capture stream too
+            fn(i)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    with torch.cuda.graph(g):
+        for i in range(nsets):
+            fn(i)
+    g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        torch.cuda.synchronize()
+        times.append(a.elapsed_time(b) * 1e3 / nsets)
+    return statistics.median(times)
+
+
+def bench_fwd(mods, use_fla, B, T, D, W=4, dtype=torch.bfloat16):
+    xb = B * T * D * 2
+    nbytes = 2 * xb  # read x once, write y once (weights are D*W*4, negligible)
+    nsets = sets_for(nbytes)
+    xs = [torch.randn(B, T, D, device="cuda").to(dtype) for _ in range(nsets)]
+    ys = [torch.empty_like(x) for x in xs]
+    w = ((torch.rand(D, W, device="cuda") * 2 - 1) / W ** 0.5).float()
+    res = {}
+    for label, (mod, rows, block) in mods.items():
+        res[label] = time_eager(lambda i: kl.fwd(mod, xs[i], w, ys[i], silu=True, rows=rows, block=block), nsets)
+    if use_fla:
+        from fla.modules.causal_conv1d import causal_conv1d
+        res["fla"] = time_eager(lambda i: causal_conv1d(xs[i], w, None, activation="silu"), nsets)
+    return f"fwd B{B} T{T} D{D} W{W} silu bf16 wf32", nbytes, res
+
+
+def bench_update(mods, use_fla, N, D, W=4, dtype=torch.bfloat16):
+    line = D * (W - 1) * 2
+    nbytes = 2 * N * D * 2 + 2 * N * line  # x, y, state read + written
+    nsets = min(64, sets_for(nbytes))
+    xs = [torch.randn(N, 1, D, device="cuda").to(dtype) for _ in range(nsets)]
+    ys = [torch.empty_like(x) for x in xs]
+    pools = [torch.randn(N + 2, D, W - 1, device="cuda").to(dtype) for _ in range(nsets)]
+    lines = [(torch.randperm(N + 1, device="cuda")[:N] + 1).int() for _ in range(nsets)]
+    w = ((torch.rand(D, W, device="cuda") * 2 - 1) / W ** 0.5).float()
+    res = {}
+    for label, (mod, spt, block) in mods.items():
+        res[label] = time_graph(lambda i: kl.update(mod, xs[i], w, ys[i], pools[i].view(torch.uint8),
+                                                    lines=lines[i], state_stride=line, silu=True,
+                                                    block=block, seqs_per_thread=spt), nsets)
+    if use_fla:
+        from fla.modules.causal_conv1d import causal_conv1d_update
+        caches = [torch.randn(N, D, W, device="cuda").to(dtype) for _ in range(nsets)]
+        res["fla"] = time_graph(lambda i: causal_conv1d_update(xs[i][:, 0], caches[i], weight=w,
+                                                               activation="silu"), nsets)
+    return f"update B{N} D{D} W{W} silu bf16 wf32 (graph)", nbytes, res
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cubins", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--fla", action="store_true")
+    ap.add_argument("--variants", default="")
+    ap.add_argument("--meta", default="{}")
+    ap.add_argument("--peer", default="fla")
+    a = ap.parse_args()
+    torch.manual_seed(99)
+    fwd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_fwd.sm90a.cubin"), 16, 128)}
+    upd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_update.sm90a.cubin"), 2, 128)}
+    if a.variants:
+        for r in (8, 16):
+            m = kl.Module(f"{a.variants}/conv_fwd_r{r}.sm90a.cubin")
+            for blk in (128, 256):
+                fwd_mods[f"r{r}b{blk}"] = (m, r, blk)
+        for s in (1, 2, 4):
+            m = kl.Module(f"{a.variants}/conv_update_s{s}.sm90a.cubin")
+            for blk in (64, 128):
+                upd_mods[f"s{s}b{blk}"] = (m, s, blk)
+    meta = json.loads(a.meta)
+    rows = []
+    with torch.no_grad():
+        for shape in [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]:
+            rows.append(bench_fwd(fwd_mods, a.fla, *shape))
+            torch.cuda.empty_cache()
+        for shape in [(64, 4096), (256, 8192)]:
+            rows.append(bench_update(upd_mods, a.fla, *shape))
+    print(f"\n{'case':<44} {'ours us':>8} {'fla us':>8} {'floor':>7} {'x fla':>6} {'floor%':>7}  variants")
+    with open(a.out, "a") as f:
+        for case, nbytes, res in rows:
+            floor = nbytes / BW * 1e6
+            ours = res["ours"]
+            peer = res.get("fla")
+            rec = dict(meta, case=case, kind="bench", ours_us=round(ours, 2), floor_us=round(floor, 2),
+                       frac_of_floor=round(floor / ours, 3))
+            if peer is not None:
+                rec.update(peer=a.peer, peer_us=round(peer, 2), speedup_vs_peer=round(peer / ours, 2))
+            var = {k: round(v, 2) for k, v in res.items() if k not in ("ours", "fla")}
+            if var:
+                rec["variants_us"] = var
+            f.write(json.dumps(rec) + "\n")
+            print(f"{case:<44} {ours:8.2f} {peer if peer else float('nan'):8.2f} {floor:7.2f} "
+                  f"{(peer / ours) if peer else float('nan'):6.2f} {100 * floor / ours:6.1f}%  "
+                  + " ".join(f"{k}={v}" for k, v in var.items()))
+
+
+if __name__ == "__main__":
+    main()

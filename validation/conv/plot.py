@@ -1,0 +1,46 @@
+"""Plot validation/conv bench JSONL (ours vs fla vs floor) as one PNG; never typed by hand.
+
+Usage: python3 plot.py bench.jsonl out.png  (the newest record of each case wins)
+"""
+import json
+import sys
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+
+def main():
+    recs = {}
+    for line in open(sys.argv[1]):
+        r = json.loads(line)
+        if r.get("kind") == "bench":
+            recs[r["case"]] = r
+    cases = list(recs)
+    fig, ax = plt.subplots(figsize=(11, 4.8))
+    xs = range(len(cases))
+    wd = 0.27
+    ours = [recs[c]["ours_us"] for c in cases]
+    peer = [recs[c].get("peer_us", 0) for c in cases]
+    floor = [recs[c]["floor_us"] for c in cases]
+    ax.bar([x - wd for x in xs], floor, wd, label="floor (bytes / 4.275 TB/s)", color="#bbbbbb")
+    ax.bar(list(xs), ours, wd, label="kernrt conv", color="#2a7ab9")
+    ax.bar([x + wd for x in xs], peer, wd, label="fla (Triton)", color="#e07b39")
+    for x, o, p in zip(xs, ours, peer):
+        if p:
+            ax.text(x + wd, p, f"{p / o:.1f}x", ha="center", va="bottom", fontsize=8)
+    ax.set_yscale("log")
+    ax.set_ylabel("µs per call (median, log)")
+    ax.set_xticks(list(xs))
+    ax.set_xticklabels([c.replace(" silu bf16 wf32", "") for c in cases], rotation=18, ha="right",
+                       fontsize=8)
+    r0 = recs[cases[0]]
+    ax.set_title(f"causal conv1d on {r0.get('gpu', '?')} ({r0.get('date', '')}, {r0.get('commit', '')[:8]})")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(sys.argv[2], dpi=110)
+
+
+if __name__ == "__main__":
+    main()
