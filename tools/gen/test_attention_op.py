@@ -22,6 +22,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 import attention_op as ao  # noqa: E402
+import example_io  # noqa: E402
 import examples  # noqa: E402
 import kernel_params as kp  # noqa: E402
 from kernel_params import GenError  # noqa: E402
@@ -245,6 +246,45 @@ class Examples(unittest.TestCase):
         args = examples.manifest("decode", "gb300-trtllm")["programs"]["decode"]["calls"][0]["args"]
         self.assertEqual(args[2], {"buf": "kv", "offset": 262144})
         self.assertEqual(args[3], {"buf": "kv", "offset": 262656})
+
+
+class ExampleIo(unittest.TestCase):
+    """The GPU hook's checker, exercised on the CPU with the reference as the output."""
+
+    def test_reference_passes_and_one_wrong_value_fails(self):
+        manifest = os.path.join(REPO, "examples", "decode.json")
+        with tempfile.TemporaryDirectory() as work:
+            case = example_io.write_inputs(manifest, work)
+            self.assertEqual(case["vars"], {"tokens": 2, "seqs": 2})
+            self.assertEqual(os.path.getsize(os.path.join(work, "kv.bin")), 22 * 524288)
+            self.assertEqual(list(example_io.read_array(os.path.join(work, "cuq.bin"), "i")),
+                             [0, 1, 2])
+            ref = example_io.reference(manifest, work)
+            out = [example_io.to_bf16(x) for x in ref]
+            ok, summary = example_io.compare(ref, out)
+            self.assertTrue(ok, summary)
+            big = max(range(len(ref)), key=lambda i: abs(ref[i]))
+            out[big] ^= 0x0040  # the top mantissa bit of the largest value: off by >= 1/4
+            ok, summary = example_io.compare(ref, out)
+            self.assertFalse(ok)
+            self.assertIn("max |err|", summary)
+
+    def test_layer_zero_differs_from_layer_one(self):
+        # The reference must read the layer the call selects: layer 0's K/V give other values.
+        manifest = os.path.join(REPO, "examples", "decode.json")
+        with tempfile.TemporaryDirectory() as work:
+            example_io.write_inputs(manifest, work)
+            ref = example_io.reference(manifest, work)
+            with open(manifest, encoding="utf-8") as f:
+                m = json.load(f)
+            for i, off in ((2, 0), (3, 512)):
+                m["programs"]["decode"]["calls"][0]["args"][i]["offset"] = off
+            other = os.path.join(work, "layer0.json")
+            with open(other, "w", encoding="utf-8") as f:
+                json.dump(m, f)
+            ok, _ = example_io.compare(example_io.reference(other, work),
+                                       [example_io.to_bf16(x) for x in ref])
+            self.assertFalse(ok)
 
 
 class Cli(unittest.TestCase):
