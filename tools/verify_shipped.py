@@ -7,8 +7,9 @@ has `modules`/`ops` only; a call binding has `op`/`args` and is listed, not veri
 the file to verify (a template that names local kernels through `@SHA256:<cubin>@` is verified
 through its pinned build copy: build/<same path without .in>, with --cubins so the hashes are
 checked against the cubins beside it), running build/bin/kernrt-verify and printing one verdict
-per file plus a summary. Exit 0 when every verified file passes, 1 when any is rejected or a
-pinned copy is missing although the kernels were built, 2 when it could not run.
+per file plus a summary. Exit 0 when every verified file passes, 1 when any is rejected or the
+verifier could not read a file, 2 when it could not run at all. A template whose pinned
+copy was not built (kernels off, or no pin rule for it yet) is listed as not built.
 
 GPU hook: with a CUDA device and build/bin/program_io, every runnable example (all of its
 modules are local, pinned cubins) also runs through program_io on generated inputs, and its
@@ -73,8 +74,14 @@ def plan(build_dir):
             pinned = os.path.join(build_dir, rel[:-3] if rel.endswith(".in") else rel)
             rows.append((rel, kind + "+pinned", pinned, None))
         else:
-            rows.append((rel, kind, os.path.join(REPO, rel), None))
+            rows.append((rel, kind, rel, None))
     return rows
+
+
+def shown(path):
+    """A path as the user would type it from the repository root."""
+    rel = os.path.relpath(path, REPO) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel
 
 
 def verify(verifier, cubins, kind, path):
@@ -84,8 +91,7 @@ def verify(verifier, cubins, kind, path):
     if kind.endswith("+pinned"):
         cmd += ["--cubins", cubins]
     cmd.append(path)
-    print("$ " + " ".join(os.path.relpath(c, REPO) if os.path.isabs(c) else c for c in cmd),
-          flush=True)
+    print("$ " + " ".join(shown(c) for c in cmd), flush=True)
     return subprocess.call(cmd, cwd=REPO)
 
 
@@ -147,16 +153,14 @@ def main(argv=None):
               file=sys.stderr)
         return 2
     cubins = os.path.join(build_dir, "cubins", "run")
-    kernels_built = os.path.isdir(cubins)
     results, runnable = [], []
     for rel, kind, path, reason in plan(build_dir):
         if path is None:
             results.append((rel, kind, "listed: " + reason))
-        elif not os.path.exists(path):
-            verdict = "MISSING pinned copy " + os.path.relpath(path, REPO)
-            if not kernels_built:
-                verdict = "not built (kernels off): " + os.path.relpath(path, REPO)
-            results.append((rel, kind, verdict))
+        elif not os.path.exists(os.path.join(REPO, path)):
+            # No pin rule ran: the kernels are off, or its cubin target does not exist yet.
+            # ctest's manifests.*_pinned_verify entries fail if a pin rule exists and breaks.
+            results.append((rel, kind, "not built: no " + shown(path)))
         else:
             code = verify(verifier, cubins, kind, path)
             results.append((rel, kind, {0: "verified", 1: "REJECTED"}.get(code, f"ERROR {code}")))
@@ -166,7 +170,7 @@ def main(argv=None):
     width = max(len(r) for r, _, _ in results)
     for rel, kind, verdict in results:
         print(f"  {rel:<{width}}  {kind:<16} {verdict}")
-    bad = [r for r in results if r[2].startswith(("REJECTED", "ERROR", "MISSING"))]
+    bad = [r for r in results if r[2].startswith(("REJECTED", "ERROR"))]
     failed_runs = 0 if args.no_gpu else run_examples(build_dir, runnable)
     verified = sum(1 for r in results if r[2] == "verified")
     print(f"\n{verified} verified, {len(bad)} failed, {len(results) - verified - len(bad)} listed"
