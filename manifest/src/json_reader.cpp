@@ -256,6 +256,7 @@ Constants Constants::from_root(const Json& root) {
   auto it = root.find("constants");
   if (it == root.end()) return c;
   if (!it->is_object()) fail("/constants", "expected an object of named numbers, found " + describe(*it));
+  c.declared_ = true;
   const Json* vars = nullptr;
   auto v = root.find("vars");
   if (v != root.end() && v->is_object()) vars = &*v;
@@ -349,17 +350,14 @@ Node Node::substituted() const {
   return *this;
 }
 
-Node Node::resolved_number(const char* expected) const {
-  if (j_->is_string()) {
+Node Node::resolved_number() const {
+  if (j_->is_string() && constants_ && constants_->declared()) {
     std::string name = j_->get<std::string>();
-    const Json* c = constants_ ? constants_->find(name) : nullptr;
-    if (!c) {
-      if (constants_) fail(path_, "undefined constant `" + name + "`");
-      fail(path_, std::string("expected ") + expected + ", found " + describe(*j_));
-    }
+    const Json* c = constants_->find(name);
+    if (!c) fail(path_, "undefined constant `" + name + "`");
     return with_json(*c);
   }
-  return *this;
+  return *this;  // a non-number fails in the caller's kind check with its range
 }
 
 namespace {
@@ -395,25 +393,25 @@ uint64_t unsigned_in(const Node& n, uint64_t hi, const char* type) {
 }  // namespace
 
 uint64_t Node::u64() const {
-  return unsigned_in(resolved_number("u64"), std::numeric_limits<uint64_t>::max(), "u64");
+  return unsigned_in(resolved_number(), std::numeric_limits<uint64_t>::max(), "u64");
 }
 uint32_t Node::u32() const {
-  return static_cast<uint32_t>(unsigned_in(resolved_number("u32"), std::numeric_limits<uint32_t>::max(), "u32"));
+  return static_cast<uint32_t>(unsigned_in(resolved_number(), std::numeric_limits<uint32_t>::max(), "u32"));
 }
 uint8_t Node::u8() const {
-  return static_cast<uint8_t>(unsigned_in(resolved_number("u8"), 255, "u8"));
+  return static_cast<uint8_t>(unsigned_in(resolved_number(), 255, "u8"));
 }
 int32_t Node::i32() const {
-  return static_cast<int32_t>(signed_in(resolved_number("i32"), std::numeric_limits<int32_t>::min(),
+  return static_cast<int32_t>(signed_in(resolved_number(), std::numeric_limits<int32_t>::min(),
                                         std::numeric_limits<int32_t>::max(), "i32"));
 }
 int64_t Node::i64() const {
-  return signed_in(resolved_number("i64"), std::numeric_limits<int64_t>::min(),
+  return signed_in(resolved_number(), std::numeric_limits<int64_t>::min(),
                    std::numeric_limits<int64_t>::max(), "i64");
 }
 
 double Node::number() const {
-  Node n = resolved_number("a number");
+  Node n = resolved_number();
   if (!n.json().is_number()) fail(path_, "expected a number, found " + describe(n.json()));
   return n.json().get<double>();
 }

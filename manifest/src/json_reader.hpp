@@ -49,9 +49,11 @@ class Constants {
   // values are numbers and no name is also a var.
   static Constants from_root(const Json& root);
   const Json* find(const std::string& name) const;
+  bool declared() const { return declared_; }
 
  private:
   std::map<std::string, Json> values_;
+  bool declared_ = false;
 };
 
 class Node {
@@ -99,7 +101,7 @@ class Node {
   Node substituted() const;
 
  private:
-  Node resolved_number(const char* expected) const;
+  Node resolved_number() const;
   const Json* j_;
   std::string path_;
   const Constants* constants_;

@@ -267,4 +267,10 @@ Result<Fragment> parse_fragment(std::string_view text) {
   return run_parse<Fragment>(text, detail::parse_fragment_json);
 }
 
+Result<Call> parse_call(std::string_view text) {
+  return run_parse<Call>(text, [](const detail::Json& root) {
+    return detail::parse_call(detail::Node(root, "", nullptr));
+  });
+}
+
 }  // namespace kernrt::manifest

@@ -21,6 +21,7 @@ std::vector<ParamType> parse_params(const Node& n);
 
 Op parse_op(const Node& n);
 Program parse_program(const Node& n);
+Call parse_call(const Node& n);
 
 // Whole documents; `root` must already be read strictly (read_json).
 Manifest parse_manifest_json(const Json& root);

@@ -50,6 +50,8 @@ CallArg parse_call_arg(const Node& n) {
   return RankRef{v.str()};
 }
 
+}  // namespace
+
 Call parse_call(const Node& n) {
   n.expect_object("a call");
   n.allow_keys({"label", "op", "args"});
@@ -59,8 +61,6 @@ Call parse_call(const Node& n) {
   for (const Node& a : n.at("args").items("call arguments")) c.args.push_back(parse_call_arg(a));
   return c;
 }
-
-}  // namespace
 
 Program parse_program(const Node& n) {
   n.expect_object("a program");

@@ -21,4 +21,7 @@ Result<Manifest> parse_manifest(std::string_view text);
 // A merge fragment: an object with exactly `modules` and `ops`.
 Result<Fragment> parse_fragment(std::string_view text);
 
+// One call object (as in the seed's call-binding example), without constants.
+Result<Call> parse_call(std::string_view text);
+
 }  // namespace kernrt::manifest

@@ -10,5 +10,6 @@ namespace kernrt::manifest {
 
 std::string write_manifest(const Manifest& m);
 std::string write_fragment(const Fragment& f);
+std::string write_call(const Call& c);
 
 }  // namespace kernrt::manifest

@@ -1,0 +1,91 @@
+// Expression evaluation (§1.15) with checked u64 arithmetic, var assignments at the
+// declared bounds, var collection and byte sizes of shapes. It evaluates what it is
+// given: whether `c > 0` was declared is the verifier's rule, here a zero divisor is
+// just "division by zero".
+#include "kernrt/manifest/expr.hpp"
+
+namespace kernrt::manifest {
+
+namespace {
+
+bool mul_overflows(uint64_t a, uint64_t b, uint64_t* out) {
+  return __builtin_mul_overflow(a, b, out);
+}
+
+}  // namespace
+
+std::optional<uint64_t> evaluate(const Expr& e, const VarLookup& lookup, std::string* error) {
+  auto failed = [&](std::string msg) -> std::optional<uint64_t> {
+    if (error) *error = std::move(msg);
+    return std::nullopt;
+  };
+  switch (e.kind) {
+    case Expr::Kind::Const: return e.value;
+    case Expr::Kind::Var: {
+      std::optional<uint64_t> v = lookup ? lookup(e.var) : std::nullopt;
+      if (!v) return failed("unknown var `" + e.var + "`");
+      return v;
+    }
+    case Expr::Kind::CeilDiv:
+    case Expr::Kind::Mul: {
+      if (!e.lhs) return failed("malformed expression");
+      std::optional<uint64_t> a = evaluate(*e.lhs, lookup, error);
+      if (!a) return std::nullopt;
+      if (e.kind == Expr::Kind::CeilDiv) {
+        if (e.value == 0) return failed("division by zero");
+        return *a / e.value + (*a % e.value != 0 ? 1 : 0);
+      }
+      uint64_t r = 0;
+      if (mul_overflows(*a, e.value, &r)) return failed("overflows u64");
+      return r;
+    }
+  }
+  return failed("malformed expression");
+}
+
+std::map<std::string, uint64_t> vars_at_max(const Manifest& m) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [name, var] : m.vars) out[name] = var.max;
+  return out;
+}
+
+std::map<std::string, uint64_t> vars_at_min(const Manifest& m) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [name, var] : m.vars) out[name] = 1;  // Var::MIN is always 1
+  return out;
+}
+
+VarLookup lookup_in(const std::map<std::string, uint64_t>& values) {
+  // Captures by pointer: the map must outlive the lookup, as for any reference.
+  const std::map<std::string, uint64_t>* map = &values;
+  return [map](const std::string& name) -> std::optional<uint64_t> {
+    auto it = map->find(name);
+    if (it == map->end()) return std::nullopt;
+    return it->second;
+  };
+}
+
+void collect_vars(const Expr& e, std::vector<std::string>* out) {
+  if (!out) return;
+  const Expr* cur = &e;
+  while (cur) {
+    if (cur->kind == Expr::Kind::Var) out->push_back(cur->var);
+    cur = cur->lhs.get();
+  }
+}
+
+std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,
+                                  const VarLookup& lookup, std::string* error) {
+  uint64_t total = dtype_size(dtype);
+  for (const Expr& extent : shape) {
+    std::optional<uint64_t> v = evaluate(extent, lookup, error);
+    if (!v) return std::nullopt;
+    if (mul_overflows(total, *v, &total)) {
+      if (error) *error = "byte size overflows u64";
+      return std::nullopt;
+    }
+  }
+  return total;
+}
+
+}  // namespace kernrt::manifest
