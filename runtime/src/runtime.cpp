@@ -1,12 +1,14 @@
-// Runtime API entry points (runtime.hpp). Interim: the driver check is real; loading
-// reports that the executor is not linked in yet, so callers can build against the API.
-#include "kernrt/runtime.hpp"
+// The data-movement and query half of the Runtime API (runtime.hpp): inputs through
+// pinned staging, harness writes, whole-allocation reads, sizes and addresses.
+// Size rules: a write larger than the allocation, or not a whole number of the buffer's
+// elements, is a Caller error naming the buffer with expected and actual bytes, and
+// nothing is copied. Input contents are not checked against their `domain`.
+#include <algorithm>
+#include <cstring>
 
-#include "driver.hpp"
+#include "runtime_impl.hpp"
 
 namespace kernrt {
-
-struct Runtime::Impl {};
 
 bool device_available(std::string* why) {
   auto api = rt::driver();
@@ -20,30 +22,174 @@ bool device_available(std::string* why) {
 Runtime::Runtime(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Runtime::~Runtime() = default;
 
-Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified&, const LoadOptions&) {
-  auto api = rt::driver();
-  if (!api) return Result<std::unique_ptr<Runtime>>::fail(api.errors);
-  return Result<std::unique_ptr<Runtime>>::fail(
-      Error{ErrorKind::Driver, "", "the executor is not part of this build"});
+namespace {
+
+Error caller(const std::string& path, const std::string& message) {
+  return Error{ErrorKind::Caller, path, message};
 }
 
-static Error unloaded() { return Error{ErrorKind::Caller, "", "runtime is not loaded"}; }
-std::optional<Error> Runtime::write_input(const std::string&, const void*, size_t) { return unloaded(); }
-std::optional<Error> Runtime::write_buffer(const std::string&, const void*, size_t) { return unloaded(); }
-std::optional<Error> Runtime::write_state(const std::string&, const void*, size_t) { return unloaded(); }
-std::optional<Error> Runtime::run(const std::string&, const std::map<std::string, uint64_t>&, bool) { return unloaded(); }
-std::optional<Error> Runtime::read_output(const std::string&, std::vector<uint8_t>*) { return unloaded(); }
-std::optional<Error> Runtime::read_buffer(const std::string&, std::vector<uint8_t>*) { return unloaded(); }
-std::optional<Error> Runtime::read_state(const std::string&, std::vector<uint8_t>*) { return unloaded(); }
-Result<TimingStats> Runtime::time(const std::string&, const std::map<std::string, uint64_t>&, bool, int) {
-  return Result<TimingStats>::fail(unloaded());
+const char* kind_name(manifest::BufferKind k) { return manifest::to_string(k); }
+
+// Common size checks of a write into `name` (allocation `capacity`, element `elem`).
+std::optional<Error> check_write(const std::string& what, const std::string& name,
+                                 const std::string& path, uint64_t capacity, uint32_t elem,
+                                 size_t bytes, const void* data) {
+  if (bytes > capacity) {
+    return caller(path, what + " `" + name + "` takes at most " + std::to_string(capacity) +
+                            " bytes, got " + std::to_string(bytes));
+  }
+  if (elem > 1 && bytes % elem != 0) {
+    return caller(path, what + " `" + name + "` has " + std::to_string(elem) +
+                            "-byte elements: " + std::to_string(bytes) +
+                            " bytes is not a whole number of elements");
+  }
+  if (bytes > 0 && data == nullptr) return caller(path, "null data for `" + name + "`");
+  return std::nullopt;
 }
-size_t Runtime::buffer_bytes(const std::string&) const { return 0; }
-size_t Runtime::state_bytes(const std::string&) const { return 0; }
-uint64_t Runtime::buffer_address(const std::string&) const { return 0; }
-uint64_t Runtime::state_address(const std::string&) const { return 0; }
-std::vector<std::string> Runtime::programs() const { return {}; }
-size_t Runtime::launch_count(const std::string&) const { return 0; }
-size_t Runtime::graph_cache_size() const { return 0; }
+
+}  // namespace
+
+std::optional<Error> Runtime::write_input(const std::string& buffer, const void* data,
+                                          size_t bytes) {
+  Impl& im = *impl_;
+  const std::string path = json_pointer_append("/buffers", buffer);
+  auto b = im.manifest.buffers.find(buffer);
+  if (b == im.manifest.buffers.end()) return caller(path, "unknown buffer `" + buffer + "`");
+  if (b->second.kind != manifest::BufferKind::input) {
+    return caller(path, "buffer `" + buffer + "` is `" + kind_name(b->second.kind) +
+                            "`, not `input`: use write_buffer");
+  }
+  const uint64_t capacity = im.plan.buffers.at(buffer);
+  if (auto e = check_write("input", buffer, path, capacity, manifest::dtype_size(b->second.dtype),
+                           bytes, data)) {
+    return e;
+  }
+  if (auto e = im.bind()) return e;
+  // The previous copy out of this staging buffer may still be in flight.
+  if (auto e = im.sync("write_input")) return e;
+  if (bytes == 0) return std::nullopt;
+  void* staging = im.staging.at(buffer);
+  std::memcpy(staging, data, bytes);
+  return im.check(im.api->cuMemcpyHtoDAsync(im.alloc.buffers.at(buffer).address, staging, bytes,
+                                            im.stream),
+                  "cuMemcpyHtoDAsync", path);
+}
+
+std::optional<Error> Runtime::write_buffer(const std::string& buffer, const void* data,
+                                           size_t bytes) {
+  Impl& im = *impl_;
+  const std::string path = json_pointer_append("/buffers", buffer);
+  auto b = im.manifest.buffers.find(buffer);
+  if (b == im.manifest.buffers.end()) return caller(path, "unknown buffer `" + buffer + "`");
+  if (auto e = check_write("buffer", buffer, path, im.plan.buffers.at(buffer),
+                           manifest::dtype_size(b->second.dtype), bytes, data)) {
+    return e;
+  }
+  if (auto e = im.bind()) return e;
+  if (bytes == 0) return std::nullopt;
+  if (auto e = im.check(im.api->cuMemcpyHtoDAsync(im.alloc.buffers.at(buffer).address, data,
+                                                  bytes, im.stream),
+                        "cuMemcpyHtoDAsync", path)) {
+    return e;
+  }
+  return im.sync("write_buffer");
+}
+
+std::optional<Error> Runtime::write_state(const std::string& state, const void* data,
+                                          size_t bytes) {
+  Impl& im = *impl_;
+  const std::string path = json_pointer_append("/states", state);
+  auto s = im.alloc.states.find(state);
+  if (s == im.alloc.states.end()) return caller(path, "unknown state `" + state + "`");
+  if (auto e = check_write("state", state, path, s->second.bytes, 1, bytes, data)) return e;
+  if (auto e = im.bind()) return e;
+  if (bytes == 0) return std::nullopt;
+  if (auto e = im.check(im.api->cuMemcpyHtoDAsync(s->second.address, data, bytes, im.stream),
+                        "cuMemcpyHtoDAsync", path)) {
+    return e;
+  }
+  return im.sync("write_state");
+}
+
+namespace {
+
+std::optional<Error> read_region(Runtime::Impl& im, const rt::Region& r, const std::string& path,
+                                 std::vector<uint8_t>* out) {
+  if (out == nullptr) return caller(path, "null output vector");
+  if (auto e = im.bind()) return e;
+  if (auto e = im.sync("read")) return e;
+  out->assign(r.bytes, 0);
+  if (r.bytes == 0) return std::nullopt;
+  if (auto e = im.check(im.api->cuMemcpyDtoHAsync(out->data(), r.address, r.bytes, im.stream),
+                        "cuMemcpyDtoHAsync", path)) {
+    return e;
+  }
+  return im.sync("read");
+}
+
+}  // namespace
+
+std::optional<Error> Runtime::read_output(const std::string& buffer, std::vector<uint8_t>* out) {
+  Impl& im = *impl_;
+  const std::string path = json_pointer_append("/buffers", buffer);
+  auto b = im.manifest.buffers.find(buffer);
+  if (b == im.manifest.buffers.end()) return caller(path, "unknown buffer `" + buffer + "`");
+  if (b->second.kind != manifest::BufferKind::output) {
+    return caller(path, "buffer `" + buffer + "` is `" + kind_name(b->second.kind) +
+                            "`, not `output`: use read_buffer");
+  }
+  return read_region(im, im.alloc.buffers.at(buffer), path, out);
+}
+
+std::optional<Error> Runtime::read_buffer(const std::string& buffer, std::vector<uint8_t>* out) {
+  Impl& im = *impl_;
+  const std::string path = json_pointer_append("/buffers", buffer);
+  auto r = im.alloc.buffers.find(buffer);
+  if (r == im.alloc.buffers.end()) return caller(path, "unknown buffer `" + buffer + "`");
+  return read_region(im, r->second, path, out);
+}
+
+std::optional<Error> Runtime::read_state(const std::string& state, std::vector<uint8_t>* out) {
+  Impl& im = *impl_;
+  const std::string path = json_pointer_append("/states", state);
+  auto r = im.alloc.states.find(state);
+  if (r == im.alloc.states.end()) return caller(path, "unknown state `" + state + "`");
+  return read_region(im, r->second, path, out);
+}
+
+size_t Runtime::buffer_bytes(const std::string& buffer) const {
+  auto r = impl_->alloc.buffers.find(buffer);
+  return r == impl_->alloc.buffers.end() ? 0 : static_cast<size_t>(r->second.bytes);
+}
+
+size_t Runtime::state_bytes(const std::string& state) const {
+  auto r = impl_->alloc.states.find(state);
+  return r == impl_->alloc.states.end() ? 0 : static_cast<size_t>(r->second.bytes);
+}
+
+uint64_t Runtime::buffer_address(const std::string& buffer) const {
+  auto r = impl_->alloc.buffers.find(buffer);
+  return r == impl_->alloc.buffers.end() ? 0 : r->second.address;
+}
+
+uint64_t Runtime::state_address(const std::string& state) const {
+  auto r = impl_->alloc.states.find(state);
+  return r == impl_->alloc.states.end() ? 0 : r->second.address;
+}
+
+std::vector<std::string> Runtime::programs() const {
+  std::vector<std::string> names;
+  for (const auto& p : impl_->programs) names.push_back(p.name);
+  return names;
+}
+
+size_t Runtime::launch_count(const std::string& program) const {
+  for (const auto& p : impl_->programs) {
+    if (p.name == program) return p.plan->launches.size();
+  }
+  return 0;
+}
+
+size_t Runtime::graph_cache_size() const { return impl_->graphs ? impl_->graphs->size() : 0; }
 
 }  // namespace kernrt

@@ -1,0 +1,216 @@
+// Execution (reference/kern-schema.md §3.4-3.6): var validation into dense values, eager
+// launches through cuLaunchKernelEx on the compute stream, graph capture/replay through
+// the LRU cache, timing with CUDA events, and the Impl teardown.
+//
+// Pack images are rewritten into per-launch storage before each launch; the driver copies
+// kernel parameters when a launch is enqueued or captured, so a captured graph keeps the
+// images of its key and a later eager run cannot disturb it. Capture is always ended,
+// even when a launch fails, so the stream never stays in capture mode. The replay path
+// (cache hit) neither allocates nor throws.
+#include <algorithm>
+
+#include "runtime_impl.hpp"
+
+namespace kernrt {
+
+Runtime::Impl::~Impl() {
+  if (api == nullptr) return;
+  if (ctx) api->cuCtxSetCurrent(ctx);
+  if (stream) api->cuStreamSynchronize(stream);
+  graphs.reset();
+  for (CUmodule m : loaded) api->cuModuleUnload(m);
+  for (auto& [name, host] : staging) api->cuMemFreeHost(host);
+  for (CUdeviceptr p : device_allocations) api->cuMemFree(p);
+  if (stream) api->cuStreamDestroy(stream);
+  if (ctx_retained) api->cuDevicePrimaryCtxRelease(device);
+}
+
+std::optional<Error> Runtime::Impl::check(CUresult rc, const std::string& what,
+                                          const std::string& path) {
+  return rt::check(*api, rc, what, path);
+}
+
+std::optional<Error> Runtime::Impl::bind() { return check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); }
+
+std::optional<Error> Runtime::Impl::sync(const std::string& what) {
+  return check(api->cuStreamSynchronize(stream), "cuStreamSynchronize (" + what + ")");
+}
+
+std::optional<Error> Runtime::Impl::prepare(const std::string& program,
+                                            const std::map<std::string, uint64_t>& vars,
+                                            uint32_t* index) {
+  auto it = std::lower_bound(programs.begin(), programs.end(), program,
+                             [](const Program& p, const std::string& n) { return p.name < n; });
+  if (it == programs.end() || it->name != program) {
+    return Error{ErrorKind::Caller, json_pointer_append("/programs", program),
+                 "unknown program `" + program + "`"};
+  }
+  *index = static_cast<uint32_t>(it - programs.begin());
+  const rt::VarTable& table = lowered.vars;
+  for (size_t i = 0; i < table.names.size(); ++i) {
+    if (!it->plan->reads[i]) {
+      dense[i] = 1;
+      continue;
+    }
+    const std::string& name = table.names[i];
+    auto v = vars.find(name);
+    if (v == vars.end()) {
+      return Error{ErrorKind::Caller, json_pointer_append("/vars", name),
+                   "var `" + name + "` not provided: program `" + program + "` reads it"};
+    }
+    if (v->second < 1 || v->second > table.max[i]) {
+      return Error{ErrorKind::Caller, json_pointer_append("/vars", name),
+                   "var `" + name + "` = " + std::to_string(v->second) +
+                       " is outside declared [1, " + std::to_string(table.max[i]) + "]"};
+    }
+    dense[i] = v->second;
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> Runtime::Impl::enqueue(uint32_t index) {
+  Program& prog = programs[index];
+  const uint64_t* dv = dense.data();
+  for (size_t l = 0; l < prog.plan->launches.size(); ++l) {
+    const rt::LaunchPlan& launch = prog.plan->launches[l];
+    LaunchArgs& la = prog.args[l];
+    uint64_t grid[3] = {0, 0, 0};
+    uint64_t smem = 0;
+    bool ok = launch.shared_mem.eval(dv, &smem);
+    for (int d = 0; d < 3; ++d) ok = ok && launch.grid[d].eval(dv, &grid[d]);
+    for (size_t a = 0; ok && a < launch.args.size(); ++a) {
+      const rt::LaunchArgPlan& arg = launch.args[a];
+      if (arg.is_pack) {
+        ok = launch.packs[arg.pack].write(dv, la.images[arg.pack].data());
+      } else {
+        ok = arg.value.eval(dv, &la.scalars[a]);
+      }
+    }
+    if (!ok || grid[0] == 0 || grid[1] == 0 || grid[2] == 0 || grid[0] > UINT32_MAX ||
+        grid[1] > UINT32_MAX || grid[2] > UINT32_MAX || smem > UINT32_MAX) {
+      return Error{ErrorKind::Caller, launch.path,
+                   "launch geometry or an argument of call " + launch.call +
+                       " does not evaluate to a launchable value at these vars"};
+    }
+    CUlaunchAttribute attrs[2];
+    unsigned n_attrs = 0;
+    if (launch.cluster) {
+      attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+      attrs[n_attrs].value.clusterDim.x = (*launch.cluster)[0];
+      attrs[n_attrs].value.clusterDim.y = (*launch.cluster)[1];
+      attrs[n_attrs].value.clusterDim.z = (*launch.cluster)[2];
+      ++n_attrs;
+    }
+    if (launch.pdl) {
+      attrs[n_attrs].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attrs[n_attrs].value.programmaticStreamSerializationAllowed = 1;
+      ++n_attrs;
+    }
+    CUlaunchConfig cfg{};
+    cfg.gridDimX = static_cast<unsigned>(grid[0]);
+    cfg.gridDimY = static_cast<unsigned>(grid[1]);
+    cfg.gridDimZ = static_cast<unsigned>(grid[2]);
+    cfg.blockDimX = launch.block[0];
+    cfg.blockDimY = launch.block[1];
+    cfg.blockDimZ = launch.block[2];
+    cfg.sharedMemBytes = static_cast<unsigned>(smem);
+    cfg.hStream = stream;
+    cfg.attrs = n_attrs ? attrs : nullptr;
+    cfg.numAttrs = n_attrs;
+    CUresult rc = api->cuLaunchKernelEx(&cfg, functions[launch.function], la.params.data(), nullptr);
+    if (rc != CUDA_SUCCESS) {
+      Error e = rt::driver_error(*api, rc, "cuLaunchKernelEx", launch.path);
+      e.message += " in call " + launch.call;
+      return e;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<Error> Runtime::Impl::enqueue_graph(uint32_t index) {
+  auto exec = static_cast<CUgraphExec>(graphs->find(index, dense.data(), dense.size()));
+  if (exec == nullptr) {
+    if (auto e = check(api->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                       "cuStreamBeginCapture")) {
+      return e;
+    }
+    auto failed = enqueue(index);
+    CUgraph graph = nullptr;
+    auto ended = check(api->cuStreamEndCapture(stream, &graph), "cuStreamEndCapture");
+    if (failed || ended) {
+      if (graph) api->cuGraphDestroy(graph);
+      return failed ? failed : ended;
+    }
+    CUresult rc = api->cuGraphInstantiateWithFlags(&exec, graph, 0);
+    api->cuGraphDestroy(graph);
+    if (auto e = check(rc, "cuGraphInstantiateWithFlags")) return e;
+    graphs->insert(index, dense.data(), dense.size(), exec);
+  }
+  return check(api->cuGraphLaunch(exec, stream), "cuGraphLaunch");
+}
+
+std::optional<Error> Runtime::run(const std::string& program,
+                                  const std::map<std::string, uint64_t>& vars, bool graph) {
+  Impl& im = *impl_;
+  if (auto e = im.bind()) return e;
+  uint32_t index = 0;
+  if (auto e = im.prepare(program, vars, &index)) return e;
+  if (auto e = graph ? im.enqueue_graph(index) : im.enqueue(index)) {
+    im.api->cuStreamSynchronize(im.stream);
+    return e;
+  }
+  return im.sync("run `" + program + "`");
+}
+
+Result<TimingStats> Runtime::time(const std::string& program,
+                                  const std::map<std::string, uint64_t>& vars, bool graph,
+                                  int iters) {
+  using R = Result<TimingStats>;
+  if (iters < 1) {
+    return R::fail(Error{ErrorKind::Caller, "", "iters must be at least 1, got " +
+                                                    std::to_string(iters)});
+  }
+  if (auto e = run(program, vars, graph)) return R::fail(*e);  // warm-up (and capture)
+  Impl& im = *impl_;
+  uint32_t index = 0;
+  if (auto e = im.prepare(program, vars, &index)) return R::fail(*e);
+  const auto& d = *im.api;
+  std::vector<CUevent> events(2 * static_cast<size_t>(iters), nullptr);
+  auto destroy = [&] {
+    for (CUevent ev : events) {
+      if (ev) d.cuEventDestroy(ev);
+    }
+  };
+  for (auto& ev : events) {
+    if (auto e = im.check(d.cuEventCreate(&ev, CU_EVENT_DEFAULT), "cuEventCreate")) {
+      destroy();
+      return R::fail(*e);
+    }
+  }
+  std::optional<Error> err;
+  for (int i = 0; i < iters && !err; ++i) {
+    err = im.check(d.cuEventRecord(events[2 * i], im.stream), "cuEventRecord");
+    if (!err) err = graph ? im.enqueue_graph(index) : im.enqueue(index);
+    if (!err) err = im.check(d.cuEventRecord(events[2 * i + 1], im.stream), "cuEventRecord");
+  }
+  if (auto e = im.sync("timing")) err = err ? err : e;
+  std::vector<double> us;
+  for (int i = 0; i < iters && !err; ++i) {
+    float ms = 0.f;
+    err = im.check(d.cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]), "cuEventElapsedTime");
+    us.push_back(static_cast<double>(ms) * 1000.0);
+  }
+  destroy();
+  if (err) return R::fail(*err);
+  TimingStats t;
+  t.iters = iters;
+  std::sort(us.begin(), us.end());
+  t.min_us = us.front();
+  t.median_us = us.size() % 2 ? us[us.size() / 2] : 0.5 * (us[us.size() / 2 - 1] + us[us.size() / 2]);
+  double sum = 0;
+  for (double v : us) sum += v;
+  t.mean_us = sum / static_cast<double>(us.size());
+  return R::ok(t);
+}
+
+}  // namespace kernrt

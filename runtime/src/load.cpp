@@ -1,0 +1,232 @@
+// Runtime::load (reference/kern-schema.md §3.1): everything that can fail without a GPU
+// runs first (supported features, memory plan, weight binding, module lookup by hash),
+// so those errors are the same on any machine; then the driver: primary context, one
+// non-blocking compute stream (never the legacy stream, which cannot be captured),
+// allocations zeroed on the stream, weights copied, modules loaded from verified bytes,
+// programs lowered with tensormaps encoded by the driver, functions resolved and their
+// ABI compared with cuFuncGetParamInfo, shared memory opt-in above 48 KiB.
+#include <fstream>
+
+#include "module_store.hpp"
+#include "runtime_impl.hpp"
+#include "safetensors.hpp"
+#include "tensormap.hpp"
+
+namespace kernrt {
+namespace {
+
+using LoadResult = Result<std::unique_ptr<Runtime>>;
+
+std::string sizes_list(const std::vector<uint32_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// 48 KiB: the dynamic shared memory a kernel gets without opting in.
+constexpr uint64_t kDefaultSharedMem = 48 * 1024;
+
+std::optional<Error> copy_weight(Runtime::Impl& im, const std::string& name,
+                                 const rt::WeightSource& src) {
+  std::ifstream in(src.file, std::ios::binary);
+  std::vector<char> bytes(src.bytes);
+  in.seekg(static_cast<std::streamoff>(src.offset));
+  if (!in || !in.read(bytes.data(), static_cast<std::streamsize>(src.bytes))) {
+    return Error{ErrorKind::Io, src.file, "cannot read weight `" + name + "` from `" + src.file + "`"};
+  }
+  const CUdeviceptr dst = im.alloc.buffers.at(name).address;
+  if (auto e = im.check(im.api->cuMemcpyHtoDAsync(dst, bytes.data(), bytes.size(), im.stream),
+                        "cuMemcpyHtoDAsync", json_pointer_append("/buffers", name))) {
+    return e;
+  }
+  return im.sync("weight upload");  // `bytes` must outlive the copy
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verified,
+                                               const LoadOptions& options) {
+  const manifest::Manifest& m = verified.manifest();
+
+  // ---- checks that need no GPU -------------------------------------------------------
+  Errors errors = rt::check_supported(m);
+  auto plan = rt::plan_memory(m, options.token_capacity, options.seq_slots);
+  if (!plan) errors.insert(errors.end(), plan.errors.begin(), plan.errors.end());
+  std::map<std::string, rt::WeightSource> weights;
+  if (plan) {
+    auto bound = rt::bind_weights(m, plan.value->buffers, options.weight_files);
+    if (!bound) errors.insert(errors.end(), bound.errors.begin(), bound.errors.end());
+    else weights = std::move(*bound.value);
+  }
+  const std::string cache = options.cache_dir.empty() ? rt::default_cache_dir() : options.cache_dir;
+  auto store = rt::ModuleStore::open(options.cubin_dirs, cache);
+  std::map<std::string, std::vector<uint8_t>> module_bytes;
+  for (const auto& [name, module] : m.modules) {
+    auto bytes = store.load(name, module, json_pointer_append("/modules", name));
+    if (!bytes) errors.insert(errors.end(), bytes.errors.begin(), bytes.errors.end());
+    else module_bytes.emplace(name, std::move(*bytes.value));
+  }
+  if (!errors.empty()) return LoadResult::fail(std::move(errors));
+
+  // ---- driver, context, stream ------------------------------------------------------------
+  auto api = rt::driver();
+  if (!api) return LoadResult::fail(api.errors);
+  auto im = std::make_unique<Impl>();
+  im->api = *api.value;
+  im->manifest = m;
+  im->plan = std::move(*plan.value);
+  const auto& d = *im->api;
+  auto fail = [](Error e) { return LoadResult::fail(std::move(e)); };
+  int count = 0;
+  if (auto e = im->check(d.cuDeviceGetCount(&count), "cuDeviceGetCount")) return fail(*e);
+  if (options.gpu < 0 || options.gpu >= count) {
+    return fail(Error{ErrorKind::Caller, "", "gpu " + std::to_string(options.gpu) +
+                                             " does not exist: " + std::to_string(count) +
+                                             " device(s) visible"});
+  }
+  if (auto e = im->check(d.cuDeviceGet(&im->device, options.gpu), "cuDeviceGet")) return fail(*e);
+  if (auto e = im->check(d.cuDevicePrimaryCtxRetain(&im->ctx, im->device),
+                         "cuDevicePrimaryCtxRetain")) {
+    return fail(*e);
+  }
+  im->ctx_retained = true;
+  if (auto e = im->bind()) return fail(*e);
+  if (auto e = im->check(d.cuStreamCreate(&im->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) {
+    return fail(*e);
+  }
+
+  // ---- allocations, zeroed ---------------------------------------------------------------------
+  auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out) -> std::optional<Error> {
+    CUdeviceptr p = 0;
+    if (auto e = im->check(d.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc", path)) {
+      e->message += " (" + std::to_string(bytes) + " bytes)";
+      return e;
+    }
+    im->device_allocations.push_back(p);
+    *out = rt::Region{p, bytes};
+    return im->check(d.cuMemsetD8Async(p, 0, bytes, im->stream), "cuMemsetD8Async", path);
+  };
+  for (const auto& [name, bytes] : im->plan.buffers) {
+    if (auto e = allocate(bytes, json_pointer_append("/buffers", name), &im->alloc.buffers[name])) {
+      return fail(*e);
+    }
+  }
+  for (const auto& [name, bytes] : im->plan.states) {
+    if (auto e = allocate(bytes, json_pointer_append("/states", name), &im->alloc.states[name])) {
+      return fail(*e);
+    }
+  }
+  for (const auto& [op, scratch] : im->plan.scratch) {
+    for (const auto& [name, bytes] : scratch) {
+      const std::string path = "/ops/" + op + "/impl/scratch/" + name;
+      if (auto e = allocate(bytes, path, &im->alloc.scratch[op][name])) return fail(*e);
+    }
+  }
+  for (const auto& [name, bytes] : im->plan.staging) {
+    void* host = nullptr;
+    if (auto e = im->check(d.cuMemAllocHost(&host, bytes ? bytes : 1), "cuMemAllocHost",
+                           json_pointer_append("/buffers", name))) {
+      return fail(*e);
+    }
+    im->staging[name] = host;
+  }
+  for (const auto& [name, src] : weights) {
+    if (auto e = copy_weight(*im, name, src)) return fail(*e);
+  }
+
+  // ---- modules from verified bytes ----------------------------------------------------------
+  std::map<std::string, CUmodule> by_sha;
+  for (const auto& [name, bytes] : module_bytes) {
+    const std::string& sha = m.modules.at(name).sha256;
+    auto hit = by_sha.find(sha);
+    if (hit != by_sha.end()) {
+      im->modules[name] = hit->second;
+      continue;
+    }
+    CUmodule mod = nullptr;
+    if (auto e = im->check(d.cuModuleLoadData(&mod, bytes.data()), "cuModuleLoadData",
+                           json_pointer_append("/modules", name))) {
+      e->kind = ErrorKind::Artifact;
+      e->message = "module `" + name + "` does not load on this device: " + e->message;
+      return fail(*e);
+    }
+    im->loaded.push_back(mod);
+    by_sha[sha] = mod;
+    im->modules[name] = mod;
+  }
+
+  // ---- lowering (tensormaps encoded here) ----------------------------------------------------
+  rt::DriverTensorMapEncoder encoder(d);
+  auto lowered = rt::lower(m, im->alloc, encoder);
+  if (!lowered) return LoadResult::fail(std::move(lowered.errors));
+  im->lowered = std::move(*lowered.value);
+
+  // ---- functions: ABI check and shared-memory opt-in ------------------------------------------
+  for (size_t f = 0; f < im->lowered.functions.size(); ++f) {
+    const rt::FunctionKey& key = im->lowered.functions[f];
+    const std::string& path = im->lowered.function_paths[f];
+    CUfunction fn = nullptr;
+    CUresult rc = d.cuModuleGetFunction(&fn, im->modules.at(key.module), key.entry.c_str());
+    if (rc != CUDA_SUCCESS) {
+      return fail(Error{ErrorKind::Artifact, path + "/entry",
+                        "entry `" + key.entry + "` is not in module `" + key.module +
+                            "` (sha256 `" + m.modules.at(key.module).sha256 + "`): " +
+                            rt::driver_error(d, rc, "cuModuleGetFunction").message});
+    }
+    if (d.cuFuncGetParamInfo) {
+      std::vector<uint32_t> seen;
+      for (size_t i = 0;; ++i) {
+        size_t offset = 0, size = 0;
+        if (d.cuFuncGetParamInfo(fn, i, &offset, &size) != CUDA_SUCCESS) break;
+        seen.push_back(static_cast<uint32_t>(size));
+      }
+      if (seen != key.param_sizes) {
+        return fail(Error{ErrorKind::Artifact, path,
+                          "entry `" + key.entry + "` in module `" + key.module +
+                              "` has no instance matching the declared param layout " +
+                              sizes_list(key.param_sizes) + "; saw " + sizes_list(seen)});
+      }
+    }
+    const uint64_t smem = im->lowered.shared_mem_max[f];
+    if (smem > kDefaultSharedMem) {
+      if (auto e = im->check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                  static_cast<int>(smem)),
+                             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES, " +
+                                 std::to_string(smem) + ")",
+                             path + "/shared_mem")) {
+        return fail(*e);
+      }
+    }
+    im->functions.push_back(fn);
+  }
+
+  // ---- per-launch parameter storage ------------------------------------------------------
+  for (const auto& [name, p] : im->lowered.programs) {
+    Impl::Program prog;
+    prog.name = name;
+    prog.plan = &p;
+    for (const auto& launch : p.launches) {
+      Impl::LaunchArgs la;
+      la.scalars.assign(launch.args.size(), 0);
+      for (const auto& pack : launch.packs) la.images.emplace_back(pack.size, 0);
+      for (size_t a = 0; a < launch.args.size(); ++a) {
+        const auto& arg = launch.args[a];
+        la.params.push_back(arg.is_pack ? static_cast<void*>(la.images[arg.pack].data())
+                                        : static_cast<void*>(&la.scalars[a]));
+      }
+      prog.args.push_back(std::move(la));
+    }
+    im->programs.push_back(std::move(prog));
+  }
+  im->dense.assign(im->lowered.vars.names.size(), 1);
+  const auto* api_table = im->api;
+  im->graphs = std::make_unique<rt::GraphCache>(
+      options.graph_cache_capacity ? options.graph_cache_capacity : kDefaultGraphCacheCapacity,
+      [api_table](rt::GraphCache::Handle h) {
+        api_table->cuGraphExecDestroy(static_cast<CUgraphExec>(h));
+      });
+  if (auto e = im->sync("load")) return fail(*e);
+  return LoadResult::ok(std::unique_ptr<Runtime>(new Runtime(std::move(im))));
+}
+
+}  // namespace kernrt

@@ -1,0 +1,84 @@
+// Lowering: a verified manifest plus its allocations -> flat launch lists (§3.1 step 7).
+//
+// Owns: where names disappear. Every call's interface args become slots (pointer =
+// base + offset with the bytes left, scalar = literal bits or a compiled var/expr), every
+// launch becomes a LaunchPlan (function key, block, compiled grid and shared_mem,
+// per-param args, pack plans with tensormaps encoded through the injected encoder), and
+// every program records which dense vars it reads. Also the load-time refusals that
+// have nothing to do with the driver: topology, externs, peer buffers, rank args.
+// Pure: no driver call (the encoder is an interface). Does not re-check verifier rules
+// beyond what keeps memory safe (arg counts, offsets inside their allocation).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernrt/manifest/error.hpp"
+#include "kernrt/manifest/types.hpp"
+#include "pack.hpp"
+#include "slots.hpp"
+#include "tensormap.hpp"
+
+namespace kernrt::rt {
+
+struct Allocations {
+  std::map<std::string, Region> buffers;
+  std::map<std::string, Region> states;
+  std::map<std::string, std::map<std::string, Region>> scratch;  // op -> scratch -> region
+};
+
+// One kernel as the driver must find it: module (by name; its sha is in the manifest),
+// entry symbol, and the declared ABI (size_bytes of each launch param).
+struct FunctionKey {
+  std::string module;
+  std::string entry;
+  std::vector<uint32_t> param_sizes;
+  bool operator<(const FunctionKey& o) const;
+};
+
+struct LaunchArgPlan {
+  bool is_pack = false;
+  uint32_t size = 8;  // ABI size; the kernel reads the low `size` bytes of a u64 slot
+  Value value;        // pointer or scalar (not a pack)
+  uint32_t pack = 0;  // index into LaunchPlan::packs (pack only)
+};
+
+struct LaunchPlan {
+  std::string path;  // /ops/<op>/impl/launches/<l>
+  std::string call;  // /programs/<p>/calls/<c>
+  uint32_t function = 0;  // index into LoweredManifest::functions
+  std::array<uint32_t, 3> block{};
+  std::array<Value, 3> grid;
+  Value shared_mem;
+  std::optional<std::array<uint32_t, 3>> cluster;
+  bool pdl = false;
+  std::vector<LaunchArgPlan> args;
+  std::vector<PackPlan> packs;
+};
+
+struct ProgramPlan {
+  std::vector<LaunchPlan> launches;
+  std::vector<bool> reads;  // per dense var: read by a grid, shared_mem, arg or pack field
+};
+
+struct LoweredManifest {
+  VarTable vars;
+  std::vector<FunctionKey> functions;
+  std::vector<uint64_t> shared_mem_max;  // per function: bytes at var maxima, max over launches
+  std::vector<std::string> function_paths;  // per function: the first launch that uses it
+  std::map<std::string, ProgramPlan> programs;
+};
+
+// What a single-GPU v4 runtime refuses before touching anything: a topology, extern
+// launches ("unsupported extern `x`"), peer buffers, rank args.
+Errors check_supported(const manifest::Manifest& m);
+
+// Every problem found, each at its JSON pointer.
+Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& allocations,
+                              TensorMapEncoder& encoder);
+
+}  // namespace kernrt::rt
