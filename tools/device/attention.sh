@@ -15,6 +15,7 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
 {
   nvcc $FLAGS -cubin -o $CUB/attention_decode.sm90a.cubin kernels/attention/attention_decode.cu
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
+  nvcc $FLAGS -cubin -o $CUB/decode_v1.sm90a.cubin validation/attention/variants/decode_v1_static_splits.cu
   cuobjdump --dump-sass $CUB/attention_decode.sm90a.cubin > /tmp/ad.sass
   echo "sass: HMMA $(grep -c HMMA /tmp/ad.sass) UTMALDG $(grep -c UTMALDG /tmp/ad.sass) LDSM $(grep -c LDSM /tmp/ad.sass) LDL/STL $(grep -cE 'LDL|STL' /tmp/ad.sass)"
 } 2>&1 | grep -E "error|registers|spill|sass:" | tee "$OUT/pre.log"
@@ -33,8 +34,10 @@ export FLASHINFER_WORKSPACE_BASE=/tmp/fiws FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JO
 export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(which nvcc)")")}
 
 python3 validation/attention/kv_append_check.py --cubin $CUB/kv_append.sm90a.cubin 2>&1 | tee -a "$OUT/pre.log"
-python3 validation/attention/run_attention.py --cubin $CUB/attention_decode.sm90a.cubin \
-  --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
+AD=$CUB/attention_decode.sm90a.cubin
+python3 validation/attention/run_attention.py --variant "v2:$AD:103552:128:66" \
+  --variant "v2-s33:$AD:103552:128:33" --variant "v2-s128:$AD:103552:128:128" \
+  --variant "v1:$CUB/decode_v1.sm90a.cubin:201792:160:33" --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 mkdir -p "$OUT/fi_so"
 find /tmp/fiws -name "*.so" -size -16M 2>/dev/null | head -3 | while read -r f; do cp "$f" "$OUT/fi_so/"; done

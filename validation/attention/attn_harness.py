@@ -170,7 +170,7 @@ class Decode:
         self.kernel, self.batch, self.splits, self.threads = kernel, batch, splits, threads
         b = batch.bsz
         self.out = torch.empty((b, HEADS_Q, DIM), dtype=torch.bfloat16, device="cuda")
-        self.counter = torch.zeros(max(b * HEADS_KV, 8), dtype=torch.int32, device="cuda")
+        self.counter = torch.zeros(b * HEADS_Q, dtype=torch.int32, device="cuda")  # seqs x 24
         self.partial = torch.empty((b, HEADS_KV, splits, 8, DIM), dtype=torch.float32,
                                    device="cuda")
         self.stats = torch.empty((b, HEADS_KV, splits, 8, 2), dtype=torch.float32, device="cuda")

@@ -61,8 +61,17 @@ def check(rec, case, out, ref, vs="float32 reference"):
     return ok
 
 
-def run_ours(kernel, batch, splits, poison=True):
-    dec = H.Decode(kernel, batch, splits, 160)
+class Variant:
+    """One build of our kernel: cubin, dynamic smem, threads per CTA, split count."""
+
+    def __init__(self, spec):
+        self.name, cubin, smem, threads, splits = spec.split(":")
+        self.smem, self.threads, self.splits = int(smem), int(threads), int(splits)
+        self.kernel = H.Kernel(cubin, "attention_decode_sm90a_bf16_q24kv4d256p64", self.smem)
+
+
+def run_ours(var, batch, splits=None, poison=True):
+    dec = H.Decode(var.kernel, batch, splits or var.splits, var.threads)
     if poison:
         dec.out.fill_(float("nan"))
     dec.run()
@@ -88,7 +97,8 @@ def time_graph(fn, iters):
     return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in ev), g
 
 
-def small_cases(kernel, rec, splits):
+def small_cases(var, rec):
+    splits = var.splits
     ok = True
     fx = H.Fixture(pool_pages=8192, layers=2, seed=11)
     bounds = [1, 63, 64, 65, 127, 128, 129, 191, 192, 4095, 4096, 4097]
@@ -99,6 +109,7 @@ def small_cases(kernel, rec, splits):
         ("seed decode example lens [385, 641], layer 1/2", [385, 641], 1, 1.0, {}),
         ("pages in order (not shuffled) lens [5000, 3], layer 1/2", [5000, 3], 1, 1.0,
          {"contiguous": True}),
+        ("empty sequences (length 0) in a batch [0, 100, 0, 70]", [0, 100, 0, 70], 1, 1.0, {}),
     ]
     gen = torch.Generator().manual_seed(5)
     for name, lens, layer, qs, opt in cases:
@@ -108,8 +119,8 @@ def small_cases(kernel, rec, splits):
                       contiguous_pages=opt.get("contiguous", False))
         ref = bt.reference()
         for sp in sorted({splits, 1, 38}):
-            dec = run_ours(kernel, bt, sp)
-            ok &= check(rec, f"{name}, splits {sp}", dec.out, ref)
+            dec = run_ours(var, bt, sp)
+            ok &= check(rec, f"[{var.name}] {name}, splits {sp}", dec.out, ref)
             zero = int(dec.counter.abs().sum().item()) == 0
             ok &= zero
             if not zero:
@@ -119,14 +130,14 @@ def small_cases(kernel, rec, splits):
     fx16 = H.Fixture(pool_pages=300, layers=16, seed=12)
     bt = fx16.batch([700, 1300, 64 * 33 + 5, 64 * 100], 15, seed=3)
     ref = bt.reference()
-    dec = run_ours(kernel, bt, splits)
-    ok &= check(rec, f"16-layer stride, layer 15, lens {bt.lens}, splits {splits}", dec.out, ref)
+    dec = run_ours(var, bt)
+    ok &= check(rec, f"[{var.name}] 16-layer stride, layer 15, lens {bt.lens}, splits {splits}", dec.out, ref)
     # 1000 graph replays: the counter must come back to zero every time.
     fx = H.Fixture(pool_pages=8192, layers=2, seed=13)
     lens = torch.randint(1, 30001, (12,), generator=gen).tolist()
     bt = fx.batch(lens, 1, seed=99)
     ref = bt.reference()
-    dec = H.Decode(kernel, bt, splits, 160)
+    dec = H.Decode(var.kernel, bt, splits, var.threads)
     dec.out.fill_(float("nan"))
     g = torch.cuda.CUDAGraph()
     dec.run()
@@ -143,7 +154,7 @@ def small_cases(kernel, rec, splits):
             finite, rel, mx = H.errors(dec.out, ref)
             worst = max(worst, rel if finite else float("inf"))
     zero = int(dec.counter.abs().sum().item()) == 0
-    ok &= check(rec, f"graph replay x1000 ragged 12, splits {splits} (counter zero: {zero})",
+    ok &= check(rec, f"[{var.name}] graph replay x1000 ragged 12, splits {splits} (counter zero: {zero})",
                 dec.out, ref) and zero and worst < GATE
     return ok
 
@@ -166,11 +177,10 @@ def wait_peer(proc, deadline):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cubin", required=True)
+    ap.add_argument("--variant", action="append", required=True,
+                    help="name:cubin:smem:threads:splits (the first one is the shipped kernel)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", default="unknown")
-    ap.add_argument("--splits", type=int, default=33)
-    ap.add_argument("--smem", type=int, default=201792)
     ap.add_argument("--batches", default="1,2,4,8,16,32")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--peer-deadline", type=float, default=200.0)
@@ -184,9 +194,12 @@ def main():
                                      stdout=open(os.path.join(args.out, "fi_warm.log"), "w"),
                                      stderr=subprocess.STDOUT)
     rec = Recorder(os.path.join(args.out, "attention.jsonl"), args.commit)
-    kernel = H.Kernel(args.cubin, "attention_decode_sm90a_bf16_q24kv4d256p64", args.smem)
-    all_ok = small_cases(kernel, rec, args.splits)
-    log("small cases:", "PASS" if all_ok else "FAIL")
+    variants = [Variant(v) for v in args.variant]
+    all_ok = True
+    for var in variants:
+        ok = small_cases(var, rec)
+        log(f"[{var.name}] small cases:", "PASS" if ok else "FAIL")
+        all_ok &= ok
 
     batches = [int(x) for x in args.batches.split(",")]
     total_pages = sum((n + 63) // 64 for n in bench_lens(max(batches))) + 64
@@ -197,9 +210,13 @@ def main():
     for b in batches:
         bt = fx.batch(bench_lens(b), 1, seed=100 + b)
         ref = bt.reference()
-        dec = run_ours(kernel, bt, args.splits)
-        all_ok &= check(rec, f"decode B{b} KV {min(bt.lens)}-{max(bt.lens)}", dec.out, ref)
-        results[b] = (bt, ref, dec)
+        decs = []
+        for var in variants:
+            dec = run_ours(var, bt)
+            all_ok &= check(rec, f"[{var.name}] decode B{b} KV {min(bt.lens)}-{max(bt.lens)}",
+                            dec.out, ref)
+            decs.append(dec)
+        results[b] = (bt, ref, decs)
 
     fi, reason = None, "flashinfer not requested"
     if peer_proc is not None:
@@ -217,14 +234,9 @@ def main():
     peer_name = f"flashinfer {fi.__version__} tensor-core decode" if fi else None
     table = []
     for b in batches:
-        bt, ref, dec = results[b]
+        bt, ref, decs = results[b]
         floor = bt.kv_bytes / FLOOR_BPS * 1e6
-        ours_us, _ = time_graph(dec.run, args.iters)
-        ok_after = check(rec, f"decode B{b} after graph timing", dec.out, ref)
-        all_ok &= ok_after
-        row = dict(case=f"decode B{b} avg KV {sum(bt.lens) // b} single layer", kind="bench",
-                   ours_us=ours_us, floor_us=floor, frac_of_floor=floor / ours_us,
-                   batch=b, kv_lens=[min(bt.lens), max(bt.lens)], splits=args.splits)
+        peer_us = None
         if fi is not None:
             try:
                 import peer_flashinfer as P
@@ -232,25 +244,34 @@ def main():
                 peer.run()
                 torch.cuda.synchronize()
                 all_ok &= check(rec, f"decode B{b} flashinfer", peer.out, ref)
-                all_ok &= check(rec, f"decode B{b} ours", dec.out, peer.out.float(),
-                                vs="flashinfer")
+                for var, dec in zip(variants, decs):
+                    all_ok &= check(rec, f"[{var.name}] decode B{b}", dec.out,
+                                    peer.out.float(), vs="flashinfer")
                 peer_us, _ = time_graph(peer.run, args.iters)
-                row.update(peer=peer_name, peer_us=peer_us, speedup_vs_peer=peer_us / ours_us)
                 del peer
             except Exception as e:
                 log(f"flashinfer B{b} failed: {e!r}")
-        rec.add(**row)
-        table.append(row)
-        log(f"B{b}: ours {ours_us:.1f} us ({row['frac_of_floor'] * 100:.1f}% of floor "
-            f"{floor:.1f} us)" + (f", flashinfer {row['peer_us']:.1f} us, "
-                                  f"x{row['speedup_vs_peer']:.2f}" if 'peer_us' in row else ""))
+        for var, dec in zip(variants, decs):
+            ours_us, _ = time_graph(dec.run, args.iters)
+            all_ok &= check(rec, f"[{var.name}] decode B{b} after graph timing", dec.out, ref)
+            row = dict(case=f"[{var.name}] decode B{b} avg KV {sum(bt.lens) // b} single layer",
+                       kind="bench", variant=var.name, ours_us=ours_us, floor_us=floor,
+                       frac_of_floor=floor / ours_us, batch=b,
+                       kv_lens=[min(bt.lens), max(bt.lens)], splits=var.splits)
+            if peer_us is not None:
+                row.update(peer=peer_name, peer_us=peer_us, speedup_vs_peer=peer_us / ours_us)
+            rec.add(**row)
+            table.append(row)
+            log(f"[{var.name}] B{b}: ours {ours_us:.1f} us ({row['frac_of_floor'] * 100:.1f}% of "
+                f"floor {floor:.1f} us)" + (f", flashinfer {peer_us:.1f} us, "
+                                            f"x{row['speedup_vs_peer']:.2f}" if peer_us else ""))
         torch.cuda.empty_cache()
 
-    print("\n| batch | KV lens | ours us | flashinfer us | floor us | % floor | vs FI |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| variant | batch | KV lens | ours us | flashinfer us | floor us | % floor | vs FI |")
+    print("|---|---|---|---|---|---|---|---|")
     for r in table:
-        print(f"| {r['batch']} | {r['kv_lens'][0]}-{r['kv_lens'][1]} | {r['ours_us']:.1f} | "
-              f"{r.get('peer_us', float('nan')):.1f} | {r['floor_us']:.1f} | "
+        print(f"| {r['variant']} | {r['batch']} | {r['kv_lens'][0]}-{r['kv_lens'][1]} | "
+              f"{r['ours_us']:.1f} | {r.get('peer_us', float('nan')):.1f} | {r['floor_us']:.1f} | "
               f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_peer', float('nan')):.2f} |")
     if fi is None:
         print("peer missing:", reason)
