@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The quick start's main job: verify every shipped manifest, fragment and example.
 
-Owns: finding the committed JSON under manifests/ and examples/ (`*.json`, `*.json.in`),
+Owns: finding the committed JSON under manifests/ and examples/ (`*.json`, `*.json.in`) and
+the op manifests kernel folders pin into build/manifests/ (not its test/ fixtures),
 classifying each by its top-level keys (a complete manifest has `programs`; a merge fragment
 has `modules`/`ops` only; a call binding has `op`/`args` and is listed, not verified), choosing
 the file to verify (a template that names local kernels through `@SHA256:<cubin>@` is verified
@@ -75,6 +76,20 @@ def plan(build_dir):
             rows.append((rel, kind + "+pinned", pinned, None))
         else:
             rows.append((rel, kind, rel, None))
+    # Op manifests that kernel folders pin straight into build/manifests/ (the test kernels'
+    # fixtures under manifests/test/ belong to the runtime's tests and are left to them).
+    covered = {os.path.abspath(r[2]) for r in rows if r[2] and os.path.isabs(r[2])}
+    pinned_root = os.path.join(build_dir, "manifests")
+    for dirpath, dirnames, filenames in os.walk(pinned_root):
+        dirnames[:] = sorted(d for d in dirnames if not (dirpath == pinned_root and d == "test"))
+        for name in sorted(filenames):
+            path = os.path.join(dirpath, name)
+            if not name.endswith(".json") or path in covered:
+                continue
+            with open(path, encoding="utf-8", errors="replace") as f:
+                kind = classify(f.read())
+            if kind in ("manifest", "fragment"):
+                rows.append((shown(path), kind + "+pinned", path, None))
     return rows
 
 
