@@ -46,26 +46,7 @@ std::optional<Error> Runtime::Impl::prepare(const std::string& program,
                  "unknown program `" + program + "`"};
   }
   *index = static_cast<uint32_t>(it - programs.begin());
-  const rt::VarTable& table = lowered.vars;
-  for (size_t i = 0; i < table.names.size(); ++i) {
-    if (!it->plan->reads[i]) {
-      dense[i] = 1;
-      continue;
-    }
-    const std::string& name = table.names[i];
-    auto v = vars.find(name);
-    if (v == vars.end()) {
-      return Error{ErrorKind::Caller, json_pointer_append("/vars", name),
-                   "var `" + name + "` not provided: program `" + program + "` reads it"};
-    }
-    if (v->second < 1 || v->second > table.max[i]) {
-      return Error{ErrorKind::Caller, json_pointer_append("/vars", name),
-                   "var `" + name + "` = " + std::to_string(v->second) +
-                       " is outside declared [1, " + std::to_string(table.max[i]) + "]"};
-    }
-    dense[i] = v->second;
-  }
-  return std::nullopt;
+  return rt::dense_vars(lowered.vars, it->plan->reads, program, vars, dense.data());
 }
 
 std::optional<Error> Runtime::Impl::enqueue(uint32_t index) {

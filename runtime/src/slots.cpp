@@ -23,6 +23,30 @@ std::optional<uint32_t> VarTable::find(const std::string& name) const {
   return it->second;
 }
 
+std::optional<Error> dense_vars(const VarTable& table, const std::vector<bool>& reads,
+                                const std::string& program,
+                                const std::map<std::string, uint64_t>& vars, uint64_t* dense) {
+  for (size_t i = 0; i < table.names.size(); ++i) {
+    if (i >= reads.size() || !reads[i]) {
+      dense[i] = 1;
+      continue;
+    }
+    const std::string& name = table.names[i];
+    auto v = vars.find(name);
+    if (v == vars.end()) {
+      return Error{ErrorKind::Caller, json_pointer_append("/vars", name),
+                   "var `" + name + "` not provided: program `" + program + "` reads it"};
+    }
+    if (v->second < 1 || v->second > table.max[i]) {
+      return Error{ErrorKind::Caller, json_pointer_append("/vars", name),
+                   "var `" + name + "` = " + std::to_string(v->second) +
+                       " is outside declared [1, " + std::to_string(table.max[i]) + "]"};
+    }
+    dense[i] = v->second;
+  }
+  return std::nullopt;
+}
+
 namespace {
 
 bool append(const manifest::Expr& e, const VarTable& vars, std::string* error,

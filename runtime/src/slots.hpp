@@ -29,6 +29,14 @@ struct VarTable {
   std::vector<uint64_t> at_max() const { return max; }
 };
 
+// Fills dense[i] for every var: the caller's value when the program reads it (it must be
+// given and inside [1, max]), else 1 whatever was passed. Names the caller passes that
+// the manifest does not declare are ignored. Caller errors at /vars/<name>:
+// "var `x` not provided: program `p` reads it", "var `x` = 9 is outside declared [1, 8]".
+std::optional<Error> dense_vars(const VarTable& table, const std::vector<bool>& reads,
+                                const std::string& program,
+                                const std::map<std::string, uint64_t>& vars, uint64_t* dense);
+
 // A compiled expression: postfix nodes over dense var indices.
 class CompiledExpr {
  public:
