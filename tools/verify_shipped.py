@@ -12,8 +12,8 @@ per file plus a summary. Exit 0 when every verified file passes, 1 when any is r
 verifier could not read a file, 2 when it could not run at all. A template whose pinned
 copy was not built (kernels off, or no pin rule for it yet) is listed as not built.
 
-GPU hook: with a CUDA device and build/bin/program_io, every runnable example (all of its
-modules are local, pinned cubins) also runs through program_io on generated inputs, and its
+GPU hook: with a CUDA device and build/bin/program_io, every runnable attention example (all
+of its modules are local, pinned cubins; example_io.supports() knows its buffers) also runs through program_io on generated inputs, and its
 output is compared with a float64 reference (tools/gen/example_io.py). Without a device this
 step is skipped and says so.
 
@@ -135,6 +135,9 @@ def run_examples(build_dir, runnable):
     import example_io
     failed = 0
     for rel, path in runnable:
+        if not example_io.supports(path):
+            print(f"gpu: {rel}: no input generator for this manifest; skipped")
+            continue
         with tempfile.TemporaryDirectory(prefix="kernrt-example-") as work:
             case = example_io.write_inputs(path, work)
             cmd = [program_io, "--manifest", path, "--cubins",

@@ -68,6 +68,18 @@ def read_array(path, typecode):
     return a
 
 
+def supports(manifest_path):
+    """Whether this checker knows the manifest: one attention op over the example buffers."""
+    try:
+        with open(manifest_path, encoding="utf-8") as f:
+            m = json.load(f)
+        ops = set(m.get("ops", {}))
+        return (set(INPUTS) | {"out"}) <= set(m.get("buffers", {})) and \
+            bool(ops) and ops <= {"attn_decode", "attn_prefill"} and len(m["programs"]) == 1
+    except (OSError, ValueError, AttributeError, TypeError):
+        return False
+
+
 def describe(manifest_path):
     """What the example needs from its manifest: vars, shapes and the call's K/V offsets."""
     with open(manifest_path, encoding="utf-8") as f:

@@ -269,6 +269,18 @@ class ExampleIo(unittest.TestCase):
             self.assertFalse(ok)
             self.assertIn("max |err|", summary)
 
+    def test_supports_only_the_attention_examples(self):
+        for rel in ("examples/decode.json", "examples/verify.json", "examples/h200/decode.json"):
+            self.assertTrue(example_io.supports(os.path.join(REPO, rel)), rel)
+        self.assertFalse(example_io.supports(os.path.join(SHIPPED, "decode-ops.json")))
+        with tempfile.TemporaryDirectory() as work:
+            m = examples.manifest("decode", "gb300-trtllm")
+            del m["buffers"]["cuq"]
+            path = os.path.join(work, "no_cuq.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump(m, f)
+            self.assertFalse(example_io.supports(path))
+
     def test_layer_zero_differs_from_layer_one(self):
         # The reference must read the layer the call selects: layer 0's K/V give other values.
         manifest = os.path.join(REPO, "examples", "decode.json")
