@@ -1,0 +1,74 @@
+// program_io's request plan: everything it checks before it touches the CUDA driver.
+//
+// Owns: parsing `name=value` / `name=file` flags, choosing the program, checking var
+// names and values against the manifest ([1, max]), buffer names and kinds for --in /
+// --out / --dump, and the size of every --in file against its buffer at these vars (no
+// larger than the buffer, a whole number of elements). A rejected request launches
+// nothing, and these checks give the same answer with or without a GPU.
+// Deliberately does not check: which vars the program reads (the runtime says "var not
+// provided"), input contents against `domain`, or that the cubins exist.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kernrt/manifest/error.hpp"
+#include "kernrt/manifest/types.hpp"
+
+namespace kernrt::program_io {
+
+// One `name=value` flag as the user wrote it.
+struct Assignment {
+  std::string name;
+  std::string value;
+};
+
+// Splits at the first `=`; both sides must be non-empty.
+std::optional<Assignment> parse_assignment(const std::string& text, std::string* error);
+
+// The flags program_io was given, before any check.
+struct Flags {
+  std::string program;  // "" = the manifest's only program
+  std::vector<std::string> vars;     // name=value
+  std::vector<std::string> inputs;   // buffer=file
+  std::vector<std::string> outputs;  // buffer=file
+  std::vector<std::string> dumps;    // buffer-or-state=file
+};
+
+struct FileBinding {
+  std::string name;  // buffer or state
+  std::string path;
+  uint64_t bytes = 0;  // inputs: the file's size
+  bool is_state = false;  // dumps only
+};
+
+// A request every CPU-side check accepted.
+struct Plan {
+  std::string program;
+  std::map<std::string, uint64_t> vars;
+  std::vector<FileBinding> inputs;
+  std::vector<FileBinding> outputs;
+  std::vector<FileBinding> dumps;
+};
+
+// Bytes of `buffer` at these vars (vars not given count at their max, as allocated).
+std::optional<uint64_t> buffer_bytes_at(const manifest::Manifest& m, const std::string& buffer,
+                                        const std::map<std::string, uint64_t>& vars,
+                                        std::string* error);
+
+// Every check above; all problems are reported, each a Caller error whose path names the
+// manifest entry (`/vars/n`, `/buffers/x`, `/programs`) or, for a file, the flag.
+// `file_size` returns the size of a file, or nullopt (then an Io error) if unreadable.
+using FileSize = std::optional<uint64_t> (*)(const std::string& path);
+Result<Plan> make_plan(const manifest::Manifest& m, const Flags& flags, FileSize file_size);
+
+// "program_io runs one GPU without ranks" for a manifest that declares a topology.
+std::optional<Error> refuse_topology(const manifest::Manifest& m);
+
+// Names the vars for the summary line: "{n=37, t=2}" in manifest (sorted) order.
+std::string format_vars(const std::map<std::string, uint64_t>& vars);
+
+}  // namespace kernrt::program_io

@@ -1,0 +1,208 @@
+// program_io as a user runs it: exit codes (0 ok, 1 rejected, 2 could not run) and the
+// messages on stderr. Request problems (bad input size, var above max, topology) are
+// found before the driver is opened, so these run on any machine; the "no device" case
+// hides the GPU with CUDA_VISIBLE_DEVICES=-1 so it behaves the same on the H200. The
+// GpuProgramIo suite runs a real round trip and skips without a device.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <random>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "kernrt/runtime.hpp"
+
+namespace {
+
+struct Outcome {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+std::string temp_dir() {
+  static const std::string dir = [] {
+    std::string d = ::testing::TempDir() + "program_io_cli_" + std::to_string(::getpid());
+    std::string cmd = "mkdir -p '" + d + "'";
+    EXPECT_EQ(std::system(cmd.c_str()), 0);
+    return d;
+  }();
+  return dir;
+}
+
+std::string temp_path(const std::string& name) { return temp_dir() + "/" + name; }
+
+void write_bytes(const std::string& path, const void* data, size_t n) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(static_cast<const char*>(data), static_cast<std::streamsize>(n));
+}
+
+// Runs program_io with `args` (and an optional environment prefix), capturing both streams.
+Outcome run_cli(const std::string& args, const std::string& env = "") {
+  const std::string out = temp_path("stdout.txt"), err = temp_path("stderr.txt");
+  const std::string cmd = env + " '" + KERNRT_PROGRAM_IO + "' " + args + " >'" + out + "' 2>'" +
+                          err + "'";
+  const int status = std::system(cmd.c_str());
+  Outcome o;
+  o.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  o.out = slurp(out);
+  o.err = slurp(err);
+  return o;
+}
+
+// A template from kernels/test/manifests with every @SHA256:...@ placeholder replaced by a
+// well-formed hash that no cubin has: it verifies, and a load would not find the module.
+std::string fake_pinned(const std::string& name) {
+  std::string text =
+      slurp(std::string(KERNRT_SOURCE_DIR) + "/kernels/test/manifests/" + name + ".json");
+  text = std::regex_replace(text, std::regex("@SHA256:[^@]*@"), std::string(64, 'a'));
+  const std::string path = temp_path(name + ".json");
+  write_bytes(path, text.data(), text.size());
+  return path;
+}
+
+std::string manifest_arg(const std::string& path) {
+  return "--manifest '" + path + "' --cubins '" + temp_dir() + "'";
+}
+
+TEST(ProgramIoCli, HelpListsEveryOptionOnOneLine) {
+  auto o = run_cli("--help");
+  EXPECT_EQ(o.code, 0) << o.err;
+  for (const char* opt : {"--manifest", "--cubins", "--gpu", "--program", "--env", "--graph",
+                          "--iters", "--in", "--out", "--dump", "--weights", "--json",
+                          "--version"}) {
+    std::regex line(std::string("\\n\\s*") + opt + "[^\\n]*[A-Z][a-z]+[^\\n]*\\n");
+    EXPECT_TRUE(std::regex_search(o.out, line)) << opt << " in:\n" << o.out;
+  }
+}
+
+TEST(ProgramIoCli, UsageErrorsExitTwo) {
+  EXPECT_EQ(run_cli("").code, 2);  // --manifest is required
+  EXPECT_EQ(run_cli("--manifest /nonexistent/m.json").code, 2);
+  EXPECT_EQ(run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --iters 0").code, 2);
+  EXPECT_EQ(run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --bogus").code, 2);
+}
+
+TEST(ProgramIoCli, ManifestFailingVerificationExitsOne) {
+  std::string text = slurp(fake_pinned("scratch_pair"));
+  text.replace(text.find("\"schema_version\": 4"), 19, "\"schema_version\": 3");
+  const std::string path = temp_path("v3.json");
+  write_bytes(path, text.data(), text.size());
+  auto o = run_cli(manifest_arg(path));
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find(path + ": /schema_version: unsupported schema_version 3"),
+            std::string::npos)
+      << o.err;
+}
+
+TEST(ProgramIoCli, TopologyManifestRefusedBeforeTheDriver) {
+  auto o = run_cli(manifest_arg(fake_pinned("topology")), "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("/topology: program_io runs one GPU without ranks"), std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoCli, OversizedInputRejectedBeforeTheDriver) {
+  std::vector<float> x(11, 1.0f);
+  const std::string xin = temp_path("x44.bin");
+  write_bytes(xin, x.data(), x.size() * sizeof(float));
+  auto o = run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --env n=10 --in x=" + xin,
+                   "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("/buffers/x: input `x` holds at most 40 bytes at these vars, file `" +
+                       xin + "` has 44 bytes"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoCli, PartialElementRejected) {
+  const std::string xin = temp_path("x6.bin");
+  write_bytes(xin, "abcdef", 6);
+  auto o = run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --in x=" + xin,
+                   "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("has 6 bytes (not a whole number of elements)"), std::string::npos)
+      << o.err;
+}
+
+TEST(ProgramIoCli, VarAboveMaxRejected) {
+  auto o = run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --vars n=4097",
+                   "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("/vars/n: var `n` = 4097 is outside [1, 4096]"), std::string::npos)
+      << o.err;
+}
+
+TEST(ProgramIoCli, NoDeviceExitsTwo) {
+  auto o = run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8",
+                   "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("no CUDA driver/device"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoCli, JsonReportsRejection) {
+  auto o = run_cli(manifest_arg(fake_pinned("scratch_pair")) + " --env n=0 --json",
+                   "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.out.find("\"status\":\"rejected\""), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\"path\":\"/vars/n\""), std::string::npos) << o.out;
+}
+
+// ---- on a device ---------------------------------------------------------------------------
+
+class GpuProgramIo : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string why;
+    if (!kernrt::device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+    manifest_ = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
+    if (!std::ifstream(manifest_)) GTEST_SKIP() << "test kernels not built: " << manifest_;
+  }
+  std::string manifest_;
+};
+
+TEST_F(GpuProgramIo, ScratchPairRoundTripEagerAndTimedGraph) {
+  const int n = 1000;
+  std::vector<float> x(n);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+  for (auto& v : x) v = dist(rng);
+  const std::string xin = temp_path("x.bin"), yout = temp_path("y.bin");
+  write_bytes(xin, x.data(), x.size() * sizeof(float));
+  const std::string base = "--manifest '" + manifest_ + "' --cubins '" + KERNRT_BINARY_DIR +
+                           "/cubins/run' --env n=1000 --in x=" + xin + " --out y=" + yout;
+  for (const std::string extra : {"", " --graph --iters 20"}) {
+    std::remove(yout.c_str());
+    auto o = run_cli(base + extra);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("`main` ran with {n=1000}"), std::string::npos) << o.out;
+    if (!extra.empty()) {
+      EXPECT_NE(o.out.find("timing: 20 iters, median"), std::string::npos) << o.out;
+      EXPECT_NE(o.out.find("graph replay"), std::string::npos) << o.out;
+    }
+    const std::string y = slurp(yout);
+    ASSERT_EQ(y.size(), 4096u * sizeof(float));  // the whole allocation, at n's max
+    std::vector<float> got(n);
+    std::memcpy(got.data(), y.data(), n * sizeof(float));
+    for (int i = 0; i < n; ++i) {
+      const float want = 2.0f * x[n - 1 - i] + x[i];
+      ASSERT_EQ(got[i], want) << "y[" << i << "]" << extra;
+    }
+  }
+}
+
+}  // namespace
