@@ -126,4 +126,23 @@ Result<MemoryPlan> plan_memory(const manifest::Manifest& m, uint64_t token_capac
   return Result<MemoryPlan>::ok(std::move(plan));
 }
 
+std::optional<Error> check_write(const std::string& what, const std::string& name,
+                                 const std::string& path, uint64_t capacity, uint32_t elem,
+                                 size_t bytes, const void* data) {
+  if (bytes > capacity) {
+    return Error{ErrorKind::Caller, path, what + " `" + name + "` takes at most " +
+                                              std::to_string(capacity) + " bytes, got " +
+                                              std::to_string(bytes)};
+  }
+  if (elem > 1 && bytes % elem != 0) {
+    return Error{ErrorKind::Caller, path, what + " `" + name + "` has " + std::to_string(elem) +
+                                              "-byte elements: " + std::to_string(bytes) +
+                                              " bytes is not a whole number of elements"};
+  }
+  if (bytes > 0 && data == nullptr) {
+    return Error{ErrorKind::Caller, path, "null data for `" + name + "`"};
+  }
+  return std::nullopt;
+}
+
 }  // namespace kernrt::rt

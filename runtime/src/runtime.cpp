@@ -30,23 +30,6 @@ Error caller(const std::string& path, const std::string& message) {
 
 const char* kind_name(manifest::BufferKind k) { return manifest::to_string(k); }
 
-// Common size checks of a write into `name` (allocation `capacity`, element `elem`).
-std::optional<Error> check_write(const std::string& what, const std::string& name,
-                                 const std::string& path, uint64_t capacity, uint32_t elem,
-                                 size_t bytes, const void* data) {
-  if (bytes > capacity) {
-    return caller(path, what + " `" + name + "` takes at most " + std::to_string(capacity) +
-                            " bytes, got " + std::to_string(bytes));
-  }
-  if (elem > 1 && bytes % elem != 0) {
-    return caller(path, what + " `" + name + "` has " + std::to_string(elem) +
-                            "-byte elements: " + std::to_string(bytes) +
-                            " bytes is not a whole number of elements");
-  }
-  if (bytes > 0 && data == nullptr) return caller(path, "null data for `" + name + "`");
-  return std::nullopt;
-}
-
 }  // namespace
 
 std::optional<Error> Runtime::write_input(const std::string& buffer, const void* data,
@@ -60,7 +43,7 @@ std::optional<Error> Runtime::write_input(const std::string& buffer, const void*
                             "`, not `input`: use write_buffer");
   }
   const uint64_t capacity = im.plan.buffers.at(buffer);
-  if (auto e = check_write("input", buffer, path, capacity, manifest::dtype_size(b->second.dtype),
+  if (auto e = rt::check_write("input", buffer, path, capacity, manifest::dtype_size(b->second.dtype),
                            bytes, data)) {
     return e;
   }
@@ -81,7 +64,7 @@ std::optional<Error> Runtime::write_buffer(const std::string& buffer, const void
   const std::string path = json_pointer_append("/buffers", buffer);
   auto b = im.manifest.buffers.find(buffer);
   if (b == im.manifest.buffers.end()) return caller(path, "unknown buffer `" + buffer + "`");
-  if (auto e = check_write("buffer", buffer, path, im.plan.buffers.at(buffer),
+  if (auto e = rt::check_write("buffer", buffer, path, im.plan.buffers.at(buffer),
                            manifest::dtype_size(b->second.dtype), bytes, data)) {
     return e;
   }
@@ -101,7 +84,7 @@ std::optional<Error> Runtime::write_state(const std::string& state, const void* 
   const std::string path = json_pointer_append("/states", state);
   auto s = im.alloc.states.find(state);
   if (s == im.alloc.states.end()) return caller(path, "unknown state `" + state + "`");
-  if (auto e = check_write("state", state, path, s->second.bytes, 1, bytes, data)) return e;
+  if (auto e = rt::check_write("state", state, path, s->second.bytes, 1, bytes, data)) return e;
   if (auto e = im.bind()) return e;
   if (bytes == 0) return std::nullopt;
   if (auto e = im.check(im.api->cuMemcpyHtoDAsync(s->second.address, data, bytes, im.stream),
