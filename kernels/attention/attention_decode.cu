@@ -7,9 +7,10 @@
 // length@1160, softmax scale (log2 domain)@1220.
 //
 // Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. The `splits` CTAs of
-// (seq b, head h) share b's pages dynamically: warp 0 claims chunks of kChunkPages pages from
-// a per-(b, h) work counter (counter scratch [b*24 + 4 + h]), so CTAs on faster SMs take more
-// and every CTA ends within about one page of the others. Warp 0 also feeds the 3-stage ring
+// (seq b, head h) share b's pages dynamically: split s starts with chunks s and s + splits
+// (kChunkPages pages each), then warp 0 claims further chunks from a per-(b, h) work counter
+// (counter scratch [b*24 + 4 + h]), so CTAs on faster SMs take more and every CTA ends within
+// about one chunk of the others. Warp 0 also feeds the 3-stage ring
 // (lane 0 issues TMA): tiles alternate K, V of one page and head (64 tokens x 256 dims, 4 boxes
 // of 64x64 with 128B swizzle, 32 KiB), the next two tiles in flight while one is consumed.
 // Warp w takes tokens [16w, 16w+16) of every page and keeps its own online softmax (rows =
@@ -84,7 +85,8 @@ struct Feed {
   int pages;             // pages of the sequence
   int cur_chunk, cur_n, cur_pos, cur_pg;
   int nxt_chunk, nxt_n, nxt_pg;
-  int claim;             // lane 0: result of the outstanding atomicAdd
+  int claim;             // lane 0: the chunk its outstanding atomicAdd claimed
+  int dyn_base;          // first dynamically claimed chunk
   int lane;
 
   __device__ __forceinline__ int chunk_len(int c) const {
@@ -93,18 +95,19 @@ struct Feed {
   __device__ __forceinline__ int load(int c, int n) const {
     return lane < n ? table[c * kChunkPages + lane] : 0;
   }
-  __device__ __forceinline__ void init() {
-    int c = 0;
-    if (lane == 0) c = atomicAdd(work, 2);  // two chunks to start with
-    c = __shfl_sync(0xffffffffu, c, 0);
-    cur_chunk = c;
-    cur_n = chunk_len(c);
+  // The first two chunks are static (split s takes chunks s and s + splits, no atomic on the
+  // start-up path); later ones come from the counter, offset by 2 * splits. Every CTA's
+  // chunks therefore increase, so an exhausted chunk means all later ones are too.
+  __device__ __forceinline__ void init(int split, int splits) {
+    dyn_base = 2 * splits;
+    cur_chunk = split;
+    cur_n = chunk_len(split);
     cur_pos = 0;
-    cur_pg = load(c, cur_n);
-    nxt_chunk = c + 1;
-    nxt_n = chunk_len(c + 1);
-    nxt_pg = load(c + 1, nxt_n);
-    if (nxt_n > 0 && lane == 0) claim = atomicAdd(work, 1);
+    cur_pg = load(split, cur_n);
+    nxt_chunk = split + splits;
+    nxt_n = chunk_len(nxt_chunk);
+    nxt_pg = load(nxt_chunk, nxt_n);
+    if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
   }
   // Next (logical page, physical page) of this CTA, or logical -1 when the work is gone.
   // The claim and the table loads for a chunk are issued one chunk ahead of their use.
@@ -119,7 +122,7 @@ struct Feed {
       nxt_chunk = c;
       nxt_n = chunk_len(c);
       nxt_pg = load(c, nxt_n);
-      if (nxt_n > 0 && lane == 0) claim = atomicAdd(work, 1);
+      if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
     }
     phys = __shfl_sync(0xffffffffu, cur_pg, cur_pos);
     return cur_chunk * kChunkPages + cur_pos++;
@@ -189,7 +192,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         ptx::tma_load_4d(q_tile + j * 1024, &p.tma_q, q_bar, j * 64, 0, head, seq);
       }
     }
-    feed.init();
+    feed.init(blockIdx.x, splits);
   }
   // Issues tiles up to index `upto` (even = K, odd = V of the same page). Warp 0 only.
   auto produce = [&](int upto) {
@@ -318,6 +321,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
                 make_uint4(0, 0, 0, 0);
           }
         }
+        ptx::fence_proxy_async_shared();  // order before any later TMA write of this stage
         __syncwarp();
       }
       // O += P V: matrices (tokens 0-7 | 8-15) x (dims 16q..16q+7 | 16q+8..16q+15).
@@ -434,7 +438,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   const int64_t step = 8 * kHeadDim / 4;  // one split, in float4
-#pragma unroll 4
+#pragma unroll 8
   for (int sp = 0; sp < splits; ++sp) {
 #pragma unroll
     for (int k = 0; k < kPer; ++k) {

@@ -4,8 +4,9 @@
 # counts, spills), installs the carried FlashInfer peer, then runs the validation + benchmark
 # (validation/attention/run_attention.py) and the KV-append check; results land in $OUT.
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
-# Deliberately does not check: anything about the host build; program_io is exercised by
-# validation/attention/program_io_check.py when build/bin/program_io exists.
+# program_io (a host build carried as .peer/attention/program_io) runs the generated
+# examples/h200/decode.json and validation/attention/program_io_check.py's integration cases.
+# Deliberately does not check: the host build itself (program_io is built on the host).
 set -uo pipefail
 COMMIT=${1:-unknown}; shift || true
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -15,7 +16,8 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
 {
   nvcc $FLAGS -cubin -o $CUB/attention_decode.sm90a.cubin kernels/attention/attention_decode.cu
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
-  nvcc $FLAGS -cubin -o $CUB/decode_v1.sm90a.cubin validation/attention/variants/decode_v1_static_splits.cu
+  mkdir -p $CUB/variants
+  nvcc $FLAGS -cubin -o $CUB/variants/decode_v2.sm90a.cubin validation/attention/variants/decode_v2_dynamic.cu
   cuobjdump --dump-sass $CUB/attention_decode.sm90a.cubin > /tmp/ad.sass
   echo "sass: HMMA $(grep -c HMMA /tmp/ad.sass) UTMALDG $(grep -c UTMALDG /tmp/ad.sass) LDSM $(grep -c LDSM /tmp/ad.sass) LDL/STL $(grep -cE 'LDL|STL' /tmp/ad.sass)"
 } 2>&1 | grep -E "error|registers|spill|sass:" | tee "$OUT/pre.log"
@@ -34,10 +36,28 @@ export FLASHINFER_WORKSPACE_BASE=/tmp/fiws FLASHINFER_CUDA_ARCH_LIST=9.0a MAX_JO
 export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(which nvcc)")")}
 
 python3 validation/attention/kv_append_check.py --cubin $CUB/kv_append.sm90a.cubin 2>&1 | tee -a "$OUT/pre.log"
+# program_io: the generated example exactly, then the integration cases (generator-made
+# manifests around the h200 op, 1000 graph replays), when a program_io build was carried.
+if [ -x .peer/attention/program_io ]; then
+  {
+    SHA=$(sha256sum $CUB/attention_decode.sm90a.cubin | cut -d' ' -f1)
+    mkdir -p /tmp/ex && sed "s/@SHA256:attention_decode.sm90a@/$SHA/" examples/h200/decode.json > /tmp/ex/decode.json
+    python3 tools/gen/example_io.py inputs /tmp/ex/decode.json /tmp/ex
+    for mode in "" "--graph --iters 1000"; do
+      .peer/attention/program_io --manifest /tmp/ex/decode.json --cubins $CUB --vars seqs=2 --vars tokens=2 $mode \
+        --in q=/tmp/ex/q.bin --in kv=/tmp/ex/kv.bin --in table=/tmp/ex/table.bin \
+        --in seq=/tmp/ex/seq.bin --in cuq=/tmp/ex/cuq.bin --out out=/tmp/ex/out.bin && \
+      echo "examples/h200/decode.json ${mode:-eager}: $(python3 tools/gen/example_io.py check /tmp/ex/decode.json /tmp/ex 2>&1 | tail -1)"
+    done
+    python3 validation/attention/program_io_check.py --program-io .peer/attention/program_io \
+      --cubins $CUB --out "$OUT/program_io.jsonl" --commit "$COMMIT" --long
+  } 2>&1 | tee "$OUT/pio.log"
+fi
+
 AD=$CUB/attention_decode.sm90a.cubin
-python3 validation/attention/run_attention.py --variant "v2:$AD:103552:128:66" \
-  --variant "v2-s33:$AD:103552:128:33" --variant "v2-s128:$AD:103552:128:128" \
-  --variant "v1:$CUB/decode_v1.sm90a.cubin:201792:160:33" --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
+python3 validation/attention/run_attention.py --variant "v3:$AD:103552:128:33" \
+  --variant "v3-s66:$AD:103552:128:66" --variant "v2:$CUB/variants/decode_v2.sm90a.cubin:103552:128:33" \
+  --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 mkdir -p "$OUT/fi_so"
 find /tmp/fiws -name "*.so" -size -16M 2>/dev/null | head -3 | while read -r f; do cp "$f" "$OUT/fi_so/"; done
