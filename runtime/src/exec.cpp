@@ -32,8 +32,10 @@ std::optional<Error> Runtime::Impl::check(CUresult rc, const std::string& what,
 
 std::optional<Error> Runtime::Impl::bind() { return check(api->cuCtxSetCurrent(ctx), "cuCtxSetCurrent"); }
 
-std::optional<Error> Runtime::Impl::sync(const std::string& what) {
-  return check(api->cuStreamSynchronize(stream), "cuStreamSynchronize (" + what + ")");
+std::optional<Error> Runtime::Impl::sync(const char* what) {
+  CUresult rc = api->cuStreamSynchronize(stream);
+  if (rc == CUDA_SUCCESS) return std::nullopt;
+  return rt::driver_error(*api, rc, std::string("cuStreamSynchronize (") + what + ")");
 }
 
 std::optional<Error> Runtime::Impl::prepare(const std::string& program,
@@ -140,7 +142,11 @@ std::optional<Error> Runtime::run(const std::string& program,
     im.api->cuStreamSynchronize(im.stream);
     return e;
   }
-  return im.sync("run `" + program + "`");
+  if (auto e = im.sync("run")) {
+    e->message += " in program `" + program + "`";
+    return e;
+  }
+  return std::nullopt;
 }
 
 Result<TimingStats> Runtime::time(const std::string& program,

@@ -16,6 +16,9 @@ namespace kernrt {
 namespace {
 
 using LoadResult = Result<std::unique_ptr<Runtime>>;
+using ImplResult = Result<std::unique_ptr<Runtime::Impl>>;
+
+ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& options);
 
 std::string sizes_list(const std::vector<uint32_t>& v) {
   std::string s = "[";
@@ -46,6 +49,19 @@ std::optional<Error> copy_weight(Runtime::Impl& im, const std::string& name,
 
 Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verified,
                                                const LoadOptions& options) {
+  // No exception crosses the API: allocation failures and the like become an error.
+  try {
+    auto im = load_impl(verified, options);
+    if (!im) return LoadResult::fail(std::move(im.errors));
+    return LoadResult::ok(std::unique_ptr<Runtime>(new Runtime(std::move(*im.value))));
+  } catch (const std::exception& ex) {
+    return LoadResult::fail(Error{ErrorKind::Driver, "", std::string("load failed: ") + ex.what()});
+  }
+}
+
+namespace {
+
+ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& options) {
   const manifest::Manifest& m = verified.manifest();
 
   // ---- checks that need no GPU -------------------------------------------------------
@@ -66,17 +82,17 @@ Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verifie
     if (!bytes) errors.insert(errors.end(), bytes.errors.begin(), bytes.errors.end());
     else module_bytes.emplace(name, std::move(*bytes.value));
   }
-  if (!errors.empty()) return LoadResult::fail(std::move(errors));
+  if (!errors.empty()) return ImplResult::fail(std::move(errors));
 
   // ---- driver, context, stream ------------------------------------------------------------
   auto api = rt::driver();
-  if (!api) return LoadResult::fail(api.errors);
-  auto im = std::make_unique<Impl>();
+  if (!api) return ImplResult::fail(api.errors);
+  auto im = std::make_unique<Runtime::Impl>();
   im->api = *api.value;
   im->manifest = m;
   im->plan = std::move(*plan.value);
   const auto& d = *im->api;
-  auto fail = [](Error e) { return LoadResult::fail(std::move(e)); };
+  auto fail = [](Error e) { return ImplResult::fail(std::move(e)); };
   int count = 0;
   if (auto e = im->check(d.cuDeviceGetCount(&count), "cuDeviceGetCount")) return fail(*e);
   if (options.gpu < 0 || options.gpu >= count) {
@@ -158,7 +174,7 @@ Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verifie
   // ---- lowering (tensormaps encoded here) ----------------------------------------------------
   rt::DriverTensorMapEncoder encoder(d);
   auto lowered = rt::lower(m, im->alloc, encoder);
-  if (!lowered) return LoadResult::fail(std::move(lowered.errors));
+  if (!lowered) return ImplResult::fail(std::move(lowered.errors));
   im->lowered = std::move(*lowered.value);
 
   // ---- functions: ABI check and shared-memory opt-in ------------------------------------------
@@ -197,16 +213,23 @@ Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verifie
         return fail(*e);
       }
     }
+    // Clusters above 8 blocks are "non-portable" and must be allowed per function.
+    if (im->lowered.cluster_max[f] > 8) {
+      if (auto e = im->check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1),
+                             "cuFuncSetAttribute(NON_PORTABLE_CLUSTER_SIZE_ALLOWED)", path + "/cluster")) {
+        return fail(*e);
+      }
+    }
     im->functions.push_back(fn);
   }
 
   // ---- per-launch parameter storage ------------------------------------------------------
   for (const auto& [name, p] : im->lowered.programs) {
-    Impl::Program prog;
+    Runtime::Impl::Program prog;
     prog.name = name;
     prog.plan = &p;
     for (const auto& launch : p.launches) {
-      Impl::LaunchArgs la;
+      Runtime::Impl::LaunchArgs la;
       la.scalars.assign(launch.args.size(), 0);
       for (const auto& pack : launch.packs) la.images.emplace_back(pack.size, 0);
       for (size_t a = 0; a < launch.args.size(); ++a) {
@@ -226,7 +249,9 @@ Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verifie
         api_table->cuGraphExecDestroy(static_cast<CUgraphExec>(h));
       });
   if (auto e = im->sync("load")) return fail(*e);
-  return LoadResult::ok(std::unique_ptr<Runtime>(new Runtime(std::move(im))));
+  return ImplResult::ok(std::move(im));
 }
+
+}  // namespace
 
 }  // namespace kernrt

@@ -1,6 +1,7 @@
 // Lowering of programs into launch plans (see lower.hpp).
 #include "lower.hpp"
 
+#include <algorithm>
 #include <tuple>
 #include <type_traits>
 #include <variant>
@@ -229,8 +230,13 @@ struct Lowerer {
       out.functions.push_back(key);
       out.shared_mem_max.push_back(0);
       out.function_paths.push_back(path);
+      out.cluster_max.push_back(0);
     }
     plan.function = it->second;
+    if (plan.cluster) {
+      const uint32_t blocks = (*plan.cluster)[0] * (*plan.cluster)[1] * (*plan.cluster)[2];
+      out.cluster_max[plan.function] = std::max(out.cluster_max[plan.function], blocks);
+    }
     uint64_t smem = 0;
     if (plan.shared_mem.eval(out.vars.max.data(), &smem) &&
         smem > out.shared_mem_max[plan.function]) {

@@ -70,6 +70,7 @@ struct LoweredManifest {
   std::vector<FunctionKey> functions;
   std::vector<uint64_t> shared_mem_max;  // per function: bytes at var maxima, max over launches
   std::vector<std::string> function_paths;  // per function: the first launch that uses it
+  std::vector<uint32_t> cluster_max;        // per function: largest cluster (blocks), 0 = none
   std::map<std::string, ProgramPlan> programs;
 };
 

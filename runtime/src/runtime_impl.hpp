@@ -58,8 +58,14 @@ struct Runtime::Impl {
   ~Impl();
 
   std::optional<Error> bind();  // makes the context current on this thread
-  std::optional<Error> check(CUresult rc, const std::string& what, const std::string& path = "");
-  std::optional<Error> sync(const std::string& what);
+  // Errors for failed driver calls. The const char* forms build no string on success, so
+  // the run/replay path does not allocate.
+  std::optional<Error> check(CUresult rc, const char* what) {
+    if (rc == CUDA_SUCCESS) return std::nullopt;
+    return rt::driver_error(*api, rc, what);
+  }
+  std::optional<Error> check(CUresult rc, const std::string& what, const std::string& path);
+  std::optional<Error> sync(const char* what);
 
   // Validates vars and fills `dense` for program `index`.
   std::optional<Error> prepare(const std::string& program, const std::map<std::string, uint64_t>& vars,
