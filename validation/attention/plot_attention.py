@@ -1,6 +1,7 @@
 """Plots the decode benchmark from attention.jsonl (never typed by hand): per batch, time in
 microseconds of ours, the peer and the bandwidth floor, plus achieved fraction of the floor.
-Usage: python3 plot_attention.py attention.jsonl attention_decode.png
+Usage: python3 plot_attention.py attention.jsonl attention_decode.png [variant]
+(the latest commit's bench rows of `variant`, default: the shipped kernel `v3`)
 Deliberately does not check: the JSONL's provenance (date/commit are printed in the title).
 """
 import json
@@ -16,12 +17,14 @@ bench = [r for r in rows if r.get("kind") == "bench"]
 if not bench:
     sys.exit("no bench rows")
 latest = bench[-1]["commit"]
-bench = sorted([r for r in bench if r["commit"] == latest], key=lambda r: r["batch"])
+variant = sys.argv[3] if len(sys.argv) > 3 else "v3"
+bench = sorted([r for r in bench if r["commit"] == latest and r.get("variant") == variant],
+               key=lambda r: r["batch"])
 bs = [r["batch"] for r in bench]
 x = range(len(bs))
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
 w = 0.27
-a1.bar([i - w for i in x], [r["ours_us"] for r in bench], w, label="kernrt sm90a")
+a1.bar([i - w for i in x], [r["ours_us"] for r in bench], w, label=f"kernrt sm90a ({variant})")
 if any("peer_us" in r for r in bench):
     a1.bar(list(x), [r.get("peer_us", 0) for r in bench], w,
            label=next(r["peer"] for r in bench if "peer" in r))

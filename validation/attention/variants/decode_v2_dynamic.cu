@@ -1,3 +1,7 @@
+// Historical variant of kernels/attention/attention_decode.cu kept for side-by-side timing in
+// tools/device/attention.sh (same entry name; not built by CMake, not shipped):
+// v2 (commit f4eb1db): dynamic chunk claiming starting from the counter.
+// See validation/attention/notes.md for its measured results.
 // Paged decode attention for sm_90a behind the TRTLLM-GEN 1280-byte parameter block.
 //
 // Shape (compiled in): BF16 Q/K/V/O, 24 query heads over 4 KV heads (GQA group 6), head dim
