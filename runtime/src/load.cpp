@@ -111,6 +111,18 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     return fail(*e);
   }
 
+  // A plan that cannot fit fails with the numbers instead of a bare out-of-memory.
+  size_t free_bytes = 0, total_bytes = 0;
+  if (auto e = im->check(d.cuMemGetInfo(&free_bytes, &total_bytes), "cuMemGetInfo")) return fail(*e);
+  if (im->plan.device_bytes() > free_bytes) {
+    return fail(Error{ErrorKind::Caller, "",
+                      "the memory plan needs " + std::to_string(im->plan.device_bytes()) +
+                          " device bytes but gpu " + std::to_string(options.gpu) + " has " +
+                          std::to_string(free_bytes) + " free: lower the token capacity (" +
+                          std::to_string(im->plan.token_capacity) + ") or the sequence slots (" +
+                          std::to_string(im->plan.seq_slots) + ")"});
+  }
+
   // ---- allocations, zeroed ---------------------------------------------------------------------
   auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out) -> std::optional<Error> {
     CUdeviceptr p = 0;
