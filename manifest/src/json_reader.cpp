@@ -34,16 +34,6 @@ std::pair<uint32_t, uint32_t> line_column(std::string_view text, std::size_t off
   return {line, column};
 }
 
-Error syntax_error(std::string_view text, std::size_t offset, std::string message) {
-  Error e;
-  e.kind = ErrorKind::Parse;
-  auto [line, column] = line_column(text, offset);
-  e.line = line;
-  e.column = column;
-  e.message = std::move(message);
-  return e;
-}
-
 // Returns the offset of the first byte that is not valid UTF-8, or npos.
 std::size_t first_invalid_utf8(std::string_view s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());
@@ -79,6 +69,25 @@ std::size_t first_invalid_utf8(std::string_view s) {
     i += len;
   }
   return std::string_view::npos;
+}
+
+// Replaces bytes that are not valid UTF-8 (e.g. a token cut mid-character in a
+// nlohmann message) with '?', so an error can always be written as JSON.
+std::string sanitize_utf8(std::string s) {
+  for (std::size_t at = first_invalid_utf8(s); at != std::string_view::npos; at = first_invalid_utf8(s)) {
+    s[at] = '?';
+  }
+  return s;
+}
+
+Error syntax_error(std::string_view text, std::size_t offset, std::string message) {
+  Error e;
+  e.kind = ErrorKind::Parse;
+  auto [line, column] = line_column(text, offset);
+  e.line = line;
+  e.column = column;
+  e.message = sanitize_utf8(std::move(message));
+  return e;
 }
 
 // Builds the DOM from SAX events; rejects duplicate keys and excessive depth with the
@@ -238,7 +247,11 @@ std::string describe(const Json& j) {
     case Json::value_t::array: return "an array";
     case Json::value_t::string: {
       std::string s = j.get<std::string>();
-      if (s.size() > 64) s = s.substr(0, 61) + "...";
+      if (s.size() > 64) {
+        std::size_t cut = 61;
+        while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;  // keep UTF-8 whole
+        s = s.substr(0, cut) + "...";
+      }
       return "string \"" + s + "\"";
     }
     case Json::value_t::boolean: return j.get<bool>() ? "true" : "false";

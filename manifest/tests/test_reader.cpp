@@ -170,6 +170,21 @@ TEST(Reader, RejectsDuplicateTopLevelKey) {
   EXPECT_TRUE(has_error(r.errors, "/schema_version", "duplicate name `schema_version`"));
 }
 
+TEST(Reader, MessagesStayValidUtf8) {
+  // nlohmann's "last read" token can end mid-character; a long string is shortened.
+  auto r = parse_manifest("{\"model\": \xc3\xa9}");
+  ASSERT_FALSE(r);
+  EXPECT_NO_THROW((void)core_test::Json(r.errors[0].message).dump()) << r.errors[0].message;
+  std::string long_name;
+  for (int i = 0; i < 70; ++i) long_name += "\xc3\xa9";
+  auto j = core_test::base();
+  j["schema_version"] = long_name;
+  auto r2 = parse_manifest(j.dump());
+  ASSERT_FALSE(r2);
+  EXPECT_NE(r2.errors[0].message.find("..."), std::string::npos);
+  EXPECT_NO_THROW((void)core_test::Json(r2.errors[0].message).dump()) << r2.errors[0].message;
+}
+
 TEST(ErrorText, FormatsPathLineAndBareMessage) {
   kernrt::Error e;
   e.path = "/ops/x/impl";
