@@ -9,7 +9,8 @@
 //
 // Grid/block: block.x threads, one per 8 channels; grid.x = ceil(D / (8 * block.x));
 // grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels so
-// the weights it holds in registers are loaded once for all of them. All state lines and x
+// the weights it holds in registers are loaded once for all of them (kUpdateSeqs for the
+// 1-token entries, 1 for verify, whose 8 token buffers already fill the registers). All state lines and x
 // rows of those sequences are loaded before any math (W-1 + steps 16-byte loads each); y rows
 // and the new state are stored. Padded sequences (n >= seqs) and steps > params.steps are
 // skipped, so one captured graph serves any seqs <= grid coverage.
@@ -25,10 +26,11 @@
 
 namespace kernrt_conv {
 
-constexpr int kSeqs = KERNRT_CONV_UPDATE_SEQS;  // sequences per thread
-static_assert(kSeqs >= 1 && kSeqs <= 4, "sequences per thread");
+constexpr int kUpdateSeqs = KERNRT_CONV_UPDATE_SEQS;  // sequences per thread, 1-token entries
+constexpr int kVerifySeqs = 1;                         // sequences per thread, verify entries
+static_assert(kUpdateSeqs >= 1 && kUpdateSeqs <= 4, "sequences per thread");
 
-template <typename E, int W, int kSteps>
+template <typename E, int W, int kSteps, int kSeqs>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;
   const E tag{};
@@ -36,29 +38,38 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   if (c0 >= p.dim) return;
   const int steps = kSteps == 1 ? 1 : (p.steps < kSteps ? p.steps : kSteps);
 
-  // ---- loads: every sequence's state line and new tokens before any math -------------
+  float w[W][8], b[8];
+  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, w, b);
+  const bool silu = (p.flags & kFlagSilu) != 0;
+  pdl_wait();
+
+  // ---- loads: every sequence's line, new tokens and state before any math ------------
   char* st[kSeqs];
-  uint4 sv[kSeqs][S];
+#pragma unroll
+  for (int k = 0; k < kSeqs; ++k) {
+    const int n = blockIdx.y * kSeqs + k;
+    const int64_t line = n >= p.seqs ? 0 : p.lines != nullptr ? p.lines[n] : n;
+    st[k] = n < p.seqs && (line != 0 || p.lines == nullptr)
+                ? static_cast<char*>(p.state) + line * p.state_stride + 2 * c0 * S
+                : nullptr;
+  }
   uint4 xv[kSeqs][kSteps];
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
     const int n = blockIdx.y * kSeqs + k;
-    st[k] = nullptr;
-    if (n < p.seqs) {
-      const int64_t line = p.lines != nullptr ? p.lines[n] : n;
-      if (line != 0 || p.lines == nullptr) st[k] = static_cast<char*>(p.state) + line * p.state_stride;
-      const uint16_t* x = static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + c0;
+    const uint16_t* x = static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + c0;
 #pragma unroll
-      for (int t = 0; t < kSteps; ++t)
-        if (t < steps) xv[k][t] = ld_nc_v4(x + t * p.x_stride_tok);
-      const uint4* sp = reinterpret_cast<const uint4*>(st[k] + 2 * c0 * S);
-#pragma unroll
-      for (int i = 0; i < S; ++i) sv[k][i] = st[k] != nullptr ? ld_v4(sp + i) : make_uint4(0, 0, 0, 0);
-    }
+    for (int t = 0; t < kSteps; ++t)
+      if (n < p.seqs && t < steps) xv[k][t] = ld_nc_v4(x + t * p.x_stride_tok);
   }
-  float w[W][8], b[8];
-  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, w, b);
-  const bool silu = (p.flags & kFlagSilu) != 0;
+  uint4 sv[kSeqs][S];
+#pragma unroll
+  for (int k = 0; k < kSeqs; ++k)
+#pragma unroll
+    for (int i = 0; i < S; ++i)
+      sv[k][i] = st[k] != nullptr ? ld_v4(reinterpret_cast<const uint4*>(st[k]) + i)
+                                  : make_uint4(0, 0, 0, 0);
+  pdl_launch_dependents();
 
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
@@ -100,7 +111,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     }
 
     // ---- in-place state --------------------------------------------------------------
-    if (st[k] != nullptr) store_state(tag, st[k], c0, win);
+    if (st[k] != nullptr) store_state(tag, st[k] - 2 * c0 * S, c0, win);
   }
 }
 
@@ -108,21 +119,21 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 
 // ---- entries -----------------------------------------------------------------------------
 // conv_update_*: one token per sequence (decode); conv_verify_*: up to 8 (speculative verify).
-#define KERNRT_CONV_UPDATE_ENTRY(name, dtype, tag, w, steps)                             \
-  extern "C" __global__ void __launch_bounds__(256) conv_##name##_sm90a_##dtype##_w##w(  \
+#define KERNRT_CONV_UPDATE_ENTRY(name, dtype, tag, w, steps, seqs)                       \
+  extern "C" __global__ void __launch_bounds__(128) conv_##name##_sm90a_##dtype##_w##w(  \
       const __grid_constant__ kernrt_conv::ConvUpdateParams p) {                         \
-    kernrt_conv::conv_update<kernrt_conv::tag, w, steps>(p);                             \
+    kernrt_conv::conv_update<kernrt_conv::tag, w, steps, seqs>(p);                       \
   }
 
-KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 2, 1)
-KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 3, 1)
-KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 4, 1)
-KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 2, 1)
-KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 3, 1)
-KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 4, 1)
-KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 2, kernrt_conv::kMaxSteps)
-KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 3, kernrt_conv::kMaxSteps)
-KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 4, kernrt_conv::kMaxSteps)
-KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 2, kernrt_conv::kMaxSteps)
-KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 3, kernrt_conv::kMaxSteps)
-KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 4, kernrt_conv::kMaxSteps)
+KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 2, 1, kernrt_conv::kUpdateSeqs)
+KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 3, 1, kernrt_conv::kUpdateSeqs)
+KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 4, 1, kernrt_conv::kUpdateSeqs)
+KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 2, 1, kernrt_conv::kUpdateSeqs)
+KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 3, 1, kernrt_conv::kUpdateSeqs)
+KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 4, 1, kernrt_conv::kUpdateSeqs)
+KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 2, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
+KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 3, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
+KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 4, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
+KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 2, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
+KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 3, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
+KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 4, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)

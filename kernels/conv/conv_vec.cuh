@@ -173,6 +173,15 @@ __device__ __forceinline__ void store_state(E tag, void* line, int c0, const flo
   for (int i = 0; i < S; ++i) st_v4(p + i, v[i]);
 }
 
+// Programmatic dependent launch (sm_90): a no-op unless the launch sets PDL. `wait` blocks
+// until the previous grid in the stream has completed and its writes are visible; only
+// weight reads come before it (the manifest's `pdl` promise). `launch_dependents` lets the
+// next grid start its own prologue early.
+__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 // y = act(z): silu(z) = z / (1 + e^-z) with the fast exp and division (--use_fast_math).
 __device__ __forceinline__ float activate(float z, bool silu) {
   return silu ? __fdividef(z, 1.f + __expf(-z)) : z;

@@ -19,6 +19,15 @@ BW = 4.275e12  # B/s, device-to-device copy measured on the H200 (validation/con
 L2_ROT = 128 << 20
 
 
+def safe(fn, *args, **kw):
+    """A variant that fails to run is reported as NaN, never the end of the bench."""
+    try:
+        return fn(*args, **kw)
+    except Exception as e:  # noqa: BLE001
+        print(f"bench variant failed: {e}", flush=True)
+        return float("nan")
+
+
 def sets_for(bytes_per_call):
     return max(2, -(-L2_ROT // max(bytes_per_call, 1)))
 
@@ -28,6 +37,8 @@ def time_eager(fn, nsets, iters=60, warm=5):
         fn(i % nsets)
     torch.cuda.synchronize()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(iters)]
+    torch.cuda._sleep(60_000_000)  # ~30 ms of GPU wait: the host queues every call before any runs,
+    # so host-side launch cost (Python, autotune dispatch) never shows as GPU idle time
     for i, (a, b) in enumerate(ev):
         a.record()
         fn(i % nsets)
@@ -36,8 +47,10 @@ def time_eager(fn, nsets, iters=60, warm=5):
     return statistics.median(a.elapsed_time(b) for a, b in ev) * 1e3
 
 
-def time_graph(fn, nsets, reps=30):
-    """Capture one graph of nsets calls (one per set), time replays, per-call median."""
+def time_graph(fn, nsets, reps=30, calls=64):
+    """Capture one graph of `calls` calls cycling over the sets, time replays (the host
+    queues all replays behind a GPU sleep), per-call median = replay time / calls."""
+    calls = max(calls, nsets)
     for i in range(nsets):
         fn(i)
     torch.cuda.synchronize()
@@ -50,19 +63,18 @@ def time_graph(fn, nsets, reps=30):
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
     with torch.cuda.graph(g):
-        for i in range(nsets):
-            fn(i)
+        for i in range(calls):
+            fn(i % nsets)
     g.replay()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)) for _ in range(reps)]
+    torch.cuda._sleep(20_000_000)
+    for a, b in ev:
         a.record()
         g.replay()
         b.record()
-        torch.cuda.synchronize()
-        times.append(a.elapsed_time(b) * 1e3 / nsets)
-    return statistics.median(times)
+    torch.cuda.synchronize()
+    return statistics.median(a.elapsed_time(b) * 1e3 / calls for a, b in ev)
 
 
 def bench_fwd(mods, use_fla, B, T, D, W=4, dtype=torch.bfloat16):
@@ -73,11 +85,11 @@ def bench_fwd(mods, use_fla, B, T, D, W=4, dtype=torch.bfloat16):
     ys = [torch.empty_like(x) for x in xs]
     w = ((torch.rand(D, W, device="cuda") * 2 - 1) / W ** 0.5).float()
     res = {}
-    for label, (mod, rows, block) in mods.items():
-        res[label] = time_eager(lambda i: kl.fwd(mod, xs[i], w, ys[i], silu=True, rows=rows, block=block), nsets)
+    for label, (mod, span, block) in mods.items():
+        res[label] = safe(time_eager, lambda i: kl.fwd(mod, xs[i], w, ys[i], silu=True, span=span, block=block), nsets)
     if use_fla:
         from fla.modules.causal_conv1d import causal_conv1d
-        res["fla"] = time_eager(lambda i: causal_conv1d(xs[i], w, None, activation="silu"), nsets)
+        res["fla"] = safe(time_eager, lambda i: causal_conv1d(xs[i], w, None, activation="silu"), nsets)
     return f"fwd B{B} T{T} D{D} W{W} silu bf16 wf32", nbytes, res
 
 
@@ -91,14 +103,14 @@ def bench_update(mods, use_fla, N, D, W=4, dtype=torch.bfloat16):
     lines = [(torch.randperm(N + 1, device="cuda")[:N] + 1).int() for _ in range(nsets)]
     w = ((torch.rand(D, W, device="cuda") * 2 - 1) / W ** 0.5).float()
     res = {}
-    for label, (mod, spt, block) in mods.items():
-        res[label] = time_graph(lambda i: kl.update(mod, xs[i], w, ys[i], pools[i].view(torch.uint8),
+    for label, (mod, spt, block, pdl) in mods.items():
+        res[label] = safe(time_graph, lambda i: kl.update(mod, xs[i], w, ys[i], pools[i].view(torch.uint8),
                                                     lines=lines[i], state_stride=line, silu=True,
-                                                    block=block, seqs_per_thread=spt), nsets)
+                                                    block=block, seqs_per_thread=spt, pdl=pdl), nsets)
     if use_fla:
         from fla.modules.causal_conv1d import causal_conv1d_update
         caches = [torch.randn(N, D, W, device="cuda").to(dtype) for _ in range(nsets)]
-        res["fla"] = time_graph(lambda i: causal_conv1d_update(xs[i][:, 0], caches[i], weight=w,
+        res["fla"] = safe(time_graph, lambda i: causal_conv1d_update(xs[i][:, 0], caches[i], weight=w,
                                                                activation="silu"), nsets)
     return f"update B{N} D{D} W{W} silu bf16 wf32 (graph)", nbytes, res
 
@@ -111,19 +123,27 @@ def main():
     ap.add_argument("--variants", default="")
     ap.add_argument("--meta", default="{}")
     ap.add_argument("--peer", default="fla")
+    ap.add_argument("--span", type=int, default=32, help="rows per thread of the fwd cubin")
+    ap.add_argument("--spt", type=int, default=2, help="sequences per thread of the update cubin")
+    ap.add_argument("--pdl", action="store_true", help="launch the update with PDL")
     a = ap.parse_args()
     torch.manual_seed(99)
-    fwd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_fwd.sm90a.cubin"), 16, 128)}
-    upd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_update.sm90a.cubin"), 2, 128)}
-    if a.variants:
-        for r in (8, 16):
-            m = kl.Module(f"{a.variants}/conv_fwd_r{r}.sm90a.cubin")
-            for blk in (128, 256):
-                fwd_mods[f"r{r}b{blk}"] = (m, r, blk)
-        for s in (1, 2, 4):
-            m = kl.Module(f"{a.variants}/conv_update_s{s}.sm90a.cubin")
+    fwd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_fwd.sm90a.cubin"), a.span, 128)}
+    upd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_update.sm90a.cubin"), a.spt, 128, a.pdl)}
+    if a.variants:  # files named conv_fwd_c<chunk>s<span>[...].sm90a.cubin / conv_update_s<n>.sm90a.cubin
+        import glob
+        import os
+        import re
+        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*.sm90a.cubin")):
+            tag = os.path.basename(path).split(".")[0][len("conv_fwd_"):]
+            m = re.match(r"c\d+s(\d+)", tag) or re.match(r"old_r(\d+)", tag)
+            fwd_mods[tag] = (kl.Module(path), int(m.group(1)), 128)
+        for path in sorted(glob.glob(f"{a.variants}/conv_update_s*.sm90a.cubin")):
+            tag = os.path.basename(path).split(".")[0][len("conv_update_"):]
+            m = kl.Module(path)
             for blk in (64, 128):
-                upd_mods[f"s{s}b{blk}"] = (m, s, blk)
+                for pdl in (False, True):
+                    upd_mods[f"{tag}b{blk}{'pdl' if pdl else ''}"] = (m, int(tag[1]), blk, pdl)
     meta = json.loads(a.meta)
     rows = []
     with torch.no_grad():

@@ -76,7 +76,7 @@ def gate(err, peer_err):
 
 def _case_fwd(rec, mod, use_fla, *, B, T, D, W, dtype=torch.bfloat16, wdtype=torch.float32,
              bias=False, silu=True, xpad=0, states=False, lens=None, pool=False, block=128,
-             rows=16, name=None):
+             span=32, tag="", pdl=False, name=None):
     """Dense (lens None) or varlen (lens: sequence lengths, B must be 1)."""
     cu = None
     if lens is not None:
@@ -106,7 +106,7 @@ def _case_fwd(rec, mod, use_fla, *, B, T, D, W, dtype=torch.bfloat16, wdtype=tor
     elif states:
         final = torch.full((N, D, W - 1), NAN16, dtype=torch.int16, device="cuda").view(dtype)
         kw = dict(init_state=init, final_state=final)
-    kl.fwd(mod, x, w, y, bias=b, silu=silu, cu_seqlens=cu, block=block, rows=rows, **kw)
+    kl.fwd(mod, x, w, y, bias=b, silu=silu, cu_seqlens=cu, block=block, span=span, pdl=pdl, **kw)
     torch.cuda.synchronize()
     y64, f64 = ref.fwd(x, w, b, silu, init, cu)
     err = ref.rel_rms(y, ref.round_like(y64, dtype), y64)
@@ -133,16 +133,16 @@ def _case_fwd(rec, mod, use_fla, *, B, T, D, W, dtype=torch.bfloat16, wdtype=tor
         torch.cuda.synchronize()
         peer_err = ref.rel_rms(fy, ref.round_like(y64, dtype), y64)
     dt = "bf16" if dtype == torch.bfloat16 else "f16"
-    label = name or (f"fwd {'varlen N%d' % N if cu is not None else 'B%d' % B} T{T} D{D} W{W} {dt}"
+    label = tag + (name or f"fwd {'varlen N%d' % N if cu is not None else 'B%d' % B} T{T} D{D} W{W} {dt}"
                      f" w{'f32' if wdtype == torch.float32 else 'bf16'}{' bias' if bias else ''}"
                      f"{' silu' if silu else ' noact'}{' xstride+%d' % (2 * xpad) if xpad else ''}"
-                     f"{' states' if states else ''}{' pool' if pool else ''}")
+                     f"{' states' if states else ''}{' pool' if pool else ''}{' pdl' if pdl else ''}")
     rec.add(label, err, peer_err, gate(err, peer_err) and ok_state, extra)
 
 
 def _case_update(rec, mod, use_fla, *, N, D, W, steps=1, dtype=torch.bfloat16,
                 wdtype=torch.float32, bias=False, silu=True, pad_line=False, step_lines=False,
-                chain=1, block=128, spt=2):
+                chain=1, block=128, spt=2, tag="", pdl=False):
     line_bytes = D * (W - 1) * 2
     nl = N + 2 + (steps * N if step_lines else 0)
     pool = torch.randn(nl, D, W - 1, device="cuda").to(dtype)
@@ -164,7 +164,7 @@ def _case_update(rec, mod, use_fla, *, N, D, W, steps=1, dtype=torch.bfloat16,
         y = poison((N, steps, D), dtype)
         before = pool.clone()
         kl.update(mod, x, w, y, pool8, lines=lines, state_stride=line_bytes, bias=b, silu=silu,
-                  step_lines=sl, block=block, seqs_per_thread=spt)
+                  step_lines=sl, block=block, seqs_per_thread=spt, pdl=pdl)
         torch.cuda.synchronize()
         y64, new64, per64 = ref.update(x, w, st, b, silu)
         errs.append(ref.rel_rms(y, ref.round_like(y64, dtype), y64))
@@ -184,10 +184,10 @@ def _case_update(rec, mod, use_fla, *, N, D, W, steps=1, dtype=torch.bfloat16,
     err = max(errs)
     peer_err = max(peer_errs) if peer_errs else None
     dt = "bf16" if dtype == torch.bfloat16 else "f16"
-    label = (f"{'update' if steps == 1 else 'verify'} N{N} D{D} W{W} steps{steps} {dt}"
+    label = tag + (f"{'update' if steps == 1 else 'verify'} N{N} D{D} W{W} steps{steps} {dt}"
              f" w{'f32' if wdtype == torch.float32 else 'bf16'}{' bias' if bias else ''}"
              f"{' silu' if silu else ' noact'}{' padline' if pad_line else ''}"
-             f"{' steplines' if step_lines else ''} chain{chain}")
+             f"{' steplines' if step_lines else ''}{' pdl' if pdl else ''} chain{chain}")
     rec.add(label, err, peer_err, gate(err, peer_err) and ok_state,
             "pool exact" if ok_state else "POOL MISMATCH")
 
@@ -203,10 +203,12 @@ def guarded(rec, fn):
     return call
 
 
-def run_all(rec, mod, use_fla, rows=16):
-    f = dict(rows=rows)
-    case_fwd = guarded(rec, _case_fwd)
-    case_update = guarded(rec, _case_update)
+def run_all(rec, mod, use_fla, span=32, spt=2, tag="", only=None):
+    f = dict(span=span, tag=tag)
+    u = dict(spt=spt, tag=tag)
+    skip = lambda *a, **k: None  # noqa: E731
+    case_fwd = guarded(rec, _case_fwd) if only in (None, "fwd") else skip
+    case_update = guarded(rec, _case_update) if only in (None, "update") else skip
     case_fwd(rec, mod, use_fla, B=2, T=512, D=2048, W=4, **f)
     case_fwd(rec, mod, use_fla, B=2, T=64, D=128, W=3, wdtype=torch.bfloat16, bias=True, silu=False, **f)
     case_fwd(rec, mod, use_fla, B=3, T=40, D=256, W=2, **f)
@@ -221,13 +223,16 @@ def run_all(rec, mod, use_fla, rows=16):
     case_fwd(rec, mod, use_fla, B=1, T=0, D=256, W=2, lens=[1, 1, 9, 33], states=True, silu=False, **f)
     case_fwd(rec, mod, use_fla, B=1, T=0, D=1024, W=4, lens=[500, 1024, 700, 801], xpad=16, **f)
     case_fwd(rec, mod, False, B=1, T=0, D=512, W=4, lens=[3, 2, 70, 1, 18], states=True, pool=True, **f)
-    case_update(rec, mod, use_fla, N=64, D=4096, W=4, chain=3)
-    case_update(rec, mod, use_fla, N=33, D=1024, W=3, dtype=torch.float16, bias=True, chain=2)
-    case_update(rec, mod, use_fla, N=16, D=512, W=2, wdtype=torch.bfloat16, silu=False)
-    case_update(rec, mod, False, N=9, D=256, W=4, pad_line=True, chain=2)
-    case_update(rec, mod, False, N=16, D=512, W=4, steps=4, step_lines=True, chain=2)
-    case_update(rec, mod, False, N=7, D=256, W=3, steps=8, dtype=torch.float16, bias=True)
-    case_update(rec, mod, False, N=32, D=1024, W=4, steps=2)
+    case_fwd(rec, mod, False, B=4, T=777, D=1024, W=4, pdl=True, **f)
+    case_fwd(rec, mod, False, B=1, T=0, D=2048, W=4, lens=[64, 31, 33, 1, 95, 160, 3], states=True, **f)
+    case_update(rec, mod, use_fla, N=64, D=4096, W=4, chain=3, **u)
+    case_update(rec, mod, False, N=100, D=2048, W=4, chain=4, pdl=True, **u)
+    case_update(rec, mod, use_fla, N=33, D=1024, W=3, dtype=torch.float16, bias=True, chain=2, **u)
+    case_update(rec, mod, use_fla, N=16, D=512, W=2, wdtype=torch.bfloat16, silu=False, **u)
+    case_update(rec, mod, False, N=9, D=256, W=4, pad_line=True, chain=2, **u)
+    case_update(rec, mod, False, N=16, D=512, W=4, steps=4, step_lines=True, chain=2, **u)
+    case_update(rec, mod, False, N=7, D=256, W=3, steps=8, dtype=torch.float16, bias=True, **u)
+    case_update(rec, mod, False, N=32, D=1024, W=4, steps=2, **u)
 
 
 def main():
@@ -236,18 +241,23 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--fla", action="store_true")
     ap.add_argument("--meta", default="{}")
-    ap.add_argument("--rows", type=int, default=16)
+    ap.add_argument("--span", type=int, default=32, help="rows per thread of the fwd cubin")
+    ap.add_argument("--spt", type=int, default=2, help="sequences per thread of the update cubin")
+    ap.add_argument("--fwd", default="conv_fwd.sm90a.cubin", help="fwd cubin file in --cubins")
+    ap.add_argument("--update", default="conv_update.sm90a.cubin", help="update cubin in --cubins")
+    ap.add_argument("--only", choices=["fwd", "update"], default=None)
+    ap.add_argument("--tag", default="", help="case label prefix (variants)")
     a = ap.parse_args()
     torch.manual_seed(1234)
-    mod_fwd = kl.Module(f"{a.cubins}/conv_fwd.sm90a.cubin")
-    mod_upd = kl.Module(f"{a.cubins}/conv_update.sm90a.cubin")
+    mod_fwd = kl.Module(f"{a.cubins}/{a.fwd}") if a.only in (None, "fwd") else None
+    mod_upd = kl.Module(f"{a.cubins}/{a.update}") if a.only in (None, "update") else None
 
     class Both:  # route by entry prefix
         def launch(self, name, *args):
             (mod_fwd if name.startswith("conv_fwd") else mod_upd).launch(name, *args)
 
     rec = Recorder(a.out, json.loads(a.meta))
-    run_all(rec, Both(), a.fla, a.rows)
+    run_all(rec, Both(), a.fla, a.span, a.spt, a.tag, a.only)
     print(f"{rec.count - rec.fails} passed, {rec.fails} failed")
     sys.exit(1 if rec.fails else 0)
 

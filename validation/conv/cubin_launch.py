@@ -49,15 +49,37 @@ class Module:
             self._fns[name] = f
         return self._fns[name]
 
-    def launch(self, name, grid, block, image):
+    def launch(self, name, grid, block, image, pdl=False):
         buf = ctypes.create_string_buffer(image, len(image))
         args = (ctypes.c_void_p * 1)(ctypes.cast(buf, ctypes.c_void_p))
         stream = ctypes.c_void_p(torch.cuda.current_stream().cuda_stream)
         cu = _driver()
-        cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
-            ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
-        _check(cu.cuLaunchKernel(self.fn(name), grid[0], grid[1], grid[2], block[0], block[1],
-                                 block[2], 0, stream, args, None), f"cuLaunchKernel({name})")
+        if not pdl:
+            cu.cuLaunchKernel.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [
+                ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+            _check(cu.cuLaunchKernel(self.fn(name), grid[0], grid[1], grid[2], block[0], block[1],
+                                     block[2], 0, stream, args, None), f"cuLaunchKernel({name})")
+            return
+        attr = _LaunchAttribute()
+        attr.id = 6  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+        attr.value[0] = 1
+        cfg = _LaunchConfig(grid[0], grid[1], grid[2], block[0], block[1], block[2], 0, stream,
+                            ctypes.pointer(attr), 1)
+        cu.cuLaunchKernelEx.argtypes = [ctypes.POINTER(_LaunchConfig), ctypes.c_void_p,
+                                        ctypes.c_void_p, ctypes.c_void_p]
+        _check(cu.cuLaunchKernelEx(ctypes.byref(cfg), self.fn(name), args, None),
+               f"cuLaunchKernelEx({name})")
+
+
+class _LaunchAttribute(ctypes.Structure):  # CUlaunchAttribute: id, pad to 8, 64-byte union
+    _fields_ = [("id", ctypes.c_int), ("pad", ctypes.c_int), ("value", ctypes.c_int * 16)]
+
+
+class _LaunchConfig(ctypes.Structure):  # CUlaunchConfig
+    _fields_ = [("gx", ctypes.c_uint), ("gy", ctypes.c_uint), ("gz", ctypes.c_uint),
+                ("bx", ctypes.c_uint), ("by", ctypes.c_uint), ("bz", ctypes.c_uint),
+                ("smem", ctypes.c_uint), ("stream", ctypes.c_void_p),
+                ("attrs", ctypes.POINTER(_LaunchAttribute)), ("nattrs", ctypes.c_uint)]
 
 
 def _ptr(t):
@@ -79,7 +101,7 @@ def _flags(weight, silu):
 
 def fwd(mod, x, weight, y, bias=None, silu=True, init_state=None, final_state=None,
         cu_seqlens=None, init_lines=None, final_lines=None, state_stride=None, block=128,
-        rows=16):
+        span=32, pdl=False):
     """x, y: [B, T, D] views (last stride 1). States: [N, D, W-1] (stride = one row) or a
     pool (uint8 tensor) with lines and state_stride bytes."""
     B, T, D = x.shape
@@ -95,12 +117,12 @@ def fwd(mod, x, weight, y, bias=None, silu=True, init_state=None, final_state=No
                         _ptr(init_lines), _ptr(final_lines), x.stride(0), x.stride(1),
                         y.stride(0), y.stride(1), ist, fst, D, T, seqs, _flags(weight, silu))
     assert len(image) == 136
-    grid = (-(-D // (CHANNELS_PER_THREAD * block)), -(-T // rows), B if cu_seqlens is None else 1)
-    mod.launch(f"conv_fwd_sm90a_{_dt(x)}_w{W}", grid, (block, 1, 1), image)
+    grid = (-(-D // (CHANNELS_PER_THREAD * block)), -(-T // span), B if cu_seqlens is None else 1)
+    mod.launch(f"conv_fwd_sm90a_{_dt(x)}_w{W}", grid, (block, 1, 1), image, pdl)
 
 
 def update(mod, x, weight, y, state, lines=None, state_stride=None, bias=None, silu=True,
-           step_lines=None, block=128, seqs_per_thread=2):
+           step_lines=None, block=128, seqs_per_thread=2, pdl=False):
     """x, y: [N, steps, D] views. state: [N, D, W-1] (lines None) or a uint8 pool with
     lines [N] i32 and state_stride bytes; step_lines [steps, N] i32 (verify only)."""
     N, steps, D = x.shape
@@ -113,5 +135,6 @@ def update(mod, x, weight, y, state, lines=None, state_stride=None, bias=None, s
                         y.stride(1), stride, sls, D, N, steps, _flags(weight, silu))
     assert len(image) == 120
     kind = "update" if steps == 1 and step_lines is None else "verify"
-    grid = (-(-D // (CHANNELS_PER_THREAD * block)), -(-N // seqs_per_thread), 1)
-    mod.launch(f"conv_{kind}_sm90a_{_dt(x)}_w{W}", grid, (block, 1, 1), image)
+    spt = seqs_per_thread if kind == "update" else 1
+    grid = (-(-D // (CHANNELS_PER_THREAD * block)), -(-N // spt), 1)
+    mod.launch(f"conv_{kind}_sm90a_{_dt(x)}_w{W}", grid, (block, 1, 1), image, pdl)
