@@ -131,6 +131,23 @@ class H200Contract(unittest.TestCase):
         self.assertEqual(h2["ops"]["attn_decode"]["impl"]["launches"][0]["grid"],
                          [33, 4, "seqs"])
 
+    def test_committed_geometry_keeps_the_contract(self):
+        geometry = ao.load_geometry()
+        gb, h2 = self.pair(geometry)
+        launch = "/attn_decode/impl/launches/0"
+        allowed = {f"{launch}/{k}" for k in ("module", "entry", "shared_mem")}
+        allowed |= {f"{launch}/block/{i}" for i in range(3)}
+        if geometry["splits"] != 38:
+            split_field = [i for i, f in enumerate(
+                h2["ops"]["attn_decode"]["impl"]["launches"][0]["args"][0]["pack"]["fields"])
+                if f["at"] == kp.MAX_NUM_CTAS_KV][0]
+            allowed |= {f"{launch}/grid/0", f"{launch}/args/0/pack/fields/{split_field}/i32",
+                        "/attn_decode/impl/scratch/stats/shape/2",
+                        "/attn_decode/impl/scratch/partial/shape/2"}
+        paths = set(diff_paths(gb["ops"], h2["ops"]))
+        self.assertLessEqual(paths, allowed)
+        self.assertIn(f"{launch}/module", paths)
+
     def test_h200_has_no_prefill(self):
         with self.assertRaisesRegex(GenError, "decode kernel only"):
             ao.fragment(["prefill"], "h200", model_cap(), self.GEOMETRY)
