@@ -23,13 +23,6 @@ namespace fs = std::filesystem;
 
 const fs::path kCorpus = fs::path(KERNRT_SHARED_DIR) / "corpus";
 
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
 std::string trim(const std::string& s) {
   const size_t a = s.find_first_not_of(" \t");
   const size_t b = s.find_last_not_of(" \t");
@@ -57,6 +50,14 @@ std::map<std::string, Var> fragment_vars(uint64_t tokens, uint64_t seqs) {
   return {{"tokens", Var{tokens}}, {"seqs", Var{seqs}}};
 }
 
+// The call binding example as the only call of an otherwise empty program.
+Result<Manifest> wrap_call(const std::string& call_text) {
+  Json wrapped = Json::parse(R"({"schema_version": 4, "model": "wrap", "buffers": {}, "modules": {},
+                                 "ops": {}, "programs": {"p": {"calls": []}}})");
+  wrapped[JsonPtr("/programs/p/calls")].push_back(Json::parse(call_text));
+  return parse_manifest(wrapped.dump());
+}
+
 void check_one(const std::string& file, const std::string& verdict) {
   SCOPED_TRACE(file + " expected " + verdict);
   const std::string text = slurp(kCorpus / file);
@@ -75,10 +76,7 @@ void check_one(const std::string& file, const std::string& verdict) {
     EXPECT_FALSE(v.value.has_value());
     EXPECT_FALSE(v.errors.empty());
   } else if (verdict == "a call") {
-    Json wrapped = Json::parse(R"({"schema_version": 4, "model": "wrap", "buffers": {}, "modules": {},
-                                   "ops": {}, "programs": {"p": {"calls": []}}})");
-    wrapped[JsonPtr("/programs/p/calls")].push_back(Json::parse(text));
-    Result<Manifest> m = parse_manifest(wrapped.dump());
+    Result<Manifest> m = wrap_call(text);
     ASSERT_TRUE(m.value.has_value()) << listing(m.errors);
     ASSERT_EQ(m.value->programs.at("p").calls.size(), 1u);
   } else {
@@ -151,10 +149,7 @@ TEST(Corpus, LegacyTensormapParamIsInvalidParamType) {
 }
 
 TEST(Corpus, CallBindingSelectsKvSlotOne) {
-  Json wrapped = Json::parse(R"({"schema_version": 4, "model": "wrap", "buffers": {}, "modules": {},
-                                 "ops": {}, "programs": {"p": {"calls": []}}})");
-  wrapped[JsonPtr("/programs/p/calls")].push_back(Json::parse(slurp(kCorpus / "seed/call-binding-example.json")));
-  Result<Manifest> m = parse_manifest(wrapped.dump());
+  Result<Manifest> m = wrap_call(slurp(kCorpus / "seed/call-binding-example.json"));
   ASSERT_TRUE(m.value.has_value()) << listing(m.errors);
   const Call& call = m.value->programs.at("p").calls.at(0);
   EXPECT_EQ(call.op, "attn_decode");

@@ -4,8 +4,6 @@
 namespace kernrt::manifest::testing {
 namespace {
 
-std::string at(const char* base, const std::string& rest) { return std::string(base) + rest; }
-
 Json pack_edit(const std::string& rest, Json value) {
   return edited([&](Json& j) { set(j, at(kMixPack, rest), value); });
 }

@@ -8,8 +8,6 @@ namespace {
 const char* const kCall0 = "/programs/step/calls/0";
 const char* const kCall1 = "/programs/step/calls/1";
 
-std::string at(const char* base, const std::string& rest) { return std::string(base) + rest; }
-
 TEST(VerifyRule19, RejectsNoPrograms) {
   expect_error(edited([](Json& j) { set(j, "/programs", Json::object()); }), "/programs",
                "no programs declared");

@@ -7,7 +7,10 @@
 // one error has the expected pointer and a message containing the expected phrase.
 #pragma once
 
+#include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -81,6 +84,19 @@ inline const char* const kMixLaunch = "/ops/mix/impl/launches/0";
 inline const char* const kLookupLaunch = "/ops/lookup/impl/launches/0";
 
 inline Json base() { return Json::parse(kBaseManifest); }
+
+// `base` + `rest`, for pointers below the constants above.
+inline std::string at(const char* base_pointer, const std::string& rest) {
+  return std::string(base_pointer) + rest;
+}
+
+// A whole file's bytes ("" when it cannot be read).
+inline std::string slurp(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 inline Json edited(const std::function<void(Json&)>& edit) {
   Json j = base();
