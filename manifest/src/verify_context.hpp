@@ -60,6 +60,9 @@ struct VerifyContext {
 
   VerifyContext(const std::map<std::string, Var>& declared_vars,
                 const std::optional<Topology>* topo);
+  // at_max / at_min point into env_max / env_min: the context stays where it was built.
+  VerifyContext(const VerifyContext&) = delete;
+  VerifyContext& operator=(const VerifyContext&) = delete;
 
   void fail(const std::string& path, std::string message);
 
