@@ -6,7 +6,6 @@
 // tensormap is recorded for rule 21 in verify_programs.cpp), ABI sizes against the
 // cubin (runtime load), and whether a kernel honours its declared directions.
 #include <algorithm>
-#include <cmath>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -50,8 +49,15 @@ bool compatible(const ParamType& iface, const ParamType& launch) {
   return iface.kind != ParamType::Kind::Bytes;  // an interface never forwards a pack
 }
 
+// x*y*z, saturating (three u32 factors can overflow u64).
+uint64_t volume(const std::array<uint32_t, 3>& v) {
+  uint64_t xy = uint64_t{v[0]} * v[1];
+  uint64_t xyz = 0;
+  return __builtin_mul_overflow(xy, uint64_t{v[2]}, &xyz) ? UINT64_MAX : xyz;
+}
+
 void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
-  uint64_t threads = uint64_t{l.block[0]} * l.block[1] * l.block[2];
+  const uint64_t threads = volume(l.block);
   if (threads == 0 || threads > kMaxBlockThreads) {
     c.fail(ptr(lp, "block"), "block " + dims3(l.block) + " exceeds " +
                                  std::to_string(kMaxBlockThreads) +
@@ -91,7 +97,7 @@ void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
   }
   if (!l.cluster) return;
   const auto& cl = *l.cluster;
-  const uint64_t blocks = uint64_t{cl[0]} * cl[1] * cl[2];
+  const uint64_t blocks = volume(cl);
   if (blocks == 0 || blocks > kMaxClusterBlocks) {
     c.fail(ptr(lp, "cluster"), "cluster " + dims3(cl) + " has a zero dim or more than " +
                                    std::to_string(kMaxClusterBlocks) + " blocks");
