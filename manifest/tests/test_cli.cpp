@@ -218,12 +218,18 @@ TEST_F(Cli, CubinsDirMustExist) {
 
 TEST_F(Cli, VerifiesSeedFragments) {
   const std::string files = corpus("seed/decode-ops.json") + " " + corpus("seed/prefill-ops.json");
-  for (const std::string vars : {"", " --vars tokens=2048,seqs=128"}) {
-    const ToolRun r = run("--fragment" + vars + " " + files);
-    EXPECT_EQ(r.code, 0) << vars << r.out << r.err;
-    EXPECT_NE(r.out.find("decode-ops.json: verified (fragment)"), std::string::npos) << r.out;
-    EXPECT_NE(r.out.find("prefill-ops.json: verified (fragment)"), std::string::npos) << r.out;
-  }
+  const ToolRun defaults = run("--fragment " + files);
+  EXPECT_EQ(defaults.code, 0) << defaults.out << defaults.err;
+  EXPECT_NE(defaults.out.find("decode-ops.json: verified (fragment; vars seqs=1)\n"), std::string::npos)
+      << defaults.out;
+  EXPECT_NE(defaults.out.find("prefill-ops.json: verified (fragment; vars seqs=1, tokens=1)\n"),
+            std::string::npos)
+      << defaults.out;
+  const ToolRun profile = run("--fragment --vars tokens=2048,seqs=128 " + files);
+  EXPECT_EQ(profile.code, 0) << profile.out << profile.err;
+  EXPECT_NE(profile.out.find("decode-ops.json: verified (fragment; vars seqs=128, tokens=2048)\n"),
+            std::string::npos)
+      << profile.out;
 }
 
 TEST_F(Cli, FragmentLimitsUseGivenVars) {

@@ -18,15 +18,18 @@ namespace {
 constexpr const char* kVersion = "kernrt-verify 0.1.0 (kern schema 4)";
 
 constexpr const char* kFooter = R"(Output:
-  stdout, per file: `FILE: verified` (fragments: `FILE: verified (fragment)`), followed
-  by `; serving protocol: N forwards, M fills` or `; manifest does not fit the serving
-  protocol:` and one `  - /path: message` line per misfit (still exit 0); or
-  `FILE: manifest failed verification:` and one `  - /path: message` line per problem
-  (`  - line:column: message` for syntax errors).
-  stderr: `FILE: message` for files that cannot be read, and usage errors.
-  --json: one JSON object per file and line on stdout:
-  {"file", "verdict": "verified"|"rejected"|"error", "errors": [{"kind", "path",
-  "message", "line", "column"}], "protocol": {"fits", "forwards", "fills", "misfits"}}.
+  stdout, per file, one of:
+    `FILE: verified; serving protocol: N forwards, M fills`
+    `FILE: verified; manifest does not fit the serving protocol:` and one
+      `  - /path: message` line per misfit (a misfit is not a failure: exit 0)
+    `FILE: verified (fragment; vars NAME=MAX, ...)` with the bounds the launch
+      limits were checked at (--fragment)
+    `FILE: manifest failed verification:` and one `  - /path: message` line per
+      problem (`  - line:column: message` for syntax errors)
+  stderr: `FILE: message` for a file that cannot be read, and usage errors.
+  --json: one JSON object per file and line on stdout: {"file", "verdict":
+  "verified"|"rejected"|"error", "errors": [{"kind", "path", "message", "line",
+  "column"}], "protocol": {"fits", "forwards", "fills", "misfits"}, "fragment_vars"}.
 Exit codes: 0 all verified, 1 any rejected, 2 usage or I/O error.)";
 
 // `name=max`, max an integer >= 1.
@@ -42,6 +45,12 @@ std::string check_var(const std::string& s) {
   return std::string();
 }
 
+// A validator without its own type name in --help (the option's type_name says it).
+CLI::Validator quiet(CLI::Validator v) {
+  v.description("");
+  return v;
+}
+
 int run(int argc, char** argv) {
   CLI::App app{"Verify kern schema-v4 manifests (all 24 rules) and report serving-protocol fit",
                "kernrt-verify"};
@@ -54,18 +63,19 @@ int run(int argc, char** argv) {
   kernrt::verify_tool::Options opts;
   app.add_option("FILE", files, "Manifest (or fragment) files to verify")
       ->required()
-      ->check(CLI::ExistingFile);
+      ->type_name("FILE")
+      ->check(quiet(CLI::ExistingFile));
   auto* cubins_opt =
       app.add_option("--cubins", cubins, "Require every module's sha256 among the files in DIR")
           ->type_name("DIR")
-          ->check(CLI::ExistingDirectory);
+          ->check(quiet(CLI::ExistingDirectory));
   auto* fragment_flag = app.add_flag("--fragment", opts.fragment,
                                      "Verify FILEs as `modules` + `ops` merge fragments");
   app.add_option("--vars", vars, "Set a fragment var's max (NAME=MAX, comma-separated; default 1)")
       ->type_name("NAME=MAX")
       ->allow_extra_args(false)
       ->delimiter(',')
-      ->check(CLI::Validator(check_var, "NAME=MAX", "var"))
+      ->check(CLI::Validator(check_var, "", "var"))
       ->needs(fragment_flag);
   app.add_flag("--json", opts.json, "Print one JSON object per file instead of text");
 

@@ -143,7 +143,8 @@ FileReport check_file(const std::string& path, const Options& opts) {
       r.errors = std::move(f.errors);
       return r;
     }
-    r.errors = verify_fragment(*f.value, fragment_vars(*f.value, opts.fragment_vars));
+    r.fragment_vars = fragment_vars(*f.value, opts.fragment_vars);
+    r.errors = verify_fragment(*f.value, r.fragment_vars);
     check_hashes(f.value->modules, opts, &r.errors);
   } else {
     Result<Verified> v = verify_json(*text);
@@ -180,7 +181,13 @@ void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
   }
   out << r.file << ": verified";
   if (!r.protocol_checked) {
-    out << " (fragment)\n";
+    out << " (fragment";
+    const char* sep = "; vars ";
+    for (const auto& [name, v] : r.fragment_vars) {
+      out << sep << name << "=" << v.max;
+      sep = ", ";
+    }
+    out << ")\n";
   } else if (r.misfits.empty()) {
     out << "; serving protocol: " << r.forwards << " forwards, " << r.fills << " fills\n";
   } else {
@@ -211,6 +218,11 @@ void print_json(const FileReport& r, std::ostream& out) {
                                                   : "error";
   j["errors"] = nlohmann::json::array();
   for (const Error& e : r.errors) j["errors"].push_back(error_json(e));
+  if (!r.fragment_vars.empty()) {
+    nlohmann::json vars = nlohmann::json::object();
+    for (const auto& [name, v] : r.fragment_vars) vars[name] = v.max;
+    j["fragment_vars"] = std::move(vars);
+  }
   if (r.protocol_checked) {
     nlohmann::json p = nlohmann::json::object();
     p["fits"] = r.misfits.empty();

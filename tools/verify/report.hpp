@@ -36,6 +36,7 @@ struct FileReport {
   Errors misfits;          // serving-protocol misfits of a verified manifest (not failures)
   size_t forwards = 0;
   size_t fills = 0;
+  std::map<std::string, manifest::Var> fragment_vars;  // the bounds a fragment was checked at
 };
 
 // Hashes every regular file directly in `dir`; an Io error names the file that failed.
