@@ -197,7 +197,7 @@ int kernrt_device_available(void) {
   }
 }
 
-const char* kernrt_version(void) { return "0.1.0"; }
+const char* kernrt_version(void) { return KERNRT_VERSION; }
 
 void kernrt_destroy(kernrt_runtime* rt) {
   try {

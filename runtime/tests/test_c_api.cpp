@@ -67,7 +67,7 @@ TEST(CApi, MissingFileIsIoStatusAndNullsAreCallerErrors) {
 
 TEST(CApi, DeviceAvailabilityAgreesWithCpp) {
   EXPECT_EQ(kernrt_device_available() == 1, device_available(nullptr));
-  EXPECT_STREQ(kernrt_version(), "0.1.0");
+  EXPECT_STREQ(kernrt_version(), KERNRT_VERSION);  // the project version
 }
 
 }  // namespace
