@@ -1,13 +1,22 @@
-// normalize (§1.7): the generator post-pass. On the strictly read JSON it
-//   1. hoists inline `{"cubin": ..., "sha256": ...}` launch artifacts into `modules`
-//      (name = file stem, or the repo of an `hf:` ref; `-<sha8>` on a collision with a
-//      different hash; the same hash reuses the existing entry),
-//   2. drops `block`/`grid`/`shared_mem` from module-less `extern:` launches,
-// then parses the result (manifest, or fragment when the text has exactly `modules`
-// and `ops`), 3. drops launch `params` equal to the interface and `args` that forward
-// the params in order, and writes canonically. It does not fold constant scalars into
-// launches (step 2 of kern's pass) and checks no verifier rule.
+// normalize (§1.7): the generator post-pass ("linker") that makes a longhand manifest
+// minimal without changing what runs, in kern's order:
+//   1. hoist modules: a launch's inline `{"cubin", "sha256"}` becomes a `modules` entry
+//      (an existing entry with the same hash is reused, whatever its name; otherwise the
+//      name is the `hf:` repo or the file stem without `.cubin` and a `-<sha12>` suffix,
+//      plus `-<sha8>` when the name is taken) and the launch keeps `"module": name`;
+//   2. fold constants: an interface scalar that every call of an op passes as the same
+//      literal leaves the interface and becomes that literal in each launch's wiring
+//      (pack fields keep `at`/`width`; other param indices, tensormaps included, are
+//      renumbered; launches keep their ABI);
+//   3. default the identity: launch `params` equal to the interface and `args` that
+//      forward the interface in order are left out;
+//   4. `extern:` launches drop `module`, `block`, `grid` and `shared_mem`;
+// then writes canonically. Input is manifest or fragment text (a fragment has no calls,
+// so nothing folds). It checks no verifier rule: what it cannot rewrite it leaves alone.
 #include "kernrt/manifest/normalize.hpp"
+
+#include <regex>
+#include <set>
 
 #include "kernrt/manifest/writer.hpp"
 #include "parse_internal.hpp"
@@ -19,68 +28,73 @@ namespace {
 using detail::fail;
 using detail::Json;
 
-// "kernels/argmax.cubin" -> "argmax"; "hf:org/repo/path/x.cubin@rev" -> "repo".
+// "out/argmax-0123456789ab.cubin" -> "argmax"; "hf:org/repo/path/x.cubin@rev" -> "repo".
 std::string module_name_for(const std::string& source, const std::string& pointer) {
   std::string name;
   if (source.rfind("hf:", 0) == 0) {
-    std::string rest = source.substr(3);
+    std::string rest = source.substr(3, source.find('@') == std::string::npos ? std::string::npos
+                                                                                : source.find('@') - 3);
     std::size_t a = rest.find('/');
-    std::size_t b = a == std::string::npos ? std::string::npos : rest.find('/', a + 1);
-    if (b != std::string::npos) name = rest.substr(a + 1, b - a - 1);
+    if (a != std::string::npos) name = rest.substr(a + 1, rest.find('/', a + 1) - a - 1);
   } else {
     std::size_t slash = source.find_last_of('/');
     name = slash == std::string::npos ? source : source.substr(slash + 1);
-    std::size_t dot = name.find('.');
-    if (dot != std::string::npos && dot > 0) name = name.substr(0, dot);
+    const std::string ext = ".cubin";
+    if (name.size() >= ext.size() && name.compare(name.size() - ext.size(), ext.size(), ext) == 0) {
+      name.resize(name.size() - ext.size());
+    } else if (name.find('.') != std::string::npos) {
+      name.resize(name.find_last_of('.'));
+    }
+    static const std::regex kShaSuffix("-[0-9a-f]{12}$");
+    name = std::regex_replace(name, kShaSuffix, "");
   }
   if (name.empty()) fail(pointer, "cannot derive a module name from `cubin` `" + source + "`");
   return name;
+}
+
+bool is_extern_entry(const Json& launch) {
+  auto e = launch.find("entry");
+  return e != launch.end() && e->is_string() && e->get<std::string>().rfind("extern:", 0) == 0;
 }
 
 void hoist_launch(Json& launch, const std::string& pointer, Json& modules) {
   if (!launch.is_object()) return;
   bool has_cubin = launch.contains("cubin");
   bool has_sha = launch.contains("sha256");
-  if (!has_cubin && !has_sha) {
-    if (!launch.contains("module") && launch.contains("entry") && launch["entry"].is_string() &&
-        launch["entry"].get<std::string>().rfind("extern:", 0) == 0) {
-      launch.erase("block");
-      launch.erase("grid");
-      launch.erase("shared_mem");
-    }
-    return;
-  }
-  if (!has_cubin || !has_sha) {
+  if (has_cubin != has_sha) {
     fail(pointer, std::string("an inline artifact needs both `cubin` and `sha256`, found only `") +
                       (has_cubin ? "cubin" : "sha256") + "`");
   }
-  if (launch.contains("module")) {
-    fail(json_pointer_append(pointer, "module"), "a launch names both `module` and an inline `cubin`");
-  }
-  const Json& cubin = launch["cubin"];
-  const Json& sha = launch["sha256"];
-  if (!cubin.is_string()) fail(json_pointer_append(pointer, "cubin"), "expected a string, found " + detail::describe(cubin));
-  if (!sha.is_string()) fail(json_pointer_append(pointer, "sha256"), "expected a string, found " + detail::describe(sha));
-  std::string source = cubin.get<std::string>();
-  std::string hash = sha.get<std::string>();
-  std::string base = module_name_for(source, json_pointer_append(pointer, "cubin"));
-  std::string name = base;
-  for (int attempt = 0;; ++attempt) {
-    auto it = modules.find(name);
-    if (it == modules.end()) {
+  if (has_cubin) {
+    if (launch.contains("module")) {
+      fail(json_pointer_append(pointer, "module"), "a launch names both `module` and an inline `cubin`");
+    }
+    const Json& cubin = launch["cubin"];
+    const Json& sha = launch["sha256"];
+    if (!cubin.is_string()) fail(json_pointer_append(pointer, "cubin"), "expected a string, found " + detail::describe(cubin));
+    if (!sha.is_string()) fail(json_pointer_append(pointer, "sha256"), "expected a string, found " + detail::describe(sha));
+    std::string source = cubin.get<std::string>();
+    std::string hash = sha.get<std::string>();
+    std::string name;
+    for (auto it = modules.begin(); it != modules.end() && name.empty(); ++it) {
+      auto s = it->find("sha256");
+      if (it->is_object() && s != it->end() && *s == hash) name = it.key();
+    }
+    if (name.empty()) {
+      name = module_name_for(source, json_pointer_append(pointer, "cubin"));
+      if (modules.contains(name)) name += "-" + hash.substr(0, 8);
+      if (modules.contains(name)) {
+        fail(json_pointer_append(pointer, "cubin"), "module name `" + name + "` is already taken by another hash");
+      }
       modules[name] = Json{{"source", source}, {"sha256", hash}};
-      break;
     }
-    if (it->is_object() && it->contains("sha256") && (*it)["sha256"] == hash) break;  // reuse
-    if (attempt == 0) {
-      name = base + "-" + hash.substr(0, 8);
-    } else {
-      name = base + "-" + hash.substr(0, 8) + "-" + std::to_string(attempt + 1);
-    }
+    launch.erase("cubin");
+    launch.erase("sha256");
+    launch["module"] = name;
   }
-  launch.erase("cubin");
-  launch.erase("sha256");
-  launch["module"] = name;
+  if (is_extern_entry(launch)) {
+    for (const char* k : {"module", "block", "grid", "shared_mem"}) launch.erase(k);
+  }
 }
 
 void hoist(Json& root) {
@@ -95,35 +109,128 @@ void hoist(Json& root) {
     Json& impl = (*op)["impl"];
     if (!impl.is_object() || !impl.contains("launches") || !impl["launches"].is_array()) continue;
     Json& launches = impl["launches"];
-    std::string base = json_pointer_append(json_pointer_append("/ops", op.key()), "impl");
-    base = json_pointer_append(base, "launches");
+    std::string base = json_pointer_append(json_pointer_append(json_pointer_append("/ops", op.key()), "impl"), "launches");
     for (std::size_t i = 0; i < launches.size(); ++i) {
       hoist_launch(launches[i], json_pointer_append(base, static_cast<uint64_t>(i)), modules);
     }
   }
 }
 
-// kern's "default the identity": params equal to the interface and args that forward
-// every launch param in order are the defaults, so they are left out.
+bool same_literal(const CallArg& a, const CallArg& b) {
+  if (a.index() != b.index()) return false;
+  if (auto* x = std::get_if<LitI32>(&a)) return x->v == std::get<LitI32>(b).v;
+  if (auto* x = std::get_if<LitI64>(&a)) return x->v == std::get<LitI64>(b).v;
+  if (auto* x = std::get_if<LitF32>(&a)) return x->v == std::get<LitF32>(b).v;
+  if (auto* x = std::get_if<LitU8>(&a)) return x->v == std::get<LitU8>(b).v;
+  return false;
+}
+
+// Writes the literal a folded call arg becomes into launch wiring or a pack field
+// (emplace: no temporary variant, which also keeps gcc's -Wmaybe-uninitialized quiet).
+template <class V>
+void assign_literal(const CallArg& a, V* out) {
+  if (auto* x = std::get_if<LitI32>(&a)) {
+    out->template emplace<LitI32>(*x);
+  } else if (auto* y = std::get_if<LitI64>(&a)) {
+    out->template emplace<LitI64>(*y);
+  } else if (auto* z = std::get_if<LitF32>(&a)) {
+    out->template emplace<LitF32>(*z);
+  } else if (auto* w = std::get_if<LitU8>(&a)) {
+    out->template emplace<LitU8>(*w);
+  }
+}
+
+void fold_op(Op& op, std::vector<Call*>& calls) {
+  std::map<uint32_t, CallArg> folded;
+  for (uint32_t i = 0; i < op.params.size(); ++i) {
+    if (!op.params[i].is_scalar()) continue;
+    bool all = true;
+    for (Call* c : calls) {
+      all = all && c->args.size() == op.params.size() && same_literal(c->args[i], calls[0]->args[i]);
+    }
+    if (all) folded.emplace(i, calls[0]->args[i]);
+  }
+  if (folded.empty()) return;
+  std::map<uint32_t, uint32_t> renumber;
+  std::vector<ParamType> kept;
+  for (uint32_t i = 0; i < op.params.size(); ++i) {
+    if (folded.count(i)) continue;
+    renumber[i] = static_cast<uint32_t>(kept.size());
+    kept.push_back(op.params[i]);
+  }
+  auto renumbered = [&](uint32_t i) { return renumber.count(i) ? renumber[i] : i; };
+  for (Launch& l : op.impl.launches) {
+    if (!l.params) l.params = op.params;  // the launch keeps its ABI
+    if (!l.args) {
+      std::vector<LaunchArg> fwd;
+      fwd.resize(op.params.size());  // default-constructed alternative: ParamRef{0}
+      for (uint32_t i = 0; i < op.params.size(); ++i) std::get<ParamRef>(fwd[i]).index = i;
+      l.args = std::move(fwd);
+    }
+    for (LaunchArg& a : *l.args) {
+      if (auto* p = std::get_if<ParamRef>(&a)) {
+        if (folded.count(p->index)) {
+          assign_literal(folded.at(p->index), &a);
+        } else {
+          p->index = renumbered(p->index);
+        }
+      } else if (auto* pack = std::get_if<Pack>(&a)) {
+        for (PackField& f : pack->fields) {
+          if (auto* fp = std::get_if<ParamRef>(&f.source)) {
+            if (folded.count(fp->index)) {
+              assign_literal(folded.at(fp->index), &f.source);
+            } else {
+              fp->index = renumbered(fp->index);
+            }
+          } else if (auto* tm = std::get_if<TensorMap>(&f.source)) {
+            tm->param = renumbered(tm->param);
+          }
+        }
+      }
+    }
+  }
+  op.params = std::move(kept);
+  for (Call* c : calls) {
+    std::vector<CallArg> args;
+    for (uint32_t i = 0; i < c->args.size(); ++i) {
+      if (!folded.count(i)) args.push_back(std::move(c->args[i]));
+    }
+    c->args = std::move(args);
+  }
+}
+
+void fold_constants(Manifest& m) {
+  std::map<std::string, std::vector<Call*>> calls_by_op;
+  for (auto& [name, program] : m.programs) {
+    for (Call& c : program.calls) calls_by_op[c.op].push_back(&c);
+  }
+  for (auto& [name, op] : m.ops) {
+    auto it = calls_by_op.find(name);
+    if (it != calls_by_op.end()) fold_op(op, it->second);
+  }
+}
+
 void default_identity(std::map<std::string, Op>& ops) {
   for (auto& [name, op] : ops) {
     for (Launch& l : op.impl.launches) {
       if (l.params && *l.params == op.params) l.params.reset();
-      if (!l.args) continue;
-      const std::vector<ParamType>& abi = l.params ? *l.params : op.params;
-      if (l.args->size() != abi.size() || abi.size() != op.params.size()) continue;
+      if (!l.args || l.args->size() != op.params.size()) continue;
       bool forward = true;
       for (std::size_t i = 0; i < l.args->size(); ++i) {
         const auto* p = std::get_if<ParamRef>(&(*l.args)[i]);
         forward = forward && p && p->index == i;
       }
-      if (forward && !l.params) l.args.reset();
+      if (forward) l.args.reset();
     }
   }
 }
 
 bool is_fragment(const Json& root) {
-  return root.is_object() && root.size() == 2 && root.contains("modules") && root.contains("ops");
+  if (!root.is_object() || root.contains("schema_version")) return false;
+  for (auto it = root.begin(); it != root.end(); ++it) {
+    if (it.key() != "modules" && it.key() != "ops") return false;
+  }
+  return root.contains("ops");
 }
 
 }  // namespace
@@ -133,7 +240,7 @@ Result<std::string> normalize(std::string_view text) {
   if (!json) return Result<std::string>::fail(std::move(json.errors));
   Json& root = *json.value;
   try {
-    bool fragment = is_fragment(root) || (root.is_object() && root.size() == 1 && root.contains("ops"));
+    bool fragment = is_fragment(root);
     hoist(root);
     if (fragment) {
       Fragment f = detail::parse_fragment_json(root);
@@ -141,6 +248,7 @@ Result<std::string> normalize(std::string_view text) {
       return Result<std::string>::ok(write_fragment(f));
     }
     Manifest m = detail::parse_manifest_json(root);
+    fold_constants(m);
     default_identity(m.ops);
     return Result<std::string>::ok(write_manifest(m));
   } catch (const detail::ParseFailure& f) {
