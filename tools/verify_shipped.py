@@ -119,25 +119,24 @@ def have_gpu():
         return False
 
 
-def run_examples(build_dir, runnable):
-    """GPU hook: program_io over every runnable example, checked against the reference."""
+def run_examples(build_dir, runnable, device_present=have_gpu):
+    """GPU hook: program_io over every runnable attention example, checked against the reference."""
     program_io = os.path.join(build_dir, "bin", "program_io")
+    sys.path.insert(0, os.path.join(REPO, "tools", "gen"))
+    sys.dont_write_bytecode = True
+    import example_io
+    runnable = [(rel, path) for rel, path in runnable if example_io.supports(path)]
     if not runnable:
-        print("gpu: no example names only local kernels; nothing to run")
+        print("gpu: no attention example names only local kernels; nothing to run")
         return 0
-    if not have_gpu():
+    if not device_present():
         print("gpu: no CUDA device here; skipped running " + ", ".join(r for r, _ in runnable))
         return 0
     if not os.access(program_io, os.X_OK):
         print(f"gpu: {os.path.relpath(program_io, REPO)} not built; skipped running examples")
         return 0
-    sys.path.insert(0, os.path.join(REPO, "tools", "gen"))
-    import example_io
     failed = 0
     for rel, path in runnable:
-        if not example_io.supports(path):
-            print(f"gpu: {rel}: no input generator for this manifest; skipped")
-            continue
         with tempfile.TemporaryDirectory(prefix="kernrt-example-") as work:
             case = example_io.write_inputs(path, work)
             cmd = [program_io, "--manifest", path, "--cubins",

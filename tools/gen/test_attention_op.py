@@ -316,6 +316,59 @@ class ExampleIo(unittest.TestCase):
             self.assertFalse(ok)
 
 
+FAKE_PROGRAM_IO = """#!/usr/bin/env python3
+import sys
+sys.path.insert(0, %r)
+sys.dont_write_bytecode = True
+import example_io
+args = sys.argv[1:]
+flags = {}
+for key, value in zip(args[::2], args[1::2]):
+    flags.setdefault(key, []).append(value)
+assert "--graph" in args and flags["--vars"] == ["seqs=2", "tokens=2"], args
+ins = dict(v.split("=", 1) for v in flags["--in"])
+assert sorted(ins) == sorted(example_io.INPUTS), ins
+work = ins["q"].rsplit("/", 1)[0]
+out = flags["--out"][0].split("=", 1)[1]
+ref = example_io.reference(flags["--manifest"][0], work)
+if %r:
+    ref[0] += 1.0
+example_io.write_array(out, "H", (example_io.to_bf16(x) for x in ref))
+"""
+
+
+class GpuHook(unittest.TestCase):
+    """verify_shipped's program_io hook, driven on the CPU by a fake program_io."""
+
+    def run_hook(self, wrong):
+        sys.path.insert(0, os.path.join(REPO, "tools"))
+        import verify_shipped
+        with tempfile.TemporaryDirectory() as build:
+            os.makedirs(os.path.join(build, "bin"))
+            os.makedirs(os.path.join(build, "cubins", "run"))
+            fake = os.path.join(build, "bin", "program_io")
+            with open(fake, "w", encoding="utf-8") as f:
+                f.write(FAKE_PROGRAM_IO % (HERE, wrong))
+            os.chmod(fake, 0o755)
+            runnable = [("examples/decode.json", os.path.join(REPO, "examples", "decode.json")),
+                        ("fragment", os.path.join(SHIPPED, "decode-ops.json"))]
+            out = io.StringIO()
+            with redirect_stdout(out):
+                failed = verify_shipped.run_examples(build, runnable, lambda: True)
+            return failed, out.getvalue()
+
+    def test_matching_output_passes(self):
+        failed, out = self.run_hook(False)
+        self.assertEqual(failed, 0, out)
+        self.assertIn("examples/decode.json: matches the float64 reference", out)
+        self.assertNotIn("fragment:", out)  # not an attention example: never run
+
+    def test_wrong_output_fails(self):
+        failed, out = self.run_hook(True)
+        self.assertEqual(failed, 1, out)
+        self.assertIn("DIFFERS FROM", out)
+
+
 class Cli(unittest.TestCase):
     def run_cli(self, *argv):
         out, err = io.StringIO(), io.StringIO()
