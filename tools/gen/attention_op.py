@@ -347,7 +347,9 @@ def main(argv=None):
         print(f"attention_op.py: error: {e}", file=sys.stderr)
         return 2
     if args.check:
-        return check(text, args.check)
+        argv = list(sys.argv[1:] if argv is None else argv)
+        redo = ["--output" if a == "--check" else a for a in argv]
+        return check(text, args.check, "tools/gen/attention_op.py " + " ".join(redo))
     if args.output:
         with open(args.output, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
@@ -356,7 +358,7 @@ def main(argv=None):
     return 0
 
 
-def check(text, path):
+def check(text, path, regenerate):
     try:
         with open(path, encoding="utf-8", newline="") as f:
             expected = f.read()
@@ -368,8 +370,9 @@ def check(text, path):
         return 0
     diff = difflib.unified_diff(expected.splitlines(True), text.splitlines(True), path, "generated")
     sys.stderr.writelines(list(diff)[:40])
-    print(f"\n{path}: differs from the generator's output "
-          f"(regenerate it with --output, or fix the generator)", file=sys.stderr)
+    print(f"\n{path}: differs from the generator's output; if the generator or its inputs "
+          f"(kernels/attention/geometry.json) changed on purpose, regenerate it:\n  {regenerate}",
+          file=sys.stderr)
     return 1
 
 
