@@ -400,6 +400,9 @@ uint64_t unsigned_in(const Node& n, uint64_t hi, const char* type) {
     if (v > hi) fail(n.path(), "expected " + range + ", found " + j.dump());
     return v;
   }
+  if (j.type() == Json::value_t::number_integer && j.get<int64_t>() >= 0) {
+    return static_cast<uint64_t>(j.get<int64_t>());  // "-0" reads as a signed zero
+  }
   fail(n.path(), "expected " + range + ", found " + describe(j));
 }
 

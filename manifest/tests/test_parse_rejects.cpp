@@ -157,6 +157,15 @@ INSTANTIATE_TEST_SUITE_P(
         BadNumber{"/buffers/x/shape/1", "-128", "expected u64 (0..18446744073709551615), found -128"},
         BadNumber{"/buffers/x/shape/1", "12.5", "found 12.5"}));
 
+TEST(ParseNumbers, NegativeZeroIsZero) {
+  std::string text = base().dump();
+  std::string needle = "\"max\":64";
+  text.replace(text.find(needle), needle.size(), "\"max\":-0");
+  auto r = parse_manifest(text);
+  ASSERT_TRUE(r) << core_test::errors_text(r.errors);
+  EXPECT_EQ(r.value->vars.at("tokens").max, 0u);
+}
+
 TEST(ParseRejects, WrongJsonKinds) {
   auto j = base();
   core_test::set(j, "/buffers/x/shape", "tokens");
