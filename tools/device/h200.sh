@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # The runtime's device run on the lent H200 (the device tool's `run`, from the repository
-# root; carry .deps (Debian dev packages the image lacks) and .shared (a copy of ../shared)): configure and build
-# everything (Release, Ninja, -j16, kernels for sm_90a + sm_100a), run the whole ctest
-# suite and check that no GPU test was skipped, run compute-sanitizer memcheck on
-# program_io over every test manifest (eager and graph), and run the runtime-overhead
-# benchmark. Logs, JSONL and the markdown table land in $OUT (7 files).
+# root, carrying .deps and .shared): configure and build everything (Release, Ninja,
+# -j16, kernels for sm_90a + sm_100a), run the whole ctest suite and check that no GPU
+# test was skipped, run the runtime-overhead benchmark, and run compute-sanitizer memcheck
+# on program_io over the test manifests (eager and graph). Logs, JSONL and the markdown
+# table land in $OUT (7 files).
+# Carried folders (git-ignored through .git/info/exclude, made on the dev machine):
+#   .deps/prefix  nlohmann-json, CLI11, GoogleTest and OpenSSL (static libcrypto) from the
+#                 Debian dev packages, so the build never depends on what the image has;
+#   .shared       a copy of ../shared (the corpus the CPU tests read), which does not travel.
 # Usage: COMMIT=<sha> bash tools/device/h200.sh
 # Exit status: 0 all passed; 1 a test, sanitizer check or benchmark gate failed; 2 the
 # build could not be configured. Deliberately does not install anything or touch the GPU's
