@@ -4,6 +4,8 @@
 // size and a var above its max need a loaded runtime (suite GpuRefusal); there "nothing
 // launched" is shown by an output that keeps the previous run's bytes although the input
 // changed.
+#include <unistd.h>
+
 #include <filesystem>
 
 #include "test_gpu_fixtures.hpp"

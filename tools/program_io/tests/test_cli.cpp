@@ -5,6 +5,7 @@
 // GpuProgramIo suite runs a real round trip and skips without a device.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
