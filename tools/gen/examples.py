@@ -47,9 +47,10 @@ def manifest(name, target, geometry=None, splits=None):
             # Page ids: rows of `kv`'s first dimension.
             "table": {"dtype": "i32", "shape": ["seqs", cap.max_pages], "kind": "input",
                       "domain": {"index_into": "kv"}},
-            # KV length per sequence after this step (the new tokens' K/V are already paged).
+            # KV length per sequence after this step (the new tokens' K/V are already paged),
+            # so at least the step's own query tokens.
             "seq": {"dtype": "i32", "shape": ["seqs"], "kind": "input",
-                    "domain": {"min": 1, "max": MAX_CONTEXT}},
+                    "domain": {"min": per_seq, "max": MAX_CONTEXT}},
             # Exclusive prefix sums of query rows, seqs + 1 entries.
             "cuq": {"dtype": "i32", "shape": [SEQS + 1], "kind": "input",
                     "domain": {"min": 0, "max": "tokens", "monotone": True}},

@@ -258,6 +258,7 @@ class Examples(unittest.TestCase):
                 self.assertEqual(f[kp.MAX_NUM_PAGES_PER_SEQ_KV]["i32"], 11)
                 self.assertEqual(m["buffers"]["table"]["shape"], ["seqs", 11])
                 self.assertEqual(m["buffers"]["kv"]["shape"], [22, 2, 64, 4, 2, 256])
+                self.assertEqual(m["buffers"]["seq"]["domain"], {"min": per_seq, "max": 704})
 
     def test_layer_one_offsets(self):
         args = examples.manifest("decode", "gb300-trtllm")["programs"]["decode"]["calls"][0]["args"]
