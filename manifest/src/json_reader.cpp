@@ -296,7 +296,12 @@ void Node::allow_keys(std::initializer_list<const char*> allowed) const {
   for (auto it = j_->begin(); it != j_->end(); ++it) {
     bool ok = false;
     for (const char* k : allowed) ok = ok || it.key() == k;
-    if (!ok) fail(json_pointer_append(path_, it.key()), "unknown field `" + it.key() + "`");
+    if (!ok) {
+      std::string expected;
+      for (const char* k : allowed) expected += std::string(expected.empty() ? "`" : ", `") + k + "`";
+      fail(json_pointer_append(path_, it.key()),
+           "unknown field `" + it.key() + "`, expected " + (allowed.size() == 1 ? "" : "one of ") + expected);
+    }
   }
 }
 

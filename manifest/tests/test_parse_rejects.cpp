@@ -57,7 +57,11 @@ TEST(ParseRejects, UnknownKeyAtDepth) {
 TEST(ParseRejects, UnknownTopLevelKey) {
   auto j = base();
   j["protocol"] = Json::object();
-  EXPECT_TRUE(has_error(parse_errors(j), "/protocol", "unknown field `protocol`"));
+  EXPECT_TRUE(has_error(parse_errors(j), "/protocol",
+                        "unknown field `protocol`, expected one of `schema_version`, `model`, `constants`"));
+  auto v = base();
+  core_test::set(v, "/vars/tokens/min", 1);
+  EXPECT_TRUE(has_error(parse_errors(v), "/vars/tokens/min", "unknown field `min`, expected `max`"));
 }
 
 TEST(ParseRejects, MissingRequiredField) {
