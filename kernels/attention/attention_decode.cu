@@ -6,7 +6,12 @@
 // partial O@1008, partial stats@1016, seq lens@1080, batch@1116, splits@1156, page-table row
 // length@1160, softmax scale (log2 domain)@1220.
 //
-// Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. The `splits` CTAs of
+// Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. Grid row z serves the
+// sequence of rank z by length, longest first (ties by index; every CTA ranks the <= 128
+// lengths the same way, so the mapping is a fixed permutation): the block scheduler starts
+// rows in z order, so the long sequences start first and the short ones fill the SMs that
+// free up (longest-processing-time-first list scheduling), and the groups end together
+// instead of the longest sequence draining alone at one CTA per SM. The `splits` CTAs of
 // (seq b, head h) share b's pages dynamically: split s starts with chunks s and s + splits
 // (kChunkPages pages each), then warp 0 claims further chunks from a per-(b, h) work counter
 // (counter scratch [b*24 + 4 + h]), so CTAs on faster SMs take more and every CTA ends within
@@ -19,7 +24,8 @@
 // Epilogue: the 4 warps merge in shared memory, every CTA writes its unnormalised O and
 // (max, sum) to the partial scratch (zeros and (-inf, 0) when it got no page), and the last
 // CTA to arrive on the (b, h) counter [b*24 + h] merges all splits, writes O and puts both
-// counters back to zero for the next launch or graph replay.
+// counters back to zero for the next launch or graph replay. The merge issues its first
+// kMergeDepth splits' loads before it reduces the (max, sum) statistics (one warp per row).
 //
 // Shared memory: 3 x 32 KiB stages (each box 1024-byte aligned for the 128B swizzle) + 4 KiB Q
 // (4 boxes of 6 rows, rows 6-7 zeroed) + barriers = 103,552 bytes with alignment slack.
@@ -27,7 +33,8 @@
 // Deliberately does not check: that the block's head counts, page size and head dim equal
 // the compiled shape, that page indices are inside the pool the K/V tensormaps span, that
 // splits <= kMaxSplits, that the counter scratch holds seqs*24 entries and was zero before the
-// first launch. Tokens past a sequence's length inside its last page are masked (K) and
+// first launch, or that the summation order is reproducible: which CTA takes which chunk
+// depends on timing, so results may differ in the last bits between runs. Tokens past a sequence's length inside its last page are masked (K) and
 // zeroed (V) here; an empty sequence gets zeros.
 #include <cuda.h>
 #include <cuda_bf16.h>
@@ -57,7 +64,16 @@ constexpr int kQBoxBytes = 64 * kGroup * 2;        // what one Q box transfers
 constexpr int kQOffset = kStages * kTileBytes;
 constexpr int kBarOffset = kQOffset + kBoxesPerTile * 1024;  // each Q box in a 1024-byte slot
 constexpr int kSmemBytes = kBarOffset + 128 + 1024;          // + slack to align the base
-constexpr int kChunkPages = 2;                     // pages per work claim
+#ifndef KERNRT_DECODE_CHUNK_PAGES
+#define KERNRT_DECODE_CHUNK_PAGES 2
+#endif
+constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
+#ifndef KERNRT_DECODE_LONGEST_FIRST
+#define KERNRT_DECODE_LONGEST_FIRST 1
+#endif
+// Longest-first order of grid rows up to this batch (0: row z is sequence z, as in v3).
+constexpr int kMaxRanked = KERNRT_DECODE_LONGEST_FIRST ? kThreads : 0;
+constexpr int kMergeDepth = 11;                    // splits' loads in flight in the merge
 constexpr int kCounterStride = 24;                 // counter ints per sequence (B x heads_q)
 constexpr int kMaxSplits = 128;
 constexpr int kMergeStride = kHeadDim + 8;         // padded f32 row in the warp merge
@@ -66,8 +82,8 @@ static_assert(kTileBytes == 32768, "K (or V) of one page and head");
 static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
-static_assert(3 * kMaxSplits * 8 * 4 + 64 <= kTileBytes, "split merge tables fit in stage 2");
-static_assert(kChunkPages <= 32, "a chunk's page indices live one per lane");
+static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
+static_assert(kMaxRanked * 4 <= kTileBytes, "the ranking lengths fit in stage 2");
 
 // Byte offset of the 16-byte chunk `chunk` (0..31 across a 256-dim row) of tile row `row`
 // inside a tile of kBoxesPerTile swizzled boxes: TMA's 128B swizzle XORs the chunk index
@@ -134,19 +150,13 @@ struct Feed {
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
   const int head = blockIdx.y;
-  const int seq = blockIdx.z;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int tid = threadIdx.x;
-  if (seq >= p.batch_size) return;
-
-  const int len = p.ptr_seq_lens_kv[seq];
+  const int batch = p.batch_size;
+  if (static_cast<int>(blockIdx.z) >= batch) return;
+  const bool ranked = batch <= kMaxRanked;
   const int splits = p.max_num_ctas_kv;
-  const int hq0 = head * kGroup;  // first query head of this group
-  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
-                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + hq0 * kHeadDim);
-  int* arrivals = p.ptr_multi_ctas_kv_counter + seq * kCounterStride + head;
-  int* work = arrivals + kHeadsKv;
 
   // ---- smem layout ------------------------------------------------------------------------
   extern __shared__ uint8_t smem_raw[];
@@ -158,9 +168,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* q_bar = empty + kStages;
   int* tile_page = reinterpret_cast<int*>(q_bar + 1);  // [stage]: logical page or -1
   int* last_flag = tile_page + kStages;
+  int* pick = last_flag + 1;  // [seq, len] of this grid row
+  static_assert(2 * kStages * 8 + 8 + (kStages + 3) * 4 <= 128, "barrier area holds the picks");
+  int* rank_len = reinterpret_cast<int*>(smem + 2 * kTileBytes);  // before stage 2's first TMA
+  if (ranked && tid < batch) rank_len[tid] = p.ptr_seq_lens_kv[tid];
 
   // ---- barrier init -----------------------------------------------------------------------
   if (tid == 0) {
+    ptx::prefetch_tensormap(&p.tma_q);
+    ptx::prefetch_tensormap(&p.tma_k);
+    ptx::prefetch_tensormap(&p.tma_v);
     for (int i = 0; i < kStages; ++i) {
       ptx::mbarrier_init(&full[i], 1);
       ptx::mbarrier_init(&empty[i], kWarps);
@@ -175,6 +192,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
 
+  // ---- grid row z -> the sequence of rank z, longest first ---------------------------------
+  int seq = blockIdx.z;
+  int len;
+  if (ranked) {
+    if (tid < batch) {
+      const int mine = rank_len[tid];
+      int rank = 0;
+      for (int j = 0; j < batch; ++j) {
+        const int lj = rank_len[j];
+        rank += (lj > mine || (lj == mine && j < tid)) ? 1 : 0;
+      }
+      if (rank == seq) {
+        pick[0] = tid;
+        pick[1] = mine;
+      }
+    }
+    ptx::fence_proxy_async_shared();  // the lengths in stage 2 before its first TMA write
+    __syncthreads();
+    seq = pick[0];
+    len = pick[1];
+  } else {
+    len = p.ptr_seq_lens_kv[seq];
+  }
+  int* work = p.ptr_multi_ctas_kv_counter + seq * kCounterStride + kHeadsKv + head;
+
   // ---- producer (warp 0): Q once, then K/V tiles of claimed pages into the ring ------------
   Feed feed;
   int issued = 0, feed_done = 0, cur_phys = 0, cur_logical = 0;
@@ -185,8 +227,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     feed.lane = lane;
     feed.claim = 0;
     if (lane == 0) {
-      ptx::prefetch_tensormap(&p.tma_k);
-      ptx::prefetch_tensormap(&p.tma_v);
       ptx::mbarrier_arrive_expect_tx(q_bar, kBoxesPerTile * kQBoxBytes);
       for (int j = 0; j < kBoxesPerTile; ++j) {
         ptx::tma_load_4d(q_tile + j * 1024, &p.tma_q, q_bar, j * 64, 0, head, seq);
@@ -357,7 +397,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
 
-  const int64_t seq_row0 = (static_cast<int64_t>(seq) * kHeadsKv + head) * splits * 8;
+  // The sequence again from shared memory: keeping it in a register across the loop costs one.
+  const int seq_e = p.batch_size <= kMaxRanked ? *reinterpret_cast<volatile int*>(pick)
+                                               : static_cast<int>(blockIdx.z);
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
+                       (static_cast<int64_t>(seq_e) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
+  int* arrivals = p.ptr_multi_ctas_kv_counter + seq_e * kCounterStride + head;
+  const int64_t seq_row0 = (static_cast<int64_t>(seq_e) * kHeadsKv + head) * splits * 8;
   const int64_t part_row0 = seq_row0 + blockIdx.x * 8;  // [b][h][split][8 rows]
   // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
   for (int pair = tid; pair < kGroup * kHeadDim / 2; pair += kThreads) {
@@ -392,40 +438,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   if (!*last_flag) return;
   __threadfence();
 
+  // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread. The first kMergeDepth splits'
+  // partial O loads are issued before the statistics are reduced, the rest kMergeDepth at a time.
   float* fac = reinterpret_cast<float*>(smem + 2 * kTileBytes);  // [split][8] weights
-  float* st_m = fac + kMaxSplits * 8;
-  float* st_l = st_m + kMaxSplits * 8;
-  float* row_inv = st_l + kMaxSplits * 8;  // [8] 1 / total sum
-  float* row_m = row_inv + 8;              // [8] total max
-  for (int e = tid; e < splits * kGroup; e += kThreads) {
-    const int sp = e / kGroup, row = e % kGroup;
-    const float2 st =
-        __ldcg(reinterpret_cast<const float2*>(p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
-    st_m[sp * 8 + row] = st.x;
-    st_l[sp * 8 + row] = st.y;
-  }
-  __syncthreads();
-  if (tid < kGroup) {
-    float m = -INFINITY;
-    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, st_m[sp * 8 + tid]);
-    float l = 0.f;
-    for (int sp = 0; sp < splits; ++sp) {
-      const float ms = st_m[sp * 8 + tid];
-      l += ms == -INFINITY ? 0.f : st_l[sp * 8 + tid] * exp2f(ms - m);
-    }
-    row_m[tid] = m;
-    row_inv[tid] = l > 0.f ? 1.f / l : 0.f;  // an empty sequence: O = 0
-  }
-  __syncthreads();
-  for (int e = tid; e < splits * kGroup; e += kThreads) {
-    const int sp = e / kGroup, row = e % kGroup;
-    const float ms = st_m[sp * 8 + row];
-    fac[sp * 8 + row] = ms == -INFINITY ? 0.f : exp2f(ms - row_m[row]) * row_inv[row];
-  }
-  __syncthreads();
-  // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread, all splits' loads in flight.
   constexpr int kPer = kGroup * kHeadDim / 4 / kThreads;
   static_assert(kPer * kThreads == kGroup * kHeadDim / 4, "outputs split evenly");
+  static_assert(kMaxSplits * 8 * 4 <= kTileBytes, "merge weights fit in stage 2");
   float4 acc[kPer];
   const float4* src[kPer];
   int rows[kPer];
@@ -438,16 +456,68 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   const int64_t step = 8 * kHeadDim / 4;  // one split, in float4
-#pragma unroll 8
-  for (int sp = 0; sp < splits; ++sp) {
+  for (int base = 0; base < splits; base += kMergeDepth) {
+    float4 x[kMergeDepth][kPer];
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const float4 x = __ldcg(src[k] + sp * step);
-      const float f = fac[sp * 8 + rows[k]];
-      acc[k].x += x.x * f;
-      acc[k].y += x.y * f;
-      acc[k].z += x.z * f;
-      acc[k].w += x.w * f;
+    for (int u = 0; u < kMergeDepth; ++u) {
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        x[u][k] = base + u < splits ? __ldcg(src[k] + (base + u) * step)
+                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+      }
+    }
+    if (base == 0) {
+      // Weights 2^(m_s - M) / L per (split, row): warp w reduces rows w and w + 4, lanes over
+      // splits (kMaxSplits / 32 per lane). An empty sequence (L = 0) gets weights 0, so O = 0.
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        const int row = warp + r * kWarps;
+        if (row >= kGroup) continue;
+        float ms[kMaxSplits / 32], ls[kMaxSplits / 32];
+        float m = -INFINITY;
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / 32; ++i) {
+          const int sp = lane + 32 * i;
+          ms[i] = -INFINITY;
+          ls[i] = 0.f;
+          if (sp < splits) {
+            const float2 st = __ldcg(
+                reinterpret_cast<const float2*>(p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
+            ms[i] = st.x;
+            ls[i] = st.y;
+          }
+          m = fmaxf(m, ms[i]);
+        }
+#pragma unroll
+        for (int o2 = 16; o2 > 0; o2 >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o2));
+        float l = 0.f;
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / 32; ++i) {
+          ms[i] = ms[i] == -INFINITY ? 0.f : exp2f(ms[i] - m);
+          l += ls[i] * ms[i];
+        }
+#pragma unroll
+        for (int o2 = 16; o2 > 0; o2 >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o2);
+        const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+        for (int i = 0; i < kMaxSplits / 32; ++i) {
+          const int sp = lane + 32 * i;
+          if (sp < splits) fac[sp * 8 + row] = ms[i] * inv;
+        }
+      }
+      __syncthreads();
+    }
+#pragma unroll
+    for (int u = 0; u < kMergeDepth; ++u) {
+      if (base + u >= splits) break;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const float f = fac[(base + u) * 8 + rows[k]];
+        acc[k].x += x[u][k].x * f;
+        acc[k].y += x[u][k].y * f;
+        acc[k].z += x[u][k].z * f;
+        acc[k].w += x[u][k].w * f;
+      }
     }
   }
 #pragma unroll
@@ -460,7 +530,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
   if (tid == 0) {
     *arrivals = 0;  // ready for the next launch or graph replay
-    *work = 0;
+    arrivals[kHeadsKv] = 0;  // the work counter
   }
 }
 

@@ -17,7 +17,11 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   nvcc $FLAGS -cubin -o $CUB/attention_decode.sm90a.cubin kernels/attention/attention_decode.cu
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
   mkdir -p $CUB/variants
-  nvcc $FLAGS -cubin -o $CUB/variants/decode_v2.sm90a.cubin validation/attention/variants/decode_v2_dynamic.cu
+  # Same source, one knob each (v4 = the shipped kernel): 1-page work claims; rows in grid order.
+  nvcc $FLAGS -DKERNRT_DECODE_CHUNK_PAGES=1 -cubin -o $CUB/variants/decode_v4_c1.sm90a.cubin kernels/attention/attention_decode.cu &
+  nvcc $FLAGS -DKERNRT_DECODE_LONGEST_FIRST=0 -cubin -o $CUB/variants/decode_v4_fifo.sm90a.cubin kernels/attention/attention_decode.cu &
+  nvcc $FLAGS -cubin -o $CUB/variants/decode_v3.sm90a.cubin validation/attention/variants/decode_v3_dynamic.cu &
+  wait
   cuobjdump --dump-sass $CUB/attention_decode.sm90a.cubin > /tmp/ad.sass
   echo "sass: HMMA $(grep -c HMMA /tmp/ad.sass) UTMALDG $(grep -c UTMALDG /tmp/ad.sass) LDSM $(grep -c LDSM /tmp/ad.sass) LDL/STL $(grep -cE 'LDL|STL' /tmp/ad.sass)"
 } 2>&1 | grep -E "error|registers|spill|sass:" | tee "$OUT/pre.log"
@@ -54,12 +58,13 @@ if [ -x .peer/attention/program_io ]; then
   } 2>&1 | tee "$OUT/pio.log"
 fi
 
-AD=$CUB/attention_decode.sm90a.cubin
-python3 validation/attention/run_attention.py --variant "v3:$AD:103552:128:33" \
-  --variant "v3-s66:$AD:103552:128:66" --variant "v2:$CUB/variants/decode_v2.sm90a.cubin:103552:128:33" \
+AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
+python3 validation/attention/run_attention.py --variant "v4:$AD:103552:128:33" \
+  --variant "v4-c1:$V/decode_v4_c1.sm90a.cubin:103552:128:33" \
+  --variant "v4-fifo:$V/decode_v4_fifo.sm90a.cubin:103552:128:33" \
+  --variant "v3:$V/decode_v3.sm90a.cubin:103552:128:33" \
+  --batches 1,2,4,8,16,32,4d,8d --iters 100 --rounds 2 \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
-mkdir -p "$OUT/fi_so"
-find /tmp/fiws -name "*.so" -size -16M 2>/dev/null | head -3 | while read -r f; do cp "$f" "$OUT/fi_so/"; done
-ls -la "$OUT/fi_so"; tail -5 "$OUT/fi_warm.log" 2>/dev/null
+tail -5 "$OUT/fi_warm.log" 2>/dev/null
 exit $rc

@@ -1,7 +1,7 @@
 """Plots the decode benchmark from attention.jsonl (never typed by hand): per batch, time in
 microseconds of ours, the peer and the bandwidth floor, plus achieved fraction of the floor.
 Usage: python3 plot_attention.py attention.jsonl attention_decode.png [variant]
-(the latest commit's bench rows of `variant`, default: the shipped kernel `v3`)
+(the latest commit's bench rows of `variant` with ascending lengths, default: `v4`)
 Deliberately does not check: the JSONL's provenance (date/commit are printed in the title).
 """
 import json
@@ -17,8 +17,9 @@ bench = [r for r in rows if r.get("kind") == "bench"]
 if not bench:
     sys.exit("no bench rows")
 latest = bench[-1]["commit"]
-variant = sys.argv[3] if len(sys.argv) > 3 else "v3"
-bench = sorted([r for r in bench if r["commit"] == latest and r.get("variant") == variant],
+variant = sys.argv[3] if len(sys.argv) > 3 else "v4"
+bench = sorted([r for r in bench if r["commit"] == latest and r.get("variant") == variant
+                and r.get("order", "ascending") == "ascending"],
                key=lambda r: r["batch"])
 bs = [r["batch"] for r in bench]
 x = range(len(bs))

@@ -5,8 +5,9 @@ layer offsets at the 2-layer and 16-layer strides, ragged batches, randomized di
 peaky softmax, 1000 graph replays with the counter left at zero) against a float32 torch
 reference; then batch 1..32 at average KV 200k (batch 1 exactly 200k, batch > 1 spanning
 150k-250k), each checked against the reference and FlashInfer and timed side by side under
-CUDA graph replay (median of CUDA-event-timed replays; every replay streams >= 600 MB of KV,
-10x the 60 MB L2). Writes one JSONL line per case and a table.
+CUDA graph replay (median of CUDA-event-timed replays, --rounds rounds with the order of the
+contenders reversed every other round; every replay streams >= 600 MB of KV, 10x the 60 MB
+L2). Writes one JSONL line per case and a table.
 Deliberately does not check: anything about program_io (tools/device/attention.sh runs the
 manifest path separately), or FlashInfer's availability: without it the peer columns are
 left out and the reason is printed.
@@ -79,12 +80,17 @@ def run_ours(var, batch, splits=None, poison=True):
     return dec
 
 
-def time_graph(fn, iters):
+def capture(fn):
     fn()
     torch.cuda.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
         fn()
+    return g
+
+
+def replay_times(g, iters):
+    """CUDA-event time of `iters` replays of graph `g`, in us, after 3 warm-up replays."""
     for _ in range(3):
         g.replay()
     ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
@@ -94,7 +100,7 @@ def time_graph(fn, iters):
         g.replay()
         e.record()
     torch.cuda.synchronize()
-    return statistics.median(s.elapsed_time(e) * 1000.0 for s, e in ev), g
+    return [s.elapsed_time(e) * 1000.0 for s, e in ev]
 
 
 def small_cases(var, rec):
@@ -181,8 +187,12 @@ def main():
                     help="name:cubin:smem:threads:splits (the first one is the shipped kernel)")
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", default="unknown")
-    ap.add_argument("--batches", default="1,2,4,8,16,32")
+    ap.add_argument("--batches", default="1,2,4,8,16,32",
+                    help="batch sizes; a trailing d (e.g. 4d) gives the same lengths longest first")
     ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--rounds", type=int, default=1,
+                    help="timing rounds per batch, the order of the contenders reversed every "
+                         "other round; the median is over all rounds' replays")
     ap.add_argument("--peer-deadline", type=float, default=200.0)
     ap.add_argument("--warm-cmd", default="")
     args = ap.parse_args()
@@ -201,22 +211,26 @@ def main():
         log(f"[{var.name}] small cases:", "PASS" if ok else "FAIL")
         all_ok &= ok
 
-    batches = [int(x) for x in args.batches.split(",")]
-    total_pages = sum((n + 63) // 64 for n in bench_lens(max(batches))) + 64
+    batches = args.batches.split(",")  # "4": lengths ascending, "4d": descending
+    size = {x: int(x.rstrip("d")) for x in batches}
+    label = {x: f"B{size[x]}" + (" desc" if x.endswith("d") else "") for x in batches}
+    total_pages = sum((n + 63) // 64 for n in bench_lens(max(size.values()))) + 64
     fx = H.Fixture(pool_pages=total_pages, layers=2, seed=21)
     log(f"fixture {total_pages} pages x 2 layers = {fx.kv.numel() * 2 / 1e9:.1f} GB")
 
     results = {}
-    for b in batches:
-        bt = fx.batch(bench_lens(b), 1, seed=100 + b)
+    for x in batches:
+        b, lab = size[x], label[x]
+        lens = bench_lens(b)
+        bt = fx.batch(lens[::-1] if x.endswith("d") else lens, 1, seed=100 + b)
         ref = bt.reference()
         decs = []
         for var in variants:
             dec = run_ours(var, bt)
-            all_ok &= check(rec, f"[{var.name}] decode B{b} KV {min(bt.lens)}-{max(bt.lens)}",
+            all_ok &= check(rec, f"[{var.name}] decode {lab} KV {min(bt.lens)}-{max(bt.lens)}",
                             dec.out, ref)
             decs.append(dec)
-        results[b] = (bt, ref, decs)
+        results[x] = (bt, ref, decs)
 
     fi, reason = None, "flashinfer not requested"
     if peer_proc is not None:
@@ -233,36 +247,48 @@ def main():
 
     peer_name = f"flashinfer {fi.__version__} tensor-core decode" if fi else None
     table = []
-    for b in batches:
-        bt, ref, decs = results[b]
+    for x in batches:
+        b, lab = size[x], label[x]
+        bt, ref, decs = results[x]
         floor = bt.kv_bytes / FLOOR_BPS * 1e6
-        peer_us = None
+        graphs = {}  # contender -> captured graph; "peer" is FlashInfer
+        peer = None
         if fi is not None:
             try:
                 import peer_flashinfer as P
                 peer = P.FlashInferDecode(fi, bt)
                 peer.run()
                 torch.cuda.synchronize()
-                all_ok &= check(rec, f"decode B{b} flashinfer", peer.out, ref)
+                all_ok &= check(rec, f"decode {lab} flashinfer", peer.out, ref)
                 for var, dec in zip(variants, decs):
-                    all_ok &= check(rec, f"[{var.name}] decode B{b}", dec.out,
+                    all_ok &= check(rec, f"[{var.name}] decode {lab}", dec.out,
                                     peer.out.float(), vs="flashinfer")
-                peer_us, _ = time_graph(peer.run, args.iters)
-                del peer
+                graphs["peer"] = capture(peer.run)
             except Exception as e:
-                log(f"flashinfer B{b} failed: {e!r}")
+                log(f"flashinfer {lab} failed: {e!r}")
         for var, dec in zip(variants, decs):
-            ours_us, _ = time_graph(dec.run, args.iters)
-            all_ok &= check(rec, f"[{var.name}] decode B{b} after graph timing", dec.out, ref)
-            row = dict(case=f"[{var.name}] decode B{b} avg KV {sum(bt.lens) // b} single layer",
+            graphs[var.name] = capture(dec.run)
+        samples = {k: [] for k in graphs}
+        order = list(graphs)
+        for r in range(args.rounds):
+            for k in (order if r % 2 == 0 else order[::-1]):
+                samples[k] += replay_times(graphs[k], args.iters)
+        peer_us = statistics.median(samples["peer"]) if "peer" in samples else None
+        del graphs, peer
+        for var, dec in zip(variants, decs):
+            ours_us = statistics.median(samples[var.name])
+            all_ok &= check(rec, f"[{var.name}] decode {lab} after graph timing", dec.out, ref)
+            row = dict(case=f"[{var.name}] decode {lab} avg KV {sum(bt.lens) // b} single layer",
                        kind="bench", variant=var.name, ours_us=ours_us, floor_us=floor,
                        frac_of_floor=floor / ours_us, batch=b,
-                       kv_lens=[min(bt.lens), max(bt.lens)], splits=var.splits)
+                       kv_lens=[min(bt.lens), max(bt.lens)], splits=var.splits,
+                       replays=len(samples[var.name]),
+                       order="descending" if x.endswith("d") else "ascending")
             if peer_us is not None:
                 row.update(peer=peer_name, peer_us=peer_us, speedup_vs_peer=peer_us / ours_us)
             rec.add(**row)
             table.append(row)
-            log(f"[{var.name}] B{b}: ours {ours_us:.1f} us ({row['frac_of_floor'] * 100:.1f}% of "
+            log(f"[{var.name}] {lab}: ours {ours_us:.1f} us ({row['frac_of_floor'] * 100:.1f}% of "
                 f"floor {floor:.1f} us)" + (f", flashinfer {peer_us:.1f} us, "
                                             f"x{row['speedup_vs_peer']:.2f}" if peer_us else ""))
         torch.cuda.empty_cache()
@@ -270,7 +296,8 @@ def main():
     print("\n| variant | batch | KV lens | ours us | flashinfer us | floor us | % floor | vs FI |")
     print("|---|---|---|---|---|---|---|---|")
     for r in table:
-        print(f"| {r['variant']} | {r['batch']} | {r['kv_lens'][0]}-{r['kv_lens'][1]} | "
+        desc = " desc" if r["order"] == "descending" else ""
+        print(f"| {r['variant']} | {r['batch']}{desc} | {r['kv_lens'][0]}-{r['kv_lens'][1]} | "
               f"{r['ours_us']:.1f} | {r.get('peer_us', float('nan')):.1f} | {r['floor_us']:.1f} | "
               f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_peer', float('nan')):.2f} |")
     if fi is None:

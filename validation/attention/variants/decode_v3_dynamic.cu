@@ -1,0 +1,471 @@
+// Historical variant of kernels/attention/attention_decode.cu kept for side-by-side timing in
+// tools/device/attention.sh (same entry name; not built by CMake, not shipped):
+// v3 (commit df89518): sequence b on grid row z = b, static first chunks, dynamic claiming.
+// See validation/attention/notes.md for its measured results.
+// Paged decode attention for sm_90a behind the TRTLLM-GEN 1280-byte parameter block.
+//
+// Shape (compiled in): BF16 Q/K/V/O, 24 query heads over 4 KV heads (GQA group 6), head dim
+// 256, page 64, one query token per sequence. Reads the block at FlashInfer's offsets
+// (params.h): tensormaps Q@0, K@128, V@384; ptr_o@912, split counter@984, page table@1000,
+// partial O@1008, partial stats@1016, seq lens@1080, batch@1116, splits@1156, page-table row
+// length@1160, softmax scale (log2 domain)@1220.
+//
+// Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. The `splits` CTAs of
+// (seq b, head h) share b's pages dynamically: split s starts with chunks s and s + splits
+// (kChunkPages pages each), then warp 0 claims further chunks from a per-(b, h) work counter
+// (counter scratch [b*24 + 4 + h]), so CTAs on faster SMs take more and every CTA ends within
+// about one chunk of the others. Warp 0 also feeds the 3-stage ring
+// (lane 0 issues TMA): tiles alternate K, V of one page and head (64 tokens x 256 dims, 4 boxes
+// of 64x64 with 128B swizzle, 32 KiB), the next two tiles in flight while one is consumed.
+// Warp w takes tokens [16w, 16w+16) of every page and keeps its own online softmax (rows =
+// the 6 query heads padded to 16 for mma.m16n8k16): S = Q K^T (2 n-tiles x 16 k-steps),
+// P = exp2(S*scale - m), O += P V (32 n-tiles).
+// Epilogue: the 4 warps merge in shared memory, every CTA writes its unnormalised O and
+// (max, sum) to the partial scratch (zeros and (-inf, 0) when it got no page), and the last
+// CTA to arrive on the (b, h) counter [b*24 + h] merges all splits, writes O and puts both
+// counters back to zero for the next launch or graph replay.
+//
+// Shared memory: 3 x 32 KiB stages (each box 1024-byte aligned for the 128B swizzle) + 4 KiB Q
+// (4 boxes of 6 rows, rows 6-7 zeroed) + barriers = 103,552 bytes with alignment slack.
+//
+// Deliberately does not check: that the block's head counts, page size and head dim equal
+// the compiled shape, that page indices are inside the pool the K/V tensormaps span, that
+// splits <= kMaxSplits, that the counter scratch holds seqs*24 entries and was zero before the
+// first launch. Tokens past a sequence's length inside its last page are masked (K) and
+// zeroed (V) here; an empty sequence gets zeros.
+#include <cuda.h>
+#include <cuda_bf16.h>
+
+#include <cstdint>
+
+#include "attention/params.h"
+#include "attention/warp_mma.cuh"
+#include "common/ptx.cuh"
+
+namespace kernrt::attention {
+namespace {
+
+// ---- tile arithmetic ----------------------------------------------------------------------
+constexpr int kHeadDim = 256;
+constexpr int kPage = 64;               // tokens per page = rows of one K/V box
+constexpr int kGroup = 6;               // query heads per KV head
+constexpr int kHeadsKv = 4;
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTokensPerWarp = kPage / kWarps;
+constexpr int kStages = 3;
+constexpr int kBoxBytes = 64 * kPage * 2;          // 64 dims x 64 tokens bf16
+constexpr int kBoxesPerTile = kHeadDim / 64;      // 4 boxes cover one head's 256 dims
+constexpr int kTileBytes = kBoxesPerTile * kBoxBytes;
+constexpr int kQBoxBytes = 64 * kGroup * 2;        // what one Q box transfers
+constexpr int kQOffset = kStages * kTileBytes;
+constexpr int kBarOffset = kQOffset + kBoxesPerTile * 1024;  // each Q box in a 1024-byte slot
+constexpr int kSmemBytes = kBarOffset + 128 + 1024;          // + slack to align the base
+constexpr int kChunkPages = 2;                     // pages per work claim
+constexpr int kCounterStride = 24;                 // counter ints per sequence (B x heads_q)
+constexpr int kMaxSplits = 128;
+constexpr int kMergeStride = kHeadDim + 8;         // padded f32 row in the warp merge
+static_assert(kTokensPerWarp == 16, "one m16n8k16 k-step of tokens per warp and page");
+static_assert(kTileBytes == 32768, "K (or V) of one page and head");
+static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
+static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
+              "warp merge fits in stages 0-1");
+static_assert(3 * kMaxSplits * 8 * 4 + 64 <= kTileBytes, "split merge tables fit in stage 2");
+static_assert(kChunkPages <= 32, "a chunk's page indices live one per lane");
+
+// Byte offset of the 16-byte chunk `chunk` (0..31 across a 256-dim row) of tile row `row`
+// inside a tile of kBoxesPerTile swizzled boxes: TMA's 128B swizzle XORs the chunk index
+// within a 128-byte row with (row % 8).
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+  return static_cast<uint32_t>((chunk >> 3) * kBoxBytes + row * 128 +
+                               (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+// Warp 0's view of the work: the current and the next claimed chunk (page indices one per
+// lane), and lane 0's pending claim of the chunk after them.
+struct Feed {
+  const int32_t* table;  // this sequence's page-table row
+  int* work;             // per-(seq, head) chunk counter
+  int pages;             // pages of the sequence
+  int cur_chunk, cur_n, cur_pos, cur_pg;
+  int nxt_chunk, nxt_n, nxt_pg;
+  int claim;             // lane 0: the chunk its outstanding atomicAdd claimed
+  int dyn_base;          // first dynamically claimed chunk
+  int lane;
+
+  __device__ __forceinline__ int chunk_len(int c) const {
+    return max(0, min(kChunkPages, pages - c * kChunkPages));
+  }
+  __device__ __forceinline__ int load(int c, int n) const {
+    return lane < n ? table[c * kChunkPages + lane] : 0;
+  }
+  // The first two chunks are static (split s takes chunks s and s + splits, no atomic on the
+  // start-up path); later ones come from the counter, offset by 2 * splits. Every CTA's
+  // chunks therefore increase, so an exhausted chunk means all later ones are too.
+  __device__ __forceinline__ void init(int split, int splits) {
+    dyn_base = 2 * splits;
+    cur_chunk = split;
+    cur_n = chunk_len(split);
+    cur_pos = 0;
+    cur_pg = load(split, cur_n);
+    nxt_chunk = split + splits;
+    nxt_n = chunk_len(nxt_chunk);
+    nxt_pg = load(nxt_chunk, nxt_n);
+    if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
+  }
+  // Next (logical page, physical page) of this CTA, or logical -1 when the work is gone.
+  // The claim and the table loads for a chunk are issued one chunk ahead of their use.
+  __device__ __forceinline__ int next(int& phys) {
+    if (cur_pos == cur_n) {
+      if (nxt_n == 0) return -1;
+      cur_chunk = nxt_chunk;
+      cur_n = nxt_n;
+      cur_pg = nxt_pg;
+      cur_pos = 0;
+      const int c = __shfl_sync(0xffffffffu, claim, 0);
+      nxt_chunk = c;
+      nxt_n = chunk_len(c);
+      nxt_pg = load(c, nxt_n);
+      if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
+    }
+    phys = __shfl_sync(0xffffffffu, cur_pg, cur_pos);
+    return cur_chunk * kChunkPages + cur_pos++;
+  }
+};
+
+}  // namespace
+
+extern "C" __global__ void __launch_bounds__(kThreads, 2)
+    attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  const int head = blockIdx.y;
+  const int seq = blockIdx.z;
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int tid = threadIdx.x;
+  if (seq >= p.batch_size) return;
+
+  const int len = p.ptr_seq_lens_kv[seq];
+  const int splits = p.max_num_ctas_kv;
+  const int hq0 = head * kGroup;  // first query head of this group
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
+                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + hq0 * kHeadDim);
+  int* arrivals = p.ptr_multi_ctas_kv_counter + seq * kCounterStride + head;
+  int* work = arrivals + kHeadsKv;
+
+  // ---- smem layout ------------------------------------------------------------------------
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  uint8_t* q_tile = smem + kQOffset;
+  uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
+  uint64_t* empty = full + kStages;
+  uint64_t* q_bar = empty + kStages;
+  int* tile_page = reinterpret_cast<int*>(q_bar + 1);  // [stage]: logical page or -1
+  int* last_flag = tile_page + kStages;
+
+  // ---- barrier init -----------------------------------------------------------------------
+  if (tid == 0) {
+    for (int i = 0; i < kStages; ++i) {
+      ptx::mbarrier_init(&full[i], 1);
+      ptx::mbarrier_init(&empty[i], kWarps);
+    }
+    ptx::mbarrier_init(q_bar, 1);
+    ptx::fence_mbarrier_init();
+  }
+  // Rows 6 and 7 of each Q box are padding rows of the mma; TMA writes rows 0-5 only.
+  if (tid < kBoxesPerTile * 16) {
+    reinterpret_cast<uint4*>(q_tile + (tid >> 4) * 1024 + kGroup * 128)[tid & 15] =
+        make_uint4(0, 0, 0, 0);
+  }
+  __syncthreads();
+
+  // ---- producer (warp 0): Q once, then K/V tiles of claimed pages into the ring ------------
+  Feed feed;
+  int issued = 0, feed_done = 0, cur_phys = 0, cur_logical = 0;
+  if (warp == 0) {
+    feed.table = p.ptr_page_idx_kv + static_cast<int64_t>(seq) * p.max_num_pages_per_seq_kv;
+    feed.work = work;
+    feed.pages = (len + kPage - 1) / kPage;
+    feed.lane = lane;
+    feed.claim = 0;
+    if (lane == 0) {
+      ptx::prefetch_tensormap(&p.tma_k);
+      ptx::prefetch_tensormap(&p.tma_v);
+      ptx::mbarrier_arrive_expect_tx(q_bar, kBoxesPerTile * kQBoxBytes);
+      for (int j = 0; j < kBoxesPerTile; ++j) {
+        ptx::tma_load_4d(q_tile + j * 1024, &p.tma_q, q_bar, j * 64, 0, head, seq);
+      }
+    }
+    feed.init(blockIdx.x, splits);
+  }
+  // Issues tiles up to index `upto` (even = K, odd = V of the same page). Warp 0 only.
+  auto produce = [&](int upto) {
+    while (!feed_done && issued <= upto) {
+      const int t = issued;
+      const int stage = t % kStages;
+      const bool is_k = (t & 1) == 0;
+      if (is_k) cur_logical = feed.next(cur_phys);
+      if (lane == 0) {
+        if (t >= kStages) ptx::mbarrier_wait(&empty[stage], ((t / kStages) - 1) & 1);
+        if (cur_logical < 0) {
+          tile_page[stage] = -1;  // sentinel: consumers stop here
+          ptx::mbarrier_arrive(&full[stage]);
+        } else {
+          tile_page[stage] = cur_logical;
+          uint8_t* dst = smem + stage * kTileBytes;
+          const CUtensorMap* map = is_k ? &p.tma_k : &p.tma_v;
+          ptx::mbarrier_arrive_expect_tx(&full[stage], kTileBytes);
+          for (int j = 0; j < kBoxesPerTile; ++j) {
+            ptx::tma_load_4d(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head, cur_phys);
+          }
+        }
+      }
+      if (cur_logical < 0) feed_done = 1;
+      ++issued;
+      __syncwarp();
+    }
+  };
+
+  // ---- consumers: Q fragments (rows = query heads, only a0/a2 non-zero) --------------------
+  const int g = lane >> 2;  // fragment row: query head within the group
+  const int t = lane & 3;
+  ptx::mbarrier_wait(q_bar, 0);
+  uint32_t qa[16][2];
+  {
+    const uint32_t q_base = ptx::smem_u32(q_tile);
+#pragma unroll
+    for (int q = 0; q < 8; ++q) {
+      const int chunk = 4 * q + (lane >> 3);
+      const int row = lane & 7;
+      const uint32_t addr = q_base + (chunk >> 3) * 1024 + row * 128 + (((chunk & 7) ^ row) << 4);
+      ldmatrix_x4(qa[2 * q][0], qa[2 * q][1], qa[2 * q + 1][0], qa[2 * q + 1][1], addr);
+    }
+  }
+
+  float o[32][4];
+#pragma unroll
+  for (int j = 0; j < 32; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+  float row_max = -INFINITY;  // log2 domain, quad-uniform
+  float row_sum = 0.f;        // this thread's share of the row's sum
+  const float scale = p.scale_softmax_log2;
+  const uint32_t smem_base = ptx::smem_u32(smem);
+
+  // ---- consumers: main loop, one page (K tile then V tile) per iteration --------------------
+  for (int i = 0;; ++i) {
+    const int tk = 2 * i;
+    const int sk = tk % kStages;
+    if (warp == 0) produce(tk + 2);
+    ptx::mbarrier_wait(&full[sk], (tk / kStages) & 1);
+    const int logical = tile_page[sk];
+    if (logical < 0) break;
+    const int tok0 = logical * kPage + warp * kTokensPerWarp;
+    const bool live = tok0 < len;  // warp-uniform: a valid token in this warp's slice
+    uint32_t pa0 = 0, pa2 = 0;
+    if (live) {
+      // S = Q K^T for tokens [16w, 16w+16): n-tile nt holds tokens 8nt..8nt+7.
+      const uint32_t k_base = smem_base + sk * kTileBytes;
+      float s[2][4];
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = 0.f;
+#pragma unroll
+      for (int q = 0; q < 8; ++q) {
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+          const int row = warp * kTokensPerWarp + nt * 8 + (lane & 7);
+          uint32_t b0, b1, b2, b3;
+          ldmatrix_x4(b0, b1, b2, b3, k_base + swz(row, 4 * q + (lane >> 3)));
+          mma_m16n8k16_bf16(s[nt], qa[2 * q][0], 0u, qa[2 * q][1], 0u, b0, b1);
+          mma_m16n8k16_bf16(s[nt], qa[2 * q + 1][0], 0u, qa[2 * q + 1][1], 0u, b2, b3);
+        }
+      }
+      // Online softmax over row g (values d0, d1 of both n-tiles; rows g+8 are padding).
+      float v[4];
+      float mx = -INFINITY;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int tok = tok0 + (e >> 1) * 8 + 2 * t + (e & 1);
+        v[e] = tok < len ? s[e >> 1][e & 1] * scale : -INFINITY;
+        mx = fmaxf(mx, v[e]);
+      }
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+      const float m_new = fmaxf(row_max, mx);  // finite: the slice has a valid token
+      const float alpha = exp2f(row_max - m_new);
+      float pr[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pr[e] = exp2f(v[e] - m_new);
+      row_sum = row_sum * alpha + (pr[0] + pr[1]) + (pr[2] + pr[3]);
+      if (__any_sync(0xffffffffu, alpha != 1.f)) {
+#pragma unroll
+        for (int j = 0; j < 32; ++j) {
+          o[j][0] *= alpha;
+          o[j][1] *= alpha;
+        }
+      }
+      row_max = m_new;
+      pa0 = pack_bf16x2(pr[0], pr[1]);  // tokens 2t, 2t+1
+      pa2 = pack_bf16x2(pr[2], pr[3]);  // tokens 8+2t, 8+2t+1
+    }
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&empty[sk]);
+
+    const int tv = tk + 1;
+    const int sv = tv % kStages;
+    if (warp == 0) produce(tv + 2);
+    ptx::mbarrier_wait(&full[sv], (tv / kStages) & 1);
+    if (live) {
+      uint8_t* v_tile = smem + sv * kTileBytes;
+      if (tok0 + kTokensPerWarp > len) {
+        // Tail slice: zero V rows past the length so that P = 0 never meets a NaN there.
+        // Chunks are claimed in order, so no later TMA writes this stage in this CTA.
+        for (int idx = lane; idx < kTokensPerWarp * 32; idx += 32) {
+          const int r = idx >> 5;
+          if (tok0 + r >= len) {
+            *reinterpret_cast<uint4*>(v_tile + swz(warp * kTokensPerWarp + r, idx & 31)) =
+                make_uint4(0, 0, 0, 0);
+          }
+        }
+        ptx::fence_proxy_async_shared();  // order before any later TMA write of this stage
+        __syncwarp();
+      }
+      // O += P V: matrices (tokens 0-7 | 8-15) x (dims 16q..16q+7 | 16q+8..16q+15).
+      const uint32_t v_base = smem_base + sv * kTileBytes;
+#pragma unroll
+      for (int q = 0; q < 16; ++q) {
+        const int mi = lane >> 3;
+        const int row = warp * kTokensPerWarp + (mi & 1) * 8 + (lane & 7);
+        uint32_t b0, b1, b2, b3;
+        ldmatrix_x4_trans(b0, b1, b2, b3, v_base + swz(row, 2 * q + (mi >> 1)));
+        mma_m16n8k16_bf16(o[2 * q], pa0, 0u, pa2, 0u, b0, b1);
+        mma_m16n8k16_bf16(o[2 * q + 1], pa0, 0u, pa2, 0u, b2, b3);
+      }
+    }
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&empty[sv]);
+  }
+
+  // ---- epilogue: merge the 4 warps in shared memory (no TMA is in flight any more) ---------
+  row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
+  row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
+  float* merge_o = reinterpret_cast<float*>(smem);
+  float* merge_ml = merge_o + kWarps * 8 * kMergeStride;  // [warp][row][max, sum]
+  __syncthreads();  // every warp is past its last ldmatrix
+  {
+    float* dst = merge_o + (warp * 8 + g) * kMergeStride + 2 * t;
+#pragma unroll
+    for (int j = 0; j < 32; ++j) *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(o[j][0], o[j][1]);
+    if (t == 0) {
+      merge_ml[(warp * 8 + g) * 2] = row_max;
+      merge_ml[(warp * 8 + g) * 2 + 1] = row_sum;
+    }
+  }
+  __syncthreads();
+
+  const int64_t seq_row0 = (static_cast<int64_t>(seq) * kHeadsKv + head) * splits * 8;
+  const int64_t part_row0 = seq_row0 + blockIdx.x * 8;  // [b][h][split][8 rows]
+  // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
+  for (int pair = tid; pair < kGroup * kHeadDim / 2; pair += kThreads) {
+    const int row = pair / (kHeadDim / 2);
+    const int d = (pair % (kHeadDim / 2)) * 2;
+    float m = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[(w * 8 + row) * 2]);
+    float l = 0.f, ox = 0.f, oy = 0.f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      const float mw = merge_ml[(w * 8 + row) * 2];
+      const float f = mw == -INFINITY ? 0.f : exp2f(mw - m);
+      l += merge_ml[(w * 8 + row) * 2 + 1] * f;
+      const float2 ow = *reinterpret_cast<const float2*>(merge_o + (w * 8 + row) * kMergeStride + d);
+      ox += ow.x * f;
+      oy += ow.y * f;
+    }
+    __stcg(reinterpret_cast<float2*>(p.ptr_partial_o + (part_row0 + row) * kHeadDim + d),
+           make_float2(ox, oy));
+    if (d == 0) {
+      __stcg(reinterpret_cast<float2*>(p.ptr_partial_stats + (part_row0 + row) * 2),
+             make_float2(m, l));
+    }
+  }
+
+  // ---- epilogue: the last CTA of (seq, head) merges all splits ------------------------------
+  __threadfence();
+  __syncthreads();
+  if (tid == 0) *last_flag = atomicAdd(arrivals, 1) == splits - 1;
+  __syncthreads();
+  if (!*last_flag) return;
+  __threadfence();
+
+  float* fac = reinterpret_cast<float*>(smem + 2 * kTileBytes);  // [split][8] weights
+  float* st_m = fac + kMaxSplits * 8;
+  float* st_l = st_m + kMaxSplits * 8;
+  float* row_inv = st_l + kMaxSplits * 8;  // [8] 1 / total sum
+  float* row_m = row_inv + 8;              // [8] total max
+  for (int e = tid; e < splits * kGroup; e += kThreads) {
+    const int sp = e / kGroup, row = e % kGroup;
+    const float2 st =
+        __ldcg(reinterpret_cast<const float2*>(p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
+    st_m[sp * 8 + row] = st.x;
+    st_l[sp * 8 + row] = st.y;
+  }
+  __syncthreads();
+  if (tid < kGroup) {
+    float m = -INFINITY;
+    for (int sp = 0; sp < splits; ++sp) m = fmaxf(m, st_m[sp * 8 + tid]);
+    float l = 0.f;
+    for (int sp = 0; sp < splits; ++sp) {
+      const float ms = st_m[sp * 8 + tid];
+      l += ms == -INFINITY ? 0.f : st_l[sp * 8 + tid] * exp2f(ms - m);
+    }
+    row_m[tid] = m;
+    row_inv[tid] = l > 0.f ? 1.f / l : 0.f;  // an empty sequence: O = 0
+  }
+  __syncthreads();
+  for (int e = tid; e < splits * kGroup; e += kThreads) {
+    const int sp = e / kGroup, row = e % kGroup;
+    const float ms = st_m[sp * 8 + row];
+    fac[sp * 8 + row] = ms == -INFINITY ? 0.f : exp2f(ms - row_m[row]) * row_inv[row];
+  }
+  __syncthreads();
+  // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread, all splits' loads in flight.
+  constexpr int kPer = kGroup * kHeadDim / 4 / kThreads;
+  static_assert(kPer * kThreads == kGroup * kHeadDim / 4, "outputs split evenly");
+  float4 acc[kPer];
+  const float4* src[kPer];
+  int rows[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int idx = tid + k * kThreads;
+    rows[k] = idx / (kHeadDim / 4);
+    const int d = (idx % (kHeadDim / 4)) * 4;
+    src[k] = reinterpret_cast<const float4*>(p.ptr_partial_o + (seq_row0 + rows[k]) * kHeadDim + d);
+    acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+  }
+  const int64_t step = 8 * kHeadDim / 4;  // one split, in float4
+#pragma unroll 8
+  for (int sp = 0; sp < splits; ++sp) {
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const float4 x = __ldcg(src[k] + sp * step);
+      const float f = fac[sp * 8 + rows[k]];
+      acc[k].x += x.x * f;
+      acc[k].y += x.y * f;
+      acc[k].z += x.z * f;
+      acc[k].w += x.w * f;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int idx = tid + k * kThreads;
+    const int d = (idx % (kHeadDim / 4)) * 4;
+    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(out + rows[k] * kHeadDim + d);
+    dst[0] = __floats2bfloat162_rn(acc[k].x, acc[k].y);
+    dst[1] = __floats2bfloat162_rn(acc[k].z, acc[k].w);
+  }
+  if (tid == 0) {
+    *arrivals = 0;  // ready for the next launch or graph replay
+    *work = 0;
+  }
+}
+
+}  // namespace kernrt::attention
