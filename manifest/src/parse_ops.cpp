@@ -100,6 +100,13 @@ LaunchArg parse_launch_arg(const Node& n) {
 Launch parse_launch(const Node& n) {
   n.expect_object("a launch");
   Launch l;
+  for (const char* key : {"cubin", "sha256"}) {
+    if (n.has(key)) {
+      fail(json_pointer_append(n.path(), key),
+           std::string("inline `") + key + "` is the generator form of a launch; normalize hoists it "
+               "into `modules` and leaves `\"module\": name`");
+    }
+  }
   if (!n.has("module")) {
     // The extern form: geometry without a module matches neither launch form.
     for (const char* key : {"block", "grid", "shared_mem", "cluster", "pdl"}) {

@@ -143,6 +143,12 @@ TEST(Normalize, FoldShiftsLaterParamIndices) {
   EXPECT_EQ(std::get<kernrt::manifest::ParamRef>(l.args->at(4)).index, 3u);
 }
 
+TEST(Normalize, ParserPointsGeneratorFormToNormalize) {
+  auto r = parse_manifest(generated().dump());
+  EXPECT_TRUE(core_test::has_error(r.errors, "/ops/scale/impl/launches/0/cubin",
+                                   "inline `cubin` is the generator form of a launch; normalize hoists it"));
+}
+
 TEST(Normalize, IsIdempotentAndCanonical) {
   auto once = normalize(generated().dump());
   ASSERT_TRUE(once);
