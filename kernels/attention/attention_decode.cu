@@ -34,8 +34,9 @@
 // the compiled shape, that page indices are inside the pool the K/V tensormaps span, that
 // splits <= kMaxSplits, that the counter scratch holds seqs*24 entries and was zero before the
 // first launch, or that the summation order is reproducible: which CTA takes which chunk
-// depends on timing, so results may differ in the last bits between runs. Tokens past a sequence's length inside its last page are masked (K) and
-// zeroed (V) here; an empty sequence gets zeros.
+// depends on timing, so results may differ in the last bits between runs. Tokens past a
+// sequence's length inside its last page are masked (K) and zeroed (V) here; an empty
+// sequence gets zeros. The lengths are ranked as signed ints.
 #include <cuda.h>
 #include <cuda_bf16.h>
 
@@ -400,8 +401,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // The sequence again from shared memory: keeping it in a register across the loop costs one.
   const int seq_e = p.batch_size <= kMaxRanked ? *reinterpret_cast<volatile int*>(pick)
                                                : static_cast<int>(blockIdx.z);
-  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
-                       (static_cast<int64_t>(seq_e) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
+  __nv_bfloat16* out =
+      static_cast<__nv_bfloat16*>(p.ptr_o) +
+      (static_cast<int64_t>(seq_e) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
   int* arrivals = p.ptr_multi_ctas_kv_counter + seq_e * kCounterStride + head;
   const int64_t seq_row0 = (static_cast<int64_t>(seq_e) * kHeadsKv + head) * splits * 8;
   const int64_t part_row0 = seq_row0 + blockIdx.x * 8;  // [b][h][split][8 rows]
@@ -481,8 +483,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           ms[i] = -INFINITY;
           ls[i] = 0.f;
           if (sp < splits) {
-            const float2 st = __ldcg(
-                reinterpret_cast<const float2*>(p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
+            const float2 st = __ldcg(reinterpret_cast<const float2*>(
+                p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
             ms[i] = st.x;
             ls[i] = st.y;
           }
