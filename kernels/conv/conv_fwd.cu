@@ -5,40 +5,82 @@
 // Entries: conv_fwd_sm90a_{bf16,f16}_w{2,3,4}, one `const __grid_constant__ ConvFwdParams`.
 //
 // Grid/block: block.x threads, one per 8 channels (one 16-byte vector); grid.x =
-// ceil(D / (8 * block.x)); grid.y = ceil(tokens / kSpan) spans of kSpan consecutive rows;
-// grid.z = B (dense) or 1 (varlen). A thread rebuilds the W-1 inputs before its span (x
-// rows, initial state or zeros), then walks the span in chunks of kChunk rows with the next
-// chunk's kChunk 16-byte loads in flight while it computes the current one (two register
-// buffers), keeping the window in registers: x is read once from DRAM (the halo rows are
-// the previous span's rows, L2 hits) and y written once. No shared memory.
+// ceil(D / (8 * block.x)); grid.y spans of consecutive rows; grid.z = B (dense) or 1
+// (varlen). A thread rebuilds the W-1 inputs before its span (x rows, initial state or
+// zeros), keeps that window in registers and walks the span row by row: x is read once from
+// DRAM (the halo rows are the previous span's rows, L2 hits), y written once (streaming).
+// Two walks (KERNRT_CONV_FWD_KERNEL):
+//   1 ring (default), 2 ring with bulk copies: a shared-memory ring of kRingStages stages of
+//     kRingRows rows x the block's channels, so the bytes in flight per SM are bounded by
+//     shared memory, not registers. Loader 1: each thread cp.async's its own 16-byte vector
+//     of each row (commit/wait groups, no barrier: a thread only reads what it copied).
+//     Loader 2: one thread issues 1-D bulk copies (TMA) of each row's D-slice completing on
+//     a per-stage `full` mbarrier; every thread arrives on an `empty` mbarrier when done
+//     with a stage. The span is ceil(tokens / grid.y) rows: any grid.y covers the rows.
+//   0 registers: spans of kSpan rows (grid.y = ceil(tokens / kSpan)) walked in chunks of
+//     kChunk rows with the next chunk's loads in flight in a second register buffer.
 // fp32 accumulation; outputs rounded to x's dtype (RNE). With PDL only the weight loads
-// precede griddepcontrol.wait.
+// precede griddepcontrol.wait. KERNRT_CONV_IDENTITY (y = x) and KERNRT_CONV_TANH_SILU
+// (silu through one tanh.approx) exist for measurement variants only.
 //
 // Not checked here (the manifest and the runtime's load check them, see README.md): D % 8,
-// 16-byte alignment of every pointer/stride, W <= 4 (one entry per W), cu_seqlens being
+// 16-byte alignment of every pointer/stride, block.x == kThreads (the ring is sized for
+// it; every manifest launches 128), W <= 4 (one entry per W), cu_seqlens being
 // monotone with cu[0] = 0, sequence lengths >= 1 where a final state is wanted, and that the
 // initial and final states do not overlap (a tile reading an initial state may run after
 // the tile that writes the final state).
+#include "conv/conv_async.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/params.h"
 
+#ifndef KERNRT_CONV_FWD_KERNEL
+#define KERNRT_CONV_FWD_KERNEL 1
+#endif
 #ifndef KERNRT_CONV_CHUNK
 #define KERNRT_CONV_CHUNK 8
 #endif
 #ifndef KERNRT_CONV_SPAN
 #define KERNRT_CONV_SPAN 32
 #endif
+#ifndef KERNRT_CONV_RING_ROWS
+#define KERNRT_CONV_RING_ROWS 4
+#endif
+#ifndef KERNRT_CONV_RING_STAGES
+#define KERNRT_CONV_RING_STAGES 5
+#endif
 #ifndef KERNRT_CONV_MIN_BLOCKS  // resident blocks per SM the register budget must allow
+#if KERNRT_CONV_FWD_KERNEL == 0
 #define KERNRT_CONV_MIN_BLOCKS 3
+#else
+#define KERNRT_CONV_MIN_BLOCKS 4
+#endif
+#endif
+#ifndef KERNRT_CONV_IDENTITY
+#define KERNRT_CONV_IDENTITY 0
+#endif
+#ifndef KERNRT_CONV_TANH_SILU
+#define KERNRT_CONV_TANH_SILU 0
 #endif
 
 namespace kernrt_conv {
 
-constexpr int kThreads = 128;                // block.x the manifests launch with
-constexpr int kChunk = KERNRT_CONV_CHUNK;  // rows per register buffer (loads in flight)
-constexpr int kSpan = KERNRT_CONV_SPAN;    // rows per thread; grid.y = ceil(tokens / kSpan)
+constexpr int kThreads = 128;                     // block.x the manifests launch with
+constexpr int kChunk = KERNRT_CONV_CHUNK;         // walk 0: rows per register buffer
+constexpr int kSpan = KERNRT_CONV_SPAN;           // walk 0: rows per thread
+constexpr int kRingRows = KERNRT_CONV_RING_ROWS;  // walks 1-2: rows per ring stage
+constexpr int kRingStages = KERNRT_CONV_RING_STAGES;
 static_assert(kChunk >= 2 && kChunk <= 16, "chunk: loads in flight vs registers (2 buffers)");
 static_assert(kSpan % (2 * kChunk) == 0, "a span is whole pairs of chunks");
+static_assert(kRingStages >= 2 && kRingRows >= 1, "ring shape");
+
+// Ring of walks 1-2: buf[stage][row][thread] holds thread's 16-byte vector of that row, so
+// row r of a stage is the block's contiguous D-slice (the bulk copy's destination).
+struct Ring {
+  uint4 buf[kRingStages][kRingRows][kThreads];
+  uint64_t full[kRingStages];   // bulk: the stage's rows have landed
+  uint64_t empty[kRingStages];  // bulk: every thread has read the stage
+};
+static_assert(sizeof(Ring) <= 48 * 1024, "static shared memory limit");
 
 // ---- state addressing ------------------------------------------------------------------
 __device__ __forceinline__ const void* state_line(const void* base, const int32_t* lines,
@@ -67,15 +109,19 @@ __device__ __forceinline__ void window_from_state(E tag, const ConvFwdParams& p,
   }
 }
 
-// ---- kernel body -----------------------------------------------------------------------
-// Rows of one chunk: issue every load of rows [tc, tc + kChunk) that lies before `stop`.
-__device__ __forceinline__ void load_chunk(uint4 (&buf)[kChunk], const uint16_t* x, int64_t stride,
-                                           int tc, int stop) {
-#pragma unroll
-  for (int r = 0; r < kChunk; ++r)
-    if (tc + r < stop) buf[r] = ld_nc_v4(x + static_cast<int64_t>(tc + r) * stride);
+__device__ __forceinline__ float act_fwd(float z, bool silu) {
+#if KERNRT_CONV_TANH_SILU
+  if (!silu) return z;
+  float t;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * z));
+  const float h = 0.5f * z;
+  return fmaf(h, t, h);
+#else
+  return activate(z, silu);
+#endif
 }
 
+// ---- the walk ----------------------------------------------------------------------------
 // Running state of one thread's walk.
 template <int W>
 struct Walk {
@@ -85,70 +131,60 @@ struct Walk {
   bool silu;
 };
 
+// Row t (its 16-byte vector v): y, the window shift, a sequence switch before it and the
+// final state after it.
 template <typename E, int W>
-__device__ __forceinline__ void compute_chunk(const ConvFwdParams& p, Walk<W>& k,
-                                              const uint4 (&buf)[kChunk], uint16_t* y, int c0,
-                                              int tc, int stop) {
+__device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, const uint4& v,
+                                         uint16_t* y, int c0, int t) {
   constexpr int S = W - 1;
   const E tag{};
+  if (t == k.end) {  // next packed sequence (varlen only): restart the window
+    do {
+      ++k.n;
+      k.end = p.cu_seqlens[k.n + 1];
+    } while (k.end == t);
+    window_from_state(tag, p, k.n, c0, k.win);
+  }
+  float cur[8], out[8];
+  unpack8(tag, v, cur);
 #pragma unroll
-  for (int r = 0; r < kChunk; ++r) {
-    const int t = tc + r;
-    if (t < stop) {
-      if (t == k.end) {  // next packed sequence (varlen only): restart the window
-        do {
-          ++k.n;
-          k.end = p.cu_seqlens[k.n + 1];
-        } while (k.end == t);
-        window_from_state(tag, p, k.n, c0, k.win);
-      }
-      float cur[8], out[8];
-      unpack8(tag, buf[r], cur);
+  for (int c = 0; c < 8; ++c) {
+#if KERNRT_CONV_IDENTITY
+    out[c] = cur[c];
+#else
+    float z = k.b[c];
 #pragma unroll
-      for (int c = 0; c < 8; ++c) {
-        float z = k.b[c];
+    for (int j = 0; j < S; ++j) z = fmaf(k.w[j][c], k.win[j][c], z);
+    z = fmaf(k.w[S][c], cur[c], z);
+    out[c] = act_fwd(z, k.silu);
+#endif
+  }
+  st_cs_v4(y + static_cast<int64_t>(t) * p.y_stride_tok, pack8(tag, out));
 #pragma unroll
-        for (int j = 0; j < S; ++j) z = fmaf(k.w[j][c], k.win[j][c], z);
-        z = fmaf(k.w[S][c], cur[c], z);
-        out[c] = activate(z, k.silu);
-      }
-      st_cs_v4(y + static_cast<int64_t>(t) * p.y_stride_tok, pack8(tag, out));
+  for (int j = 0; j + 1 < S; ++j)
 #pragma unroll
-      for (int j = 0; j + 1 < S; ++j)
+    for (int c = 0; c < 8; ++c) k.win[j][c] = k.win[j + 1][c];
 #pragma unroll
-        for (int c = 0; c < 8; ++c) k.win[j][c] = k.win[j + 1][c];
-#pragma unroll
-      for (int c = 0; c < 8; ++c) k.win[S - 1][c] = cur[c];
-      if (t == k.end - 1 && p.final_state != nullptr) {
-        void* line = const_cast<void*>(
-            state_line(p.final_state, p.final_lines, p.final_stride, k.n));
-        if (line != nullptr) store_state(tag, line, c0, k.win);
-      }
-    }
+  for (int c = 0; c < 8; ++c) k.win[S - 1][c] = cur[c];
+  if (t == k.end - 1 && p.final_state != nullptr) {
+    void* line = const_cast<void*>(state_line(p.final_state, p.final_lines, p.final_stride, k.n));
+    if (line != nullptr) store_state(tag, line, c0, k.win);
   }
 }
 
-template <typename E, int W>
-__device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
-  constexpr int S = W - 1;
-  const E tag{};
-  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * kChannelsPerThread;
-  if (c0 >= p.dim) return;
-  const int t0 = blockIdx.y * kSpan;
-
-  Walk<W> k;
-  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, k.w, k.b);
-  k.silu = (p.flags & kFlagSilu) != 0;
-  pdl_wait();
-
-  // Which sequence holds row t0, and where it starts and ends (in rows).
-  int start, limit;
-  const uint16_t* x = static_cast<const uint16_t*>(p.x);
-  uint16_t* y = static_cast<uint16_t*>(p.y);
+// Span bounds of this block: which sequence holds row t0, where it starts and ends; x/y
+// advanced to the batch row (dense). False if the span is empty (block-uniform).
+template <int W>
+__device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W>& k, int t0, int span,
+                                       const uint16_t*& x, uint16_t*& y, int& start,
+                                       int& stop) {
+  int limit;
+  x = static_cast<const uint16_t*>(p.x);
+  y = static_cast<uint16_t*>(p.y);
   if (p.cu_seqlens != nullptr) {
     const int32_t* cu = p.cu_seqlens;
     limit = cu[p.seqs];
-    if (t0 >= limit) return;
+    if (t0 >= limit) return false;
     int lo = 0, hi = p.seqs - 1;  // largest n with cu[n] <= t0 (skips empty sequences)
     while (lo < hi) {
       const int mid = (lo + hi + 1) >> 1;
@@ -160,21 +196,24 @@ __device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
     k.end = cu[k.n + 1];
   } else {
     limit = p.tokens;
-    if (t0 >= limit) return;
+    if (t0 >= limit) return false;
     k.n = blockIdx.z;
     start = 0;
     k.end = limit;
     x += k.n * p.x_stride_seq;
     y += k.n * p.y_stride_seq;
   }
-  x += c0;
-  y += c0;
-  const int stop = min(limit, t0 + kSpan);
+  stop = min(limit, t0 + span);
+  return true;
+}
 
-  // First chunk in flight, then the window before t0: x rows inside the sequence, else
-  // initial-state slots / zeros.
-  uint4 bufa[kChunk], bufb[kChunk];
-  load_chunk(bufa, x, p.x_stride_tok, t0, stop);
+// The window before t0: x rows inside the sequence, else initial-state slots / zeros.
+// `x` points at the thread's channels.
+template <typename E, int W>
+__device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W>& k,
+                                           const uint16_t* x, int c0, int t0, int start) {
+  constexpr int S = W - 1;
+  const E tag{};
   if (t0 - S < start) window_from_state(tag, p, k.n, c0, k.win);
 #pragma unroll
   for (int j = 0; j < S; ++j) {
@@ -190,8 +229,43 @@ __device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
           for (int c = 0; c < 8; ++c) k.win[j][c] = k.win[i][c];
     }
   }
+}
 
-  // Walk the span: compute one buffer while the other's loads are in flight.
+// ---- walk 0: register double buffer -------------------------------------------------------
+__device__ __forceinline__ void load_chunk(uint4 (&buf)[kChunk], const uint16_t* x, int64_t stride,
+                                           int tc, int stop) {
+#pragma unroll
+  for (int r = 0; r < kChunk; ++r)
+    if (tc + r < stop) buf[r] = ld_nc_v4(x + static_cast<int64_t>(tc + r) * stride);
+}
+
+template <typename E, int W>
+__device__ __forceinline__ void compute_chunk(const ConvFwdParams& p, Walk<W>& k,
+                                              const uint4 (&buf)[kChunk], uint16_t* y, int c0,
+                                              int tc, int stop) {
+#pragma unroll
+  for (int r = 0; r < kChunk; ++r)
+    if (tc + r < stop) step_row<E, W>(p, k, buf[r], y, c0, tc + r);
+}
+
+template <typename E, int W>
+__device__ __forceinline__ void conv_fwd_regs(const ConvFwdParams& p) {
+  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * kChannelsPerThread;
+  if (c0 >= p.dim) return;
+  const int t0 = blockIdx.y * kSpan;
+  Walk<W> k;
+  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, k.w, k.b);
+  k.silu = (p.flags & kFlagSilu) != 0;
+  pdl_wait();
+  const uint16_t* x;
+  uint16_t* y;
+  int start, stop;
+  if (!locate(p, k, t0, kSpan, x, y, start, stop)) return;
+  x += c0;
+  y += c0;
+  uint4 bufa[kChunk], bufb[kChunk];
+  load_chunk(bufa, x, p.x_stride_tok, t0, stop);
+  enter_span<E, W>(p, k, x, c0, t0, start);
 #pragma unroll 1
   for (int tc = t0; tc < stop; tc += 2 * kChunk) {
     load_chunk(bufb, x, p.x_stride_tok, tc + kChunk, stop);
@@ -201,6 +275,115 @@ __device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
     load_chunk(bufa, x, p.x_stride_tok, tc + 2 * kChunk, stop);
     compute_chunk<E, W>(p, k, bufb, y, c0, tc + kChunk, stop);
   }
+}
+
+// ---- walks 1-2: shared-memory ring ----------------------------------------------------------
+// Chunk i (rows t0 + i*kRingRows ...) into stage s. cp.async: this thread's vectors; bulk:
+// called by thread 0 only, one copy per row of the block's D-slice.
+template <bool kBulk>
+__device__ __forceinline__ void fill_stage(Ring& ring, const ConvFwdParams& p,
+                                           const uint16_t* x, int tc, int stop, int s,
+                                           uint32_t row_bytes) {
+  if (kBulk) {
+    const int rows = min(kRingRows, stop - tc);
+    mbar_arrive_expect_tx(&ring.full[s], rows * row_bytes);
+    for (int r = 0; r < rows; ++r)
+      bulk_g2s(&ring.buf[s][r][0], x + static_cast<int64_t>(tc + r) * p.x_stride_tok, row_bytes,
+               &ring.full[s]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < kRingRows; ++r)
+      if (tc + r < stop)
+        cp_async16(&ring.buf[s][r][threadIdx.x], x + static_cast<int64_t>(tc + r) * p.x_stride_tok);
+  }
+}
+
+template <typename E, int W, bool kBulk>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p) {
+  __shared__ Ring ring;
+  const int cb = blockIdx.x * blockDim.x * kChannelsPerThread;  // block's first channel
+  const int c0 = cb + threadIdx.x * kChannelsPerThread;
+  const bool active = c0 < p.dim;
+  if (kBulk) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < kRingStages; ++s) {
+        mbar_init(&ring.full[s], 1);
+        mbar_init(&ring.empty[s], blockDim.x);
+      }
+      mbar_init_fence();
+    }
+    __syncthreads();
+  } else if (!active) {
+    return;
+  }
+  Walk<W> k;
+  if (active) load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, k.w, k.b);
+  k.silu = (p.flags & kFlagSilu) != 0;
+  pdl_wait();
+  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int t0 = blockIdx.y * span;
+  const uint16_t* x;
+  uint16_t* y;
+  int start, stop;
+  if (!locate(p, k, t0, span, x, y, start, stop)) return;  // block-uniform
+  const int chunks = (stop - t0 + kRingRows - 1) / kRingRows;
+  const uint32_t row_bytes = 2u * static_cast<uint32_t>(min(static_cast<int>(blockDim.x) *
+                                                           kChannelsPerThread, p.dim - cb));
+  const uint16_t* xs = kBulk ? x + cb : x + c0;  // what the loader copies from
+  x += c0;
+  y += c0;
+
+  // Prefill: every stage (bulk) or all but one (cp.async: the loop's first fill is the last).
+  if (kBulk) {
+    if (threadIdx.x == 0)
+      for (int i = 0; i < kRingStages && i < chunks; ++i)
+        fill_stage<true>(ring, p, xs, t0 + i * kRingRows, stop, i, row_bytes);
+  } else {
+#pragma unroll
+    for (int i = 0; i < kRingStages - 1; ++i) {
+      if (i < chunks) fill_stage<false>(ring, p, xs, t0 + i * kRingRows, stop, i, row_bytes);
+      cp_async_commit();
+    }
+  }
+  if (active) enter_span<E, W>(p, k, x, c0, t0, start);
+
+#pragma unroll 1
+  for (int i = 0; i < chunks; ++i) {
+    const int s = i % kRingStages;
+    if (kBulk) {
+      // Refill the stage chunk i-1 used once every thread has read it.
+      const int j = i - 1 + kRingStages;
+      if (threadIdx.x == 0 && i >= 1 && j < chunks) {
+        const int sj = (i - 1) % kRingStages;
+        mbar_wait(&ring.empty[sj], ((i - 1) / kRingStages) & 1);
+        fill_stage<true>(ring, p, xs, t0 + j * kRingRows, stop, sj, row_bytes);
+      }
+      mbar_wait(&ring.full[s], (i / kRingStages) & 1);
+    } else {
+      // Stage (i-1) % kRingStages was read by this thread in iteration i-1.
+      const int j = i + kRingStages - 1;
+      if (j < chunks) fill_stage<false>(ring, p, xs, t0 + j * kRingRows, stop, j % kRingStages, row_bytes);
+      cp_async_commit();
+      cp_async_wait<kRingStages - 1>();
+    }
+    if (i + 1 == chunks) pdl_launch_dependents();
+    const int tc = t0 + i * kRingRows;
+    if (active) {
+#pragma unroll
+      for (int r = 0; r < kRingRows; ++r)
+        if (tc + r < stop) step_row<E, W>(p, k, ring.buf[s][r][threadIdx.x], y, c0, tc + r);
+    }
+    if (kBulk) mbar_arrive(&ring.empty[s]);
+  }
+}
+
+template <typename E, int W>
+__device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
+#if KERNRT_CONV_FWD_KERNEL == 0
+  conv_fwd_regs<E, W>(p);
+#else
+  conv_fwd_ring<E, W, KERNRT_CONV_FWD_KERNEL == 2>(p);
+#endif
 }
 
 }  // namespace kernrt_conv

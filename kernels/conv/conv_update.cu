@@ -21,7 +21,7 @@
 #include "conv/params.h"
 
 #ifndef KERNRT_CONV_UPDATE_SEQS
-#define KERNRT_CONV_UPDATE_SEQS 2
+#define KERNRT_CONV_UPDATE_SEQS 4
 #endif
 
 namespace kernrt_conv {

@@ -1,18 +1,29 @@
 #!/usr/bin/env bash
 # Device script of the conv family (run on the lent H200 through the `run` tool, from the
-# repository root, with `.peer/conv` carried): installs the fla peer from its carried
-# wheel, runs validation/conv/check.py (correctness vs float64 reference and fla) and
-# validation/conv/bench.py (ours vs fla vs floor), the PNG plot, a SASS summary, and, when
-# build/bin/program_io and the pinned manifests were carried, the examples in eager and
-# graph mode. Everything lands in $OUT. Cubins come prebuilt by the cmake build in
-# .peer/conv/cubins, program_io and the pinned example manifests in .peer/conv/{program_io,
-# manifests}, bench variants in .peer/conv/variants (validation/conv/notes.md says how).
-# Every variant cubin in .peer/conv/variants is checked (without the peer) and benched too.
-# Usage: COMMIT=<sha> bash tools/device/conv.sh
+# repository root, with `.peer/conv` carried). In this order, each step under a share of a
+# fixed time budget (BUDGET seconds, default 250) so the run ends inside the call's limit:
+#   1. the carried cubins: sha256 of each against the pins in the carried example manifests
+#      (built here by the cmake build; validation/conv/notes.md says how), SASS summary;
+#   2. check.py: every case on the shipped cubins with fla as the peer, then every bench
+#      variant (fwd variants, the shipped fwd at other spans, update variants), bulk-copy
+#      variants last; the tags of fully passing variants go to /tmp/conv-passed;
+#   3. program_io: the pinned examples over the shipped cubins, eager and --graph;
+#   4. bench.py: ours vs fla vs floor vs the torch copy of the same bytes, with the
+#      identity cubins (y = x over the conv's access pattern) and only the variants that
+#      passed step 2;
+#   5. the PNG plot.
+# Everything lands in $OUT (at most 8 files). Usage: COMMIT=<sha> bash tools/device/conv.sh
 set -o pipefail
 OUT=${OUT:-/tmp/conv-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
+T0=$SECONDS
+BUDGET=${BUDGET:-250}
+# lim WANT RESERVE: WANT seconds, or what is left after RESERVE more seconds of later steps.
+lim() {
+  local l=$((BUDGET - (SECONDS - T0) - $2))
+  [ "$l" -lt "$1" ] && echo $((l < 5 ? 5 : l)) || echo "$1"
+}
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
   --target /tmp/site .peer/conv/*.whl || exit 2
 export PYTHONPATH=/tmp/site:$PWD/validation/conv
@@ -21,33 +32,54 @@ META="{\"date\": \"$(date -u +%F)\", \"gpu\": \"$GPU\", \"commit\": \"${COMMIT:-
 FLAVER=$(python3 -c "import fla; print(fla.__version__)" 2>/dev/null)
 echo "gpu=$GPU fla=$FLAVER"
 CUB=.peer/conv/cubins
-python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla --meta "$META" \
-  2>&1 | tee "$OUT/check.log"
-VAR=""
-[ -d .peer/conv/variants ] && VAR="--variants .peer/conv/variants"
-python3 validation/conv/bench.py --cubins $CUB --out "$OUT/bench.jsonl" --fla $VAR \
-  --peer "fla $FLAVER" --meta "$META" 2>&1 | tee "$OUT/bench.log"
-python3 validation/conv/plot.py "$OUT/bench.jsonl" "$OUT/conv_bench.png" || echo "plot failed"
-# program_io: the pinned example manifests over the same cubins, eager and graph.
+VAR=.peer/conv/variants
 PIO=.peer/conv/program_io
+
+# 1. cubins: the pinned manifests must name exactly these files.
+{ for c in $CUB/*.cubin; do
+    h=$(sha256sum "$c" | cut -c1-64)
+    grep -l "$h" .peer/conv/manifests/*.json >/dev/null && echo "pinned $h $(basename "$c")" \
+      || echo "NOT PINNED $(basename "$c")"
+  done
+  for c in $CUB/*.cubin $VAR/*.cubin; do
+    echo "== $(basename "$c")"; cuobjdump -res-usage "$c" | grep -E "Function|REG" | paste - - | \
+      sed -E 's/.*Function ([a-z0-9_]+).*REG:([0-9]+).*SHARED:([0-9]+).*/\1 REG \2 SHARED \3/'
+  done
+  for c in $CUB/conv_fwd.sm90a.cubin; do
+    cuobjdump -sass "$c" | grep -oE "(LDG|STG|LDL|STL|LDS|STS|LDGSTS|UBLKCP|SYNCS)[.A-Z0-9]*" | sort | uniq -c
+  done; } > "$OUT/sass.txt" 2>&1
+grep -E "PINNED|pinned" "$OUT/sass.txt"
+
+# 2. correctness, shipped then variants.
+rm -f /tmp/conv-passed
+timeout $(lim 120 110) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
+  --meta "$META" --variants $VAR --extra-spans 64,128 --passed /tmp/conv-passed \
+  2>&1 | tee "$OUT/check.log" | grep -E "FAIL|passed|Error|error"
+echo "check rc=$? after $((SECONDS - T0)) s; passing variants: $(tr '\n' ' ' < /tmp/conv-passed 2>/dev/null)"
+
+# 3. program_io over the shipped cubins.
 if [ -x $PIO/program_io ]; then
-  LD_LIBRARY_PATH=$PIO/lib:${LD_LIBRARY_PATH:-} PATH=$PIO:$PATH python3 examples/conv/run_examples.py \
-    --program-io $PIO/program_io --cubins $CUB --manifests .peer/conv/manifests --work /tmp/pio \
-    --jsonl "$OUT/check.jsonl" --meta "$META" 2>&1 | tee "$OUT/program_io.log"
+  LD_LIBRARY_PATH=$PIO/lib:${LD_LIBRARY_PATH:-} PATH=$PIO:$PATH timeout $(lim 40 80) python3 \
+    examples/conv/run_examples.py --program-io $PIO/program_io --cubins $CUB \
+    --manifests .peer/conv/manifests --work /tmp/pio --jsonl "$OUT/check.jsonl" --meta "$META" \
+    2>&1 | tee "$OUT/program_io.log" | tail -8
+  echo "program_io rc=$? after $((SECONDS - T0)) s"
 fi
-# Correctness of every bench variant (no peer), so any of them may become the default.
-for v in .peer/conv/variants/conv_fwd_c*.sm90a.cubin; do
-  [ -f "$v" ] || continue
-  t=$(basename "$v" .sm90a.cubin); span=${t##*s}
-  python3 validation/conv/check.py --cubins .peer/conv/variants --fwd "$(basename "$v")" --span "$span" \
-    --only fwd --tag "[$t] " --out "$OUT/check.jsonl" --meta "$META" 2>&1 | grep -E "FAIL|passed" | tee -a "$OUT/check.log"
+
+# 4. bench: identity cubins always, other variants only when they passed.
+rm -rf /tmp/benchvar && mkdir -p /tmp/benchvar
+cp $VAR/conv_fwd_id_*.sm90a.cubin /tmp/benchvar/ 2>/dev/null
+SPANS=""
+for t in $(cat /tmp/conv-passed 2>/dev/null); do
+  case $t in
+    ours_s*) SPANS="$SPANS,${t#ours_s}" ;;
+    update_*) t=${t#update_}; cp $VAR/conv_update_${t%b128}.sm90a.cubin /tmp/benchvar/ ;;
+    *) cp $VAR/conv_fwd_$t.sm90a.cubin /tmp/benchvar/ ;;
+  esac
 done
-for v in .peer/conv/variants/conv_update_s*.sm90a.cubin; do
-  [ -f "$v" ] || continue
-  t=$(basename "$v" .sm90a.cubin); spt=${t##*_s}; [ "$spt" = 2 ] && continue  # = the default cubin
-  python3 validation/conv/check.py --cubins .peer/conv/variants --update "$(basename "$v")" --spt "$spt" \
-    --only update --tag "[$t] " --out "$OUT/check.jsonl" --meta "$META" 2>&1 | grep -E "FAIL|passed" | tee -a "$OUT/check.log"
-done
-{ for c in $CUB/*.cubin; do cuobjdump -res-usage "$c"; cuobjdump -sass "$c" | grep -oE "(LDG|STG|LDL|STL|LDS|STS)[.A-Z0-9]*" | sort | uniq -c; done; } > "$OUT/sass.txt" 2>&1
-grep -E "passed|FAIL" "$OUT/check.log" "$OUT/program_io.log" 2>/dev/null | tail -20
-tail -8 "$OUT/bench.log"
+timeout $(lim 150 5) python3 validation/conv/bench.py --cubins $CUB --out "$OUT/bench.jsonl" --fla \
+  --variants /tmp/benchvar --extra-spans "${SPANS#,}" --peer "fla $FLAVER" --meta "$META" \
+  2>&1 | tee "$OUT/bench.log" | tail -9
+echo "bench rc=$? after $((SECONDS - T0)) s"
+python3 validation/conv/plot.py "$OUT/bench.jsonl" "$OUT/conv_bench.png" >/dev/null 2>&1 || echo "plot failed"
+grep -E "passed|FAIL" "$OUT/check.log" "$OUT/program_io.log" 2>/dev/null | tail -24

@@ -10,7 +10,8 @@ shorter than D*(W-1) elements, byte offsets not 16-aligned, x and y overlapping.
 Refuses at generation: W outside 2..4, D not a positive multiple of 8, strides not multiples
 of 8 elements, unknown dtypes, steps outside 1..8.
 
-Ops (grid x = ceil(D / 1024): 128 threads of 8 channels; module sha256 = `@SHA256:<cubin>@`,
+Ops (threads of 8 channels: 128 per block, grid x = ceil(D / 1024); the 1-token decode 64
+per block and 4 sequences per thread, grid x = ceil(D / 512); module sha256 = `@SHA256:<cubin>@`,
 replaced by cmake's kernrt_pin_manifest):
   conv_fwd_<tag>      dense x [seqs, tokens, x_row] -> y [seqs, tokens, y_row], no state
   conv_prefill_<tag>  packed varlen x [tokens, x_row], cu_seqlens [n] i32, final state of
@@ -28,9 +29,10 @@ import json
 import os
 import sys
 
-KERNEL_SPAN = 32           # rows per thread of conv_fwd (kernels/conv/conv_fwd.cu kSpan)
-UPDATE_SEQS = 2            # sequences per thread of conv_update_* (kUpdateSeqs)
-THREADS = 128              # block.x of every conv launch
+KERNEL_SPAN = 32           # rows per block of conv_fwd (grid.y = ceil(tokens / span))
+UPDATE_SEQS = 4            # sequences per thread of conv_update_* (kUpdateSeqs)
+THREADS = 128              # block.x of the forward and verify launches
+UPDATE_THREADS = 64        # block.x of the 1-token decode launch
 CHANNELS = 8               # channels per thread
 MAX_STEPS = 8              # verify tokens per sequence (kMaxSteps)
 FWD_PACK, UPDATE_PACK = 136, 120
@@ -82,8 +84,8 @@ class Profile:
     def flags(self):
         return (FLAG_SILU if self.act == "silu" else 0) | (FLAG_WEIGHT_F32 if self.weight == "f32" else 0)
 
-    def grid_x(self):
-        return -(-self.dim // (CHANNELS * THREADS))
+    def grid_x(self, threads=THREADS):
+        return -(-self.dim // (CHANNELS * threads))
 
     def head(self):
         """Interface params every op starts with: x, weight, [bias,] y."""
@@ -102,9 +104,9 @@ class Profile:
         return f
 
 
-def _launch(module, entry, size, fields, grid):
+def _launch(module, entry, size, fields, grid, threads=THREADS):
     return {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
-            "block": [THREADS, 1, 1], "grid": grid, "pdl": True,
+            "block": [threads, 1, 1], "grid": grid, "pdl": True,
             "args": [{"pack": {"size": size, "fields": fields}}]}
 
 
@@ -151,11 +153,12 @@ def update_op(p, steps=1, step_lines=False, max_seqs=None):
         fields += [{"at": 48, "param": n + 2}, {"at": 96, "i64": max_seqs}]
     verify = steps > 1 or step_lines
     per = 1 if verify else UPDATE_SEQS
-    grid = [p.grid_x(), {"ceil_div": ["seqs", per]} if per > 1 else "seqs", 1]
+    threads = THREADS if verify else UPDATE_THREADS
+    grid = [p.grid_x(threads), {"ceil_div": ["seqs", per]} if per > 1 else "seqs", 1]
     entry = f"conv_{'verify' if verify else 'update'}_sm90a_{p.dtype}_w{p.width}"
     fields.sort(key=lambda f: f["at"])
     return {"params": params, "impl": {"launches": [
-        _launch("conv_update", entry, UPDATE_PACK, fields, grid)]}}
+        _launch("conv_update", entry, UPDATE_PACK, fields, grid, threads)]}}
 
 
 MODULES = {

@@ -4,8 +4,10 @@ Owns the timing method of validation/conv/notes.md: random inputs, several input
 sets rotated so that one round touches > 120 MB (twice the 60 MB L2), CUDA events around
 each call (forward, eager, no host sync between calls) or around graph replays of K calls
 (decode: per call = replay time / K), median over many samples. Floor = (bytes read once +
-bytes written once) / 4.275 TB/s. Prints a table and appends JSONL records.
-Usage: python3 bench.py --cubins DIR --out bench.jsonl [--fla] [--variants DIR]
+bytes written once) / 4.275 TB/s; the forward also times torch's copy of the same bytes
+(x -> y) in the same process, the measured ceiling. Appends one JSONL record per case as
+it is measured, then prints a table.
+Usage: python3 bench.py --cubins DIR --out bench.jsonl [--fla] [--variants DIR] [--extra-spans 64]
 """
 import argparse
 import json
@@ -87,6 +89,8 @@ def bench_fwd(mods, use_fla, B, T, D, W=4, dtype=torch.bfloat16):
     res = {}
     for label, (mod, span, block) in mods.items():
         res[label] = safe(time_eager, lambda i: kl.fwd(mod, xs[i], w, ys[i], silu=True, span=span, block=block), nsets)
+    # The copy ceiling in the same process: the same bytes through torch's device copy.
+    res["torch_copy"] = safe(time_eager, lambda i: ys[i].copy_(xs[i]), nsets)
     if use_fla:
         from fla.modules.causal_conv1d import causal_conv1d
         res["fla"] = safe(time_eager, lambda i: causal_conv1d(xs[i], w, None, activation="silu"), nsets)
@@ -123,53 +127,61 @@ def main():
     ap.add_argument("--variants", default="")
     ap.add_argument("--meta", default="{}")
     ap.add_argument("--peer", default="fla")
-    ap.add_argument("--span", type=int, default=32, help="rows per thread of the fwd cubin")
-    ap.add_argument("--spt", type=int, default=2, help="sequences per thread of the update cubin")
-    ap.add_argument("--pdl", action="store_true", help="launch the update with PDL")
+    ap.add_argument("--span", type=int, default=32, help="rows per block of the fwd cubin")
+    ap.add_argument("--extra-spans", type=lambda v: [int(x) for x in v.split(",") if x], default=[],
+                    help="comma list: also bench the shipped fwd cubin at these spans")
+    ap.add_argument("--spt", type=int, default=4, help="sequences per thread of the update cubin")
+    ap.add_argument("--no-pdl", action="store_true", help="launch the update without PDL")
     a = ap.parse_args()
     torch.manual_seed(99)
-    fwd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_fwd.sm90a.cubin"), a.span, 128)}
-    upd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_update.sm90a.cubin"), a.spt, 128, a.pdl)}
-    if a.variants:  # files named conv_fwd_c<chunk>s<span>[...].sm90a.cubin / conv_update_s<n>.sm90a.cubin
+    ours_fwd = kl.Module(f"{a.cubins}/conv_fwd.sm90a.cubin")
+    fwd_mods = {"ours": (ours_fwd, a.span, 128)}
+    for span in a.extra_spans:  # the shipped ring takes any grid.y: other spans, same cubin
+        fwd_mods[f"ours_s{span}"] = (ours_fwd, span, 128)
+    upd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_update.sm90a.cubin"), a.spt, 64, not a.no_pdl)}
+    if a.variants:  # files named conv_fwd_<tag>_s<span>.sm90a.cubin / conv_update_s<n>.sm90a.cubin
         import glob
         import os
         import re
-        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*.sm90a.cubin")):
+        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*_s*.sm90a.cubin")):
             tag = os.path.basename(path).split(".")[0][len("conv_fwd_"):]
-            m = re.match(r"c\d+s(\d+)", tag) or re.match(r"old_r(\d+)", tag)
-            fwd_mods[tag] = (kl.Module(path), int(m.group(1)), 128)
+            fwd_mods[tag] = (kl.Module(path), int(re.search(r"_s(\d+)$", tag).group(1)), 128)
         for path in sorted(glob.glob(f"{a.variants}/conv_update_s*.sm90a.cubin")):
             tag = os.path.basename(path).split(".")[0][len("conv_update_"):]
             m = kl.Module(path)
             for blk in (64, 128):
-                for pdl in (False, True):
-                    upd_mods[f"{tag}b{blk}{'pdl' if pdl else ''}"] = (m, int(tag[1]), blk, pdl)
+                upd_mods[f"{tag}b{blk}pdl"] = (m, int(tag[1]), blk, True)
     meta = json.loads(a.meta)
-    rows = []
+    lines = []
+
+    def emit(case, nbytes, res):
+        """Append the case's record at once (a run cut short keeps what it measured)."""
+        floor = nbytes / BW * 1e6
+        ours = res["ours"]
+        peer = res.get("fla")
+        rec = dict(meta, case=case, kind="bench", ours_us=round(ours, 2), floor_us=round(floor, 2),
+                   frac_of_floor=round(floor / ours, 3))
+        if peer is not None:
+            rec.update(peer=a.peer, peer_us=round(peer, 2), speedup_vs_peer=round(peer / ours, 2))
+        var = {k: round(v, 2) for k, v in res.items() if k not in ("ours", "fla")}
+        if var:
+            rec["variants_us"] = var
+        with open(a.out, "a") as f:
+            f.write(json.dumps(rec) + "\n")
+        line = (f"{case:<44} {ours:8.2f} {peer if peer else float('nan'):8.2f} {floor:7.2f} "
+                f"{(peer / ours) if peer else float('nan'):6.2f} {100 * floor / ours:6.1f}%  "
+                + " ".join(f"{k}={v}" for k, v in var.items()))
+        print(line, flush=True)
+        lines.append(line)
+
     with torch.no_grad():
         for shape in [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]:
-            rows.append(bench_fwd(fwd_mods, a.fla, *shape))
+            emit(*bench_fwd(fwd_mods, a.fla, *shape))
             torch.cuda.empty_cache()
         for shape in [(64, 4096), (256, 8192)]:
-            rows.append(bench_update(upd_mods, a.fla, *shape))
+            emit(*bench_update(upd_mods, a.fla, *shape))
     print(f"\n{'case':<44} {'ours us':>8} {'fla us':>8} {'floor':>7} {'x fla':>6} {'floor%':>7}  variants")
-    with open(a.out, "a") as f:
-        for case, nbytes, res in rows:
-            floor = nbytes / BW * 1e6
-            ours = res["ours"]
-            peer = res.get("fla")
-            rec = dict(meta, case=case, kind="bench", ours_us=round(ours, 2), floor_us=round(floor, 2),
-                       frac_of_floor=round(floor / ours, 3))
-            if peer is not None:
-                rec.update(peer=a.peer, peer_us=round(peer, 2), speedup_vs_peer=round(peer / ours, 2))
-            var = {k: round(v, 2) for k, v in res.items() if k not in ("ours", "fla")}
-            if var:
-                rec["variants_us"] = var
-            f.write(json.dumps(rec) + "\n")
-            print(f"{case:<44} {ours:8.2f} {peer if peer else float('nan'):8.2f} {floor:7.2f} "
-                  f"{(peer / ours) if peer else float('nan'):6.2f} {100 * floor / ours:6.1f}%  "
-                  + " ".join(f"{k}={v}" for k, v in var.items()))
-
+    print("\n".join(lines))
 
 if __name__ == "__main__":
     main()

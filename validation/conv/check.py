@@ -142,7 +142,7 @@ def _case_fwd(rec, mod, use_fla, *, B, T, D, W, dtype=torch.bfloat16, wdtype=tor
 
 def _case_update(rec, mod, use_fla, *, N, D, W, steps=1, dtype=torch.bfloat16,
                 wdtype=torch.float32, bias=False, silu=True, pad_line=False, step_lines=False,
-                chain=1, block=128, spt=2, tag="", pdl=False):
+                chain=1, block=None, spt=4, tag="", pdl=False):
     line_bytes = D * (W - 1) * 2
     nl = N + 2 + (steps * N if step_lines else 0)
     pool = torch.randn(nl, D, W - 1, device="cuda").to(dtype)
@@ -203,9 +203,9 @@ def guarded(rec, fn):
     return call
 
 
-def run_all(rec, mod, use_fla, span=32, spt=2, tag="", only=None):
+def run_all(rec, mod, use_fla, span=32, spt=4, tag="", only=None, block=None):
     f = dict(span=span, tag=tag)
-    u = dict(spt=spt, tag=tag)
+    u = dict(spt=spt, tag=tag, block=block)
     skip = lambda *a, **k: None  # noqa: E731
     case_fwd = guarded(rec, _case_fwd) if only in (None, "fwd") else skip
     case_update = guarded(rec, _case_update) if only in (None, "update") else skip
@@ -215,6 +215,7 @@ def run_all(rec, mod, use_fla, span=32, spt=2, tag="", only=None):
     case_fwd(rec, mod, use_fla, B=2, T=1000, D=1024, W=4, dtype=torch.float16, bias=True, **f)
     case_fwd(rec, mod, use_fla, B=2, T=500, D=200, W=3, dtype=torch.float16, **f)
     case_fwd(rec, mod, use_fla, B=2, T=512, D=2048, W=4, xpad=32, **f)
+    case_fwd(rec, mod, use_fla, B=2, T=333, D=1536, W=4, xpad=8, bias=True, **f)
     case_fwd(rec, mod, use_fla, B=2, T=100, D=512, W=4, states=True, bias=True, **f)
     case_fwd(rec, mod, use_fla, B=3, T=2, D=256, W=4, states=True, **f)
     case_fwd(rec, mod, use_fla, B=1, T=0, D=512, W=4, lens=[1, 2, 37, 1, 259, 2, 3, 16, 17], states=True, **f)
@@ -235,31 +236,75 @@ def run_all(rec, mod, use_fla, span=32, spt=2, tag="", only=None):
     case_update(rec, mod, False, N=32, D=1024, W=4, steps=2, **u)
 
 
+class Route:
+    """Launch target: fwd entries on one module, update/verify entries on another."""
+
+    def __init__(self, fwd, upd):
+        self.fwd, self.upd = fwd, upd
+
+    def launch(self, name, *args):
+        (self.fwd if name.startswith("conv_fwd") else self.upd).launch(name, *args)
+
+
+def variant_runs(a, mod_fwd):
+    """(tag, route, kwargs of run_all) of every variant: bench cubins in --variants named
+    conv_fwd_<tag>_s<span> / conv_update_s<n> (identity cubins excluded: y = x is not a
+    conv), the shipped fwd cubin at --extra-spans. Bulk-copy cubins last: a hang there
+    (timeout) leaves every other variant's records complete."""
+    import glob
+    import os
+    import re
+    runs = [(f"ours_s{s}", lambda: Route(mod_fwd, None), dict(span=s, only="fwd"))
+            for s in a.extra_spans]
+    if a.variants:
+        for path in sorted(glob.glob(f"{a.variants}/conv_update_s*.sm90a.cubin")):
+            tag = os.path.basename(path).split(".")[0][len("conv_update_"):]
+            runs.append((f"update_{tag}b128", lambda path=path: Route(None, kl.Module(path)),
+                         dict(spt=int(tag[1]), only="update", block=128)))
+        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*_s*.sm90a.cubin")):
+            tag = os.path.basename(path).split(".")[0][len("conv_fwd_"):]
+            if tag.startswith("id_"):
+                continue
+            span = int(re.search(r"_s(\d+)$", tag).group(1))
+            runs.append((tag, lambda path=path: Route(kl.Module(path), None), dict(span=span, only="fwd")))
+    return sorted(runs, key=lambda r: "bulk" in r[0])  # stable: bulk last
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cubins", required=True)
     ap.add_argument("--out", required=True)
     ap.add_argument("--fla", action="store_true")
     ap.add_argument("--meta", default="{}")
-    ap.add_argument("--span", type=int, default=32, help="rows per thread of the fwd cubin")
-    ap.add_argument("--spt", type=int, default=2, help="sequences per thread of the update cubin")
+    ap.add_argument("--span", type=int, default=32, help="rows per block of the fwd cubin")
+    ap.add_argument("--spt", type=int, default=4, help="sequences per thread of the update cubin")
+    ap.add_argument("--block", type=int, default=None,
+                    help="block.x of the update launches (default: as the manifests launch)")
     ap.add_argument("--fwd", default="conv_fwd.sm90a.cubin", help="fwd cubin file in --cubins")
     ap.add_argument("--update", default="conv_update.sm90a.cubin", help="update cubin in --cubins")
     ap.add_argument("--only", choices=["fwd", "update"], default=None)
     ap.add_argument("--tag", default="", help="case label prefix (variants)")
+    ap.add_argument("--variants", default="", help="also check every bench variant cubin here")
+    ap.add_argument("--extra-spans", type=lambda v: [int(x) for x in v.split(",") if x], default=[],
+                    help="comma list: also check the shipped fwd cubin at these spans")
+    ap.add_argument("--passed", default="", help="append the tag of each fully passing variant here")
     a = ap.parse_args()
     torch.manual_seed(1234)
     mod_fwd = kl.Module(f"{a.cubins}/{a.fwd}") if a.only in (None, "fwd") else None
     mod_upd = kl.Module(f"{a.cubins}/{a.update}") if a.only in (None, "update") else None
-
-    class Both:  # route by entry prefix
-        def launch(self, name, *args):
-            (mod_fwd if name.startswith("conv_fwd") else mod_upd).launch(name, *args)
-
     rec = Recorder(a.out, json.loads(a.meta))
-    run_all(rec, Both(), a.fla, a.span, a.spt, a.tag, a.only)
-    print(f"{rec.count - rec.fails} passed, {rec.fails} failed")
-    sys.exit(1 if rec.fails else 0)
+    run_all(rec, Route(mod_fwd, mod_upd), a.fla, a.span, a.spt, a.tag, a.only, a.block)
+    print(f"{rec.count - rec.fails} passed, {rec.fails} failed", flush=True)
+    fails = rec.fails
+    for tag, route, kw in variant_runs(a, mod_fwd):
+        c0, f0 = rec.count, rec.fails
+        run_all(rec, route(), False, tag=f"[{tag}] ", **kw)
+        n, bad = rec.count - c0, rec.fails - f0
+        print(f"[{tag}] {n - bad} passed, {bad} failed", flush=True)
+        if bad == 0 and a.passed:
+            with open(a.passed, "a") as f:
+                f.write(tag + "\n")
+    sys.exit(1 if fails or rec.fails else 0)
 
 
 if __name__ == "__main__":

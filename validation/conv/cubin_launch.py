@@ -122,9 +122,10 @@ def fwd(mod, x, weight, y, bias=None, silu=True, init_state=None, final_state=No
 
 
 def update(mod, x, weight, y, state, lines=None, state_stride=None, bias=None, silu=True,
-           step_lines=None, block=128, seqs_per_thread=2, pdl=False):
+           step_lines=None, block=None, seqs_per_thread=4, pdl=False):
     """x, y: [N, steps, D] views. state: [N, D, W-1] (lines None) or a uint8 pool with
-    lines [N] i32 and state_stride bytes; step_lines [steps, N] i32 (verify only)."""
+    lines [N] i32 and state_stride bytes; step_lines [steps, N] i32 (verify only).
+    block None: as the manifests launch (64 for the 1-token update, 128 for verify)."""
     N, steps, D = x.shape
     W = weight.shape[1]
     assert x.stride(2) == 1 and y.stride(2) == 1 and D % 8 == 0 and 1 <= steps <= 8
@@ -136,5 +137,7 @@ def update(mod, x, weight, y, state, lines=None, state_stride=None, bias=None, s
     assert len(image) == 120
     kind = "update" if steps == 1 and step_lines is None else "verify"
     spt = seqs_per_thread if kind == "update" else 1
+    if block is None:
+        block = 64 if kind == "update" else 128
     grid = (-(-D // (CHANNELS_PER_THREAD * block)), -(-N // spt), 1)
     mod.launch(f"conv_{kind}_sm90a_{_dt(x)}_w{W}", grid, (block, 1, 1), image, pdl)

@@ -27,6 +27,11 @@ def main():
     ax.bar([x - wd for x in xs], floor, wd, label="floor (bytes / 4.275 TB/s)", color="#bbbbbb")
     ax.bar(list(xs), ours, wd, label="kernrt conv", color="#2a7ab9")
     ax.bar([x + wd for x in xs], peer, wd, label="fla (Triton)", color="#e07b39")
+    copy = [recs[c].get("variants_us", {}).get("torch_copy") for c in cases]
+    if any(copy):
+        pts = [(x, v) for x, v in zip(xs, copy) if v]
+        ax.scatter([x - wd for x, _ in pts], [v for _, v in pts], marker="_", s=500, color="black",
+                   zorder=3, label="torch copy of the same bytes (same run)")
     for x, o, p in zip(xs, ours, peer):
         if p:
             ax.text(x + wd, p, f"{p / o:.1f}x", ha="center", va="bottom", fontsize=8)
