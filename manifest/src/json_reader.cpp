@@ -5,7 +5,6 @@
 
 #include <cmath>
 #include <limits>
-#include <set>
 
 namespace kernrt::manifest::detail {
 
@@ -107,13 +106,18 @@ class StrictSax {
   bool string(std::string& v) { return put(Json(std::move(v))); }
   bool binary(Json::binary_t&) { return reject("binary values are not json text"); }
   bool start_object(std::size_t) { return open(Json::object(), true); }
+  // One map insertion per key: a key already present is a duplicate (the DOM would keep
+  // the last value silently); otherwise its value slot waits for the value.
   bool key(std::string& k) {
     Frame& f = frames_.back();
-    if (!f.keys.insert(k).second) {
-      f.key = k;
-      return reject("duplicate name `" + k + "`");
+    auto [it, inserted] = f.value->get_ref<Json::object_t&>().emplace(std::move(k), nullptr);
+    if (!inserted) {
+      duplicate_ = it->first;
+      f.key = &duplicate_;
+      return reject("duplicate name `" + duplicate_ + "`");
     }
-    f.key = std::move(k);
+    f.key = &it->first;
+    f.slot = &it->second;
     return true;
   }
   bool end_object() { return close(); }
@@ -141,8 +145,8 @@ class StrictSax {
   struct Frame {
     Json* value = nullptr;
     bool object = false;
-    std::set<std::string> keys;
-    std::string key;
+    const std::string* key = nullptr;  // objects: the key whose value comes next
+    Json* slot = nullptr;              // objects: where that value goes
   };
 
   std::string pointer() const {
@@ -150,7 +154,7 @@ class StrictSax {
     for (std::size_t i = 0; i < frames_.size(); ++i) {
       const Frame& f = frames_[i];
       if (f.object) {
-        p = json_pointer_append(p, f.key);
+        p = json_pointer_append(p, f.key ? *f.key : std::string());
       } else {
         // An outer array already holds the child being built; the innermost one does not.
         uint64_t n = f.value->size();
@@ -176,9 +180,8 @@ class StrictSax {
     }
     Frame& f = frames_.back();
     if (f.object) {
-      Json& slot = (*f.value)[f.key];
-      slot = std::move(v);
-      return &slot;
+      *f.slot = std::move(v);
+      return f.slot;
     }
     f.value->push_back(std::move(v));
     return &f.value->back();
@@ -209,6 +212,7 @@ class StrictSax {
   std::string_view text_;
   Json root_;
   std::vector<Frame> frames_;
+  std::string duplicate_;
   std::optional<Error> error_;
 };
 
@@ -288,19 +292,58 @@ const Json* Constants::find(const std::string& name) const {
   return it == values_.end() ? nullptr : &it->second;
 }
 
-void Node::expect_object(const char* what) const {
-  if (!j_->is_object()) fail(path_, std::string("expected ") + what + " object, found " + describe(*j_));
+namespace {
+
+// Depth-first search for `target` below `j`; appends the reference tokens on the way back.
+bool find_pointer(const Json& j, const Json* target, std::string* out) {
+  if (&j == target) return true;
+  if (j.is_object()) {
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      std::string below;
+      if (find_pointer(*it, target, &below)) {
+        *out = json_pointer_append(std::string(), it.key()) + below;
+        return true;
+      }
+    }
+  } else if (j.is_array()) {
+    uint64_t i = 0;
+    for (const Json& v : j) {
+      std::string below;
+      if (find_pointer(v, target, &below)) {
+        *out = json_pointer_append(std::string(), i) + below;
+        return true;
+      }
+      ++i;
+    }
+  }
+  return false;
 }
 
-void Node::allow_keys(std::initializer_list<const char*> allowed) const {
+}  // namespace
+
+std::string Node::path() const {
+  std::string p;
+  find_pointer(*root_, at_, &p);
+  return p;
+}
+
+void Node::expect_object(const char* what) const {
+  if (!j_->is_object()) fail(path(), std::string("expected ") + what + " object, found " + describe(*j_));
+}
+
+void Node::allow_keys(std::initializer_list<std::string_view> allowed) const {
   for (auto it = j_->begin(); it != j_->end(); ++it) {
+    const std::string& key = it.key();
     bool ok = false;
-    for (const char* k : allowed) ok = ok || it.key() == k;
+    for (std::string_view k : allowed) ok = ok || key == k;  // sizes first, then bytes
     if (!ok) {
       std::string expected;
-      for (const char* k : allowed) expected += std::string(expected.empty() ? "`" : ", `") + k + "`";
-      fail(json_pointer_append(path_, it.key()),
-           "unknown field `" + it.key() + "`, expected " + (allowed.size() == 1 ? "" : "one of ") + expected);
+      for (std::string_view k : allowed) {
+        expected += expected.empty() ? "`" : ", `";
+        expected.append(k.data(), k.size()) += "`";
+      }
+      fail(json_pointer_append(path(), key),
+           "unknown field `" + key + "`, expected " + (allowed.size() == 1 ? "" : "one of ") + expected);
     }
   }
 }
@@ -309,14 +352,14 @@ bool Node::has(const char* key) const { return j_->is_object() && j_->contains(k
 
 Node Node::at(const char* key) const {
   auto it = j_->find(key);
-  if (it == j_->end()) fail(path_, std::string("missing field `") + key + "`");
-  return Node(*it, json_pointer_append(path_, key), constants_);
+  if (it == j_->end()) fail(path(), std::string("missing field `") + key + "`");
+  return child(*it);
 }
 
 std::optional<Node> Node::get(const char* key) const {
   auto it = j_->find(key);
   if (it == j_->end()) return std::nullopt;
-  return Node(*it, json_pointer_append(path_, key), constants_);
+  return child(*it);
 }
 
 std::vector<std::string> Node::keys() const {
@@ -327,37 +370,36 @@ std::vector<std::string> Node::keys() const {
 }
 
 std::vector<std::pair<std::string, Node>> Node::entries(const char* what) const {
-  if (!j_->is_object()) fail(path_, std::string("expected an object of ") + what + ", found " + describe(*j_));
+  if (!j_->is_object()) fail(path(), std::string("expected an object of ") + what + ", found " + describe(*j_));
   std::vector<std::pair<std::string, Node>> out;
-  for (auto it = j_->begin(); it != j_->end(); ++it) {
-    out.emplace_back(it.key(), Node(*it, json_pointer_append(path_, it.key()), constants_));
-  }
+  out.reserve(j_->size());
+  for (auto it = j_->begin(); it != j_->end(); ++it) out.emplace_back(it.key(), child(*it));
   return out;
 }
 
 std::vector<Node> Node::items(const char* what) const {
-  if (!j_->is_array()) fail(path_, std::string("expected an array of ") + what + ", found " + describe(*j_));
+  if (!j_->is_array()) fail(path(), std::string("expected an array of ") + what + ", found " + describe(*j_));
   std::vector<Node> out;
-  uint64_t i = 0;
-  for (const Json& v : *j_) out.emplace_back(v, json_pointer_append(path_, i++), constants_);
+  out.reserve(j_->size());
+  for (const Json& v : *j_) out.push_back(child(v));
   return out;
 }
 
 std::vector<Node> Node::items_exactly(std::size_t n, const char* what) const {
   std::vector<Node> out = items(what);
   if (out.size() != n) {
-    fail(path_, "expected " + std::to_string(n) + " " + what + ", found " + std::to_string(out.size()));
+    fail(path(), "expected " + std::to_string(n) + " " + what + ", found " + std::to_string(out.size()));
   }
   return out;
 }
 
 std::string Node::str() const {
-  if (!j_->is_string()) fail(path_, "expected a string, found " + describe(*j_));
+  if (!j_->is_string()) fail(path(), "expected a string, found " + describe(*j_));
   return j_->get<std::string>();
 }
 
 bool Node::boolean() const {
-  if (!j_->is_boolean()) fail(path_, "expected a boolean, found " + describe(*j_));
+  if (!j_->is_boolean()) fail(path(), "expected a boolean, found " + describe(*j_));
   return j_->get<bool>();
 }
 
@@ -372,7 +414,7 @@ Node Node::resolved_number() const {
   if (j_->is_string() && constants_ && constants_->declared()) {
     std::string name = j_->get<std::string>();
     const Json* c = constants_->find(name);
-    if (!c) fail(path_, "undefined constant `" + name + "`");
+    if (!c) fail(path(), "undefined constant `" + name + "`");
     return with_json(*c);
   }
   return *this;  // a non-number fails in the caller's kind check with its range
@@ -380,35 +422,43 @@ Node Node::resolved_number() const {
 
 namespace {
 
-// Checks an integer against [lo, hi] before any conversion.
+// Checks an integer against [lo, hi] before any conversion. The message is built only on
+// failure: this runs for every number of a manifest.
+[[noreturn]] void out_of_range(const Node& n, const std::string& range, bool is_number) {
+  fail(n.path(), "expected " + range + ", found " + (is_number ? n.json().dump() : describe(n.json())));
+}
+
+std::string signed_range(int64_t lo, int64_t hi, const char* type) {
+  return std::string(type) + " (" + std::to_string(lo) + ".." + std::to_string(hi) + ")";
+}
+
 int64_t signed_in(const Node& n, int64_t lo, int64_t hi, const char* type) {
   const Json& j = n.json();
-  std::string range = std::string(type) + " (" + std::to_string(lo) + ".." + std::to_string(hi) + ")";
   if (j.type() == Json::value_t::number_unsigned) {
     uint64_t v = j.get<uint64_t>();
-    if (v > static_cast<uint64_t>(hi)) fail(n.path(), "expected " + range + ", found " + j.dump());
+    if (v > static_cast<uint64_t>(hi)) out_of_range(n, signed_range(lo, hi, type), true);
     return static_cast<int64_t>(v);
   }
   if (j.type() == Json::value_t::number_integer) {
     int64_t v = j.get<int64_t>();
-    if (v < lo || v > hi) fail(n.path(), "expected " + range + ", found " + j.dump());
+    if (v < lo || v > hi) out_of_range(n, signed_range(lo, hi, type), true);
     return v;
   }
-  fail(n.path(), "expected " + range + ", found " + describe(j));
+  out_of_range(n, signed_range(lo, hi, type), false);
 }
 
 uint64_t unsigned_in(const Node& n, uint64_t hi, const char* type) {
   const Json& j = n.json();
-  std::string range = std::string(type) + " (0.." + std::to_string(hi) + ")";
+  auto range = [&] { return std::string(type) + " (0.." + std::to_string(hi) + ")"; };
   if (j.type() == Json::value_t::number_unsigned) {
     uint64_t v = j.get<uint64_t>();
-    if (v > hi) fail(n.path(), "expected " + range + ", found " + j.dump());
+    if (v > hi) out_of_range(n, range(), true);
     return v;
   }
   if (j.type() == Json::value_t::number_integer && j.get<int64_t>() >= 0) {
     return static_cast<uint64_t>(j.get<int64_t>());  // "-0" reads as a signed zero
   }
-  fail(n.path(), "expected " + range + ", found " + describe(j));
+  out_of_range(n, range(), false);
 }
 
 }  // namespace
@@ -433,14 +483,14 @@ int64_t Node::i64() const {
 
 double Node::number() const {
   Node n = resolved_number();
-  if (!n.json().is_number()) fail(path_, "expected a number, found " + describe(n.json()));
+  if (!n.json().is_number()) fail(path(), "expected a number, found " + describe(n.json()));
   return n.json().get<double>();
 }
 
 double Node::f32() const {
   double v = number();
   if (std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max())) {
-    fail(path_, "expected an f32, found " + j_->dump() + " (out of f32 range)");
+    fail(path(), "expected an f32, found " + j_->dump() + " (out of f32 range)");
   }
   return v;
 }

@@ -18,12 +18,16 @@ std::string pick_form(const Node& n, std::initializer_list<const char*> forms, c
     fail(n.path(), std::string("expected ") + what + " object (one of " + expected + "), found " +
                        describe(n.json()));
   }
-  std::string found;
+  // Walk the object's few keys rather than looking every form up in it.
+  const char* found = nullptr;
   int count = 0;
-  for (const char* f : forms) {
-    if (n.has(f)) {
-      found = f;
-      ++count;
+  for (auto it = n.json().begin(); it != n.json().end(); ++it) {
+    const std::string& key = it.key();
+    for (const char* f : forms) {
+      if (key == std::string_view(f)) {
+        found = f;
+        ++count;
+      }
     }
   }
   if (count == 1) return found;
@@ -209,13 +213,13 @@ std::map<std::string, T> parse_map(const Node& n, const char* what, F parse_one)
 Manifest parse_manifest_json(const Json& root) {
   if (!root.is_object()) fail("", "expected a manifest object, found " + describe(root));
   Constants constants = Constants::from_root(root);
-  Node n(root, "", &constants);
+  Node n(root, &constants);
   n.allow_keys({"schema_version", "model", "constants", "topology", "vars", "states", "buffers",
                 "modules", "ops", "programs"});
   Manifest m;
   // schema_version is the format discriminator: never a constant.
   Node version = n.at("schema_version");
-  m.schema_version = Node(version.json(), version.path(), nullptr).u32();
+  m.schema_version = version.without_constants().u32();
   m.model = n.at("model").str();
   if (auto v = n.get("topology")) m.topology = parse_topology(*v);
   if (auto v = n.get("vars")) m.vars = parse_map<Var>(*v, "vars", parse_var);
@@ -229,7 +233,7 @@ Manifest parse_manifest_json(const Json& root) {
 
 Fragment parse_fragment_json(const Json& root) {
   if (!root.is_object()) fail("", "expected a fragment object, found " + describe(root));
-  Node n(root, "", nullptr);
+  Node n(root, nullptr);
   n.allow_keys({"modules", "ops"});
   Fragment f;
   f.modules = parse_map<Module>(n.at("modules"), "modules", parse_module);
@@ -269,7 +273,7 @@ Result<Fragment> parse_fragment(std::string_view text) {
 
 Result<Call> parse_call(std::string_view text) {
   return run_parse<Call>(text, [](const detail::Json& root) {
-    return detail::parse_call(detail::Node(root, "", nullptr));
+    return detail::parse_call(detail::Node(root, nullptr));
   });
 }
 
