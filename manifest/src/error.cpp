@@ -2,6 +2,8 @@
 // error ("/path: message", "L:C: message", "message"); it does not decide wording.
 #include "kernrt/manifest/error.hpp"
 
+#include <charconv>
+
 namespace kernrt {
 
 const char* to_string(ErrorKind kind) {
@@ -25,9 +27,12 @@ std::string Error::to_string() const {
 }
 
 std::string json_pointer_append(const std::string& pointer, const std::string& token) {
-  std::string out = pointer;
+  std::string out;
   out.reserve(pointer.size() + token.size() + 1);
-  out.push_back('/');
+  out.append(pointer).push_back('/');
+  bool plain = true;
+  for (char c : token) plain = plain && c != '~' && c != '/';
+  if (plain) return out.append(token);  // the common case: nothing to escape
   for (char c : token) {
     if (c == '~') {
       out += "~0";
@@ -41,7 +46,12 @@ std::string json_pointer_append(const std::string& pointer, const std::string& t
 }
 
 std::string json_pointer_append(const std::string& pointer, uint64_t index) {
-  return pointer + "/" + std::to_string(index);
+  char digits[24];
+  char* end = std::to_chars(digits, digits + sizeof digits, index).ptr;
+  std::string out;
+  out.reserve(pointer.size() + 1 + static_cast<std::size_t>(end - digits));
+  out.append(pointer).push_back('/');
+  return out.append(digits, end);
 }
 
 }  // namespace kernrt
