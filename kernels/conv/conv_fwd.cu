@@ -152,11 +152,7 @@ __device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, con
 #if KERNRT_CONV_IDENTITY
     out[c] = cur[c];
 #else
-    float z = k.b[c];
-#pragma unroll
-    for (int j = 0; j < S; ++j) z = fmaf(k.w[j][c], k.win[j][c], z);
-    z = fmaf(k.w[S][c], cur[c], z);
-    out[c] = act_fwd(z, k.silu);
+    out[c] = act_fwd(conv_dot<W>(k.w, k.win, cur, k.b, c), k.silu);
 #endif
   }
   st_cs_v4(y + static_cast<int64_t>(t) * p.y_stride_tok, pack8(tag, out));

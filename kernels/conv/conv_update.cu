@@ -90,11 +90,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
         unpack8(tag, xv[k][t], cur);
 #pragma unroll
         for (int c = 0; c < 8; ++c) {
-          float z = b[c];
-#pragma unroll
-          for (int j = 0; j < S; ++j) z = fmaf(w[j][c], win[j][c], z);
-          z = fmaf(w[S][c], cur[c], z);
-          out[c] = activate(z, silu);
+          out[c] = activate(conv_dot<W>(w, win, cur, b, c), silu);
         }
         st_cs_v4(y + t * p.y_stride_tok, pack8(tag, out));
 #pragma unroll

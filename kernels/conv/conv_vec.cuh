@@ -182,6 +182,21 @@ __device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// z = bias + sum_j w[j] x~[j] for channel c, in one fixed order: the products oldest input
+// first (w[0] * x~[0], then one fma per newer input, the current row's last), the bias added
+// after the sum, all in fp32. The same order as fla's Triton kernels (sum of the W products,
+// then `+ bias`), so both round alike; the bias first would flip the last bit of a few outputs.
+template <int W>
+__device__ __forceinline__ float conv_dot(const float (&w)[W][8], const float (&win)[W - 1][8],
+                                          const float (&cur)[8], const float (&b)[8], int c) {
+  static_assert(W >= 2, "one window slot at least");
+  float z = w[0][c] * win[0][c];
+#pragma unroll
+  for (int j = 1; j < W - 1; ++j) z = fmaf(w[j][c], win[j][c], z);
+  z = fmaf(w[W - 1][c], cur[c], z);
+  return z + b[c];
+}
+
 // y = act(z): silu(z) = z / (1 + e^-z) with the fast exp and division (--use_fast_math).
 __device__ __forceinline__ float activate(float z, bool silu) {
   return silu ? __fdividef(z, 1.f + __expf(-z)) : z;

@@ -1,27 +1,25 @@
 #!/usr/bin/env bash
 # Device script of the conv family (run on the lent H200 through the `run` tool, from the
 # repository root, with `.peer/conv` carried). In this order, each step under a share of a
-# fixed time budget (BUDGET seconds, default 255) so the run ends inside the call's limit:
-#   1. the carried cubins: sha256 of each against the pins in the carried example manifests
-#      (built here by the cmake build; validation/conv/notes.md says how), SASS summary;
-#   2. check.py: every case on the shipped cubins with fla as the peer, then every bench
-#      variant (fwd variants, the shipped fwd at other spans, update variants), bulk-copy
-#      variants last; the tags of fully passing variants go to /tmp/conv-passed;
+# fixed time budget (BUDGET seconds, default 235) so the run ends inside the call's limit:
+#   1. the carried cubins: built from exactly these sources (the sha256 of every
+#      kernels/conv file against cubins/SOURCES.sha256, written by the host build) and
+#      pinned in the carried example manifests (sha256 of each cubin); SASS summary;
+#   2. check.py: every case (forward, update, verify) on the shipped cubins with fla as the
+#      peer, fla pinned to one config per kernel (no autotune: one compile per shape);
+#      with VARIANTS=1 also every bench variant (fwd variants, other spans, update variants);
 #   3. program_io: the pinned examples over the shipped cubins, eager and --graph;
-#   4. bench.py: ours vs fla vs floor vs the torch copy of the same bytes, with the
-#      identity cubins (y = x over the conv's access pattern) and only the variants that
-#      passed step 2;
+#   4. bench.py: ours vs fla (autotuned) vs floor vs the torch copy of the same bytes; with
+#      VARIANTS=1 also the identity cubins and the variants that passed step 2;
 #   5. the PNG plot, and fla's Triton cache as $OUT/triton_cache.tgz.
-# fla compiles and autotunes a Triton kernel for every new case on a fresh machine (about
-# 10 s a case in run 3, which cut step 2 short): copy the returned triton_cache.tgz to
-# .peer/conv/ and the next run starts from it.
-# Everything lands in $OUT (8 files). Usage: COMMIT=<sha> bash tools/device/conv.sh
+# Everything lands in $OUT (8 files). Usage: COMMIT=<sha> [VARIANTS=1] bash tools/device/conv.sh
 set -o pipefail
 OUT=${OUT:-/tmp/conv-out}
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 T0=$SECONDS
-BUDGET=${BUDGET:-255}
+BUDGET=${BUDGET:-235}
+VARIANTS=${VARIANTS:-0}
 # lim WANT RESERVE: WANT seconds, or what is left after RESERVE more seconds of later steps.
 lim() {
   local l=$((BUDGET - (SECONDS - T0) - $2))
@@ -41,13 +39,15 @@ CUB=.peer/conv/cubins
 VAR=.peer/conv/variants
 PIO=.peer/conv/program_io
 
-# 1. cubins: the pinned manifests must name exactly these files.
+# 1. cubins: built from these sources, and the pinned manifests must name exactly these files.
+(cd kernels/conv && sha256sum -c --quiet ../../$CUB/SOURCES.sha256) \
+  && echo "cubin sources: match kernels/conv" || echo "cubin sources: STALE (cubins not built from kernels/conv)"
 { for c in $CUB/*.cubin; do
     h=$(sha256sum "$c" | cut -c1-64)
     grep -l "$h" .peer/conv/manifests/*.json >/dev/null && echo "pinned $h $(basename "$c")" \
       || echo "NOT PINNED $(basename "$c")"
   done
-  for c in $CUB/*.cubin $VAR/*.cubin; do
+  for c in $CUB/*.cubin $([ "$VARIANTS" = 1 ] && echo $VAR/*.cubin); do
     echo "== $(basename "$c")"; cuobjdump -res-usage "$c" | grep -E "Function|REG" | paste - - | \
       sed -E 's/.*Function ([a-z0-9_]+).*REG:([0-9]+).*SHARED:([0-9]+).*/\1 REG \2 SHARED \3/'
   done
@@ -58,14 +58,15 @@ grep -E "PINNED|pinned" "$OUT/sass.txt"
 
 # 2. correctness, shipped then variants.
 rm -f /tmp/conv-passed
-timeout $(lim 185 65) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
-  --meta "$META" --variants $VAR --extra-spans 64,128 --passed /tmp/conv-passed \
-  2>&1 | tee "$OUT/check.log" | grep -E "FAIL|passed|Error|error"
+VARGS=""
+[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans 64,128 --passed /tmp/conv-passed"
+timeout $(lim 140 90) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
+  --meta "$META" $VARGS 2>&1 | tee "$OUT/check.log" | grep -E "FAIL|passed|Error|error|single config"
 echo "check rc=$? after $((SECONDS - T0)) s; passing variants: $(tr '\n' ' ' 2>/dev/null < /tmp/conv-passed)"
 
 # 3. program_io over the shipped cubins.
 if [ -x $PIO/program_io ]; then
-  LD_LIBRARY_PATH=$PIO/lib:${LD_LIBRARY_PATH:-} PATH=$PIO:$PATH timeout $(lim 30 40) python3 \
+  LD_LIBRARY_PATH=$PIO/lib:${LD_LIBRARY_PATH:-} PATH=$PIO:$PATH timeout $(lim 30 60) python3 \
     examples/conv/run_examples.py --program-io $PIO/program_io --cubins $CUB \
     --manifests .peer/conv/manifests --work /tmp/pio --jsonl "$OUT/check.jsonl" --meta "$META" \
     2>&1 | tee "$OUT/program_io.log" | tail -8
@@ -74,7 +75,7 @@ fi
 
 # 4. bench: identity cubins always, other variants only when they passed.
 rm -rf /tmp/benchvar && mkdir -p /tmp/benchvar
-cp $VAR/conv_fwd_id_*.sm90a.cubin /tmp/benchvar/ 2>/dev/null
+[ "$VARIANTS" = 1 ] && cp $VAR/conv_fwd_id_*.sm90a.cubin /tmp/benchvar/ 2>/dev/null
 SPANS=""
 for t in $(cat /tmp/conv-passed 2>/dev/null); do
   case $t in
@@ -83,7 +84,7 @@ for t in $(cat /tmp/conv-passed 2>/dev/null); do
     *) cp $VAR/conv_fwd_$t.sm90a.cubin /tmp/benchvar/ ;;
   esac
 done
-timeout $(lim 150 5) python3 validation/conv/bench.py --cubins $CUB --out "$OUT/bench.jsonl" --fla \
+timeout $(lim 130 5) python3 validation/conv/bench.py --cubins $CUB --out "$OUT/bench.jsonl" --fla \
   --variants /tmp/benchvar --extra-spans "${SPANS#,}" --peer "fla $FLAVER" --meta "$META" \
   2>&1 | tee "$OUT/bench.log" | tail -9
 echo "bench rc=$? after $((SECONDS - T0)) s"
