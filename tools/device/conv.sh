@@ -7,7 +7,8 @@
 #      pinned in the carried example manifests (sha256 of each cubin); SASS summary;
 #   2. check.py: every case (forward, update, verify) on the shipped cubins with fla as the
 #      peer, fla pinned to one config per kernel (no autotune: one compile per shape);
-#      with VARIANTS=1 also every bench variant (fwd variants, other spans, update variants);
+#      with VARIANTS=1 also every variant cubin carried in variants/ and the shipped fwd at
+#      spans 64 and 128, each against fla too (the register walk first: the fallback default);
 #   3. program_io: the pinned examples over the shipped cubins, eager and --graph;
 #   4. bench.py: ours vs fla (autotuned) vs floor vs the torch copy of the same bytes; with
 #      VARIANTS=1 also the identity cubins and the variants that passed step 2;
@@ -59,7 +60,7 @@ grep -E "PINNED|pinned" "$OUT/sass.txt"
 # 2. correctness, shipped then variants.
 rm -f /tmp/conv-passed
 VARGS=""
-[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans 64,128 --passed /tmp/conv-passed"
+[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans 64,128 --passed /tmp/conv-passed --variant-peer"
 timeout $(lim 140 90) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
   --meta "$META" $VARGS 2>&1 | tee "$OUT/check.log" | grep -E "FAIL|passed|Error|error|single config"
 echo "check rc=$? after $((SECONDS - T0)) s; passing variants: $(tr '\n' ' ' 2>/dev/null < /tmp/conv-passed)"
@@ -73,7 +74,7 @@ if [ -x $PIO/program_io ]; then
   echo "program_io rc=$? after $((SECONDS - T0)) s"
 fi
 
-# 4. bench: identity cubins always, other variants only when they passed.
+# 4. bench: with VARIANTS=1 the identity cubins, and the variants that passed step 2.
 rm -rf /tmp/benchvar && mkdir -p /tmp/benchvar
 [ "$VARIANTS" = 1 ] && cp $VAR/conv_fwd_id_*.sm90a.cubin /tmp/benchvar/ 2>/dev/null
 SPANS=""

@@ -298,7 +298,8 @@ def variant_runs(a, mod_fwd):
                 continue
             span = int(re.search(r"_s(\d+)$", tag).group(1))
             runs.append((tag, lambda path=path: Route(kl.Module(path), None), dict(span=span, only="fwd")))
-    return sorted(runs, key=lambda r: "bulk" in r[0])  # stable: bulk last
+    # stable: the register walk first (the fallback default), bulk last
+    return sorted(runs, key=lambda r: ("bulk" in r[0], not r[0].startswith("regs")))
 
 
 def main():
@@ -319,6 +320,8 @@ def main():
     ap.add_argument("--extra-spans", type=lambda v: [int(x) for x in v.split(",") if x], default=[],
                     help="comma list: also check the shipped fwd cubin at these spans")
     ap.add_argument("--passed", default="", help="append the tag of each fully passing variant here")
+    ap.add_argument("--variant-peer", action="store_true",
+                    help="with --fla: gate the variants against fla too (default: the 1e-3 gate only)")
     ap.add_argument("--fla-autotune", action="store_true",
                     help="let fla autotune every kernel (default: its first config, see fla_single_config)")
     a = ap.parse_args()
@@ -335,7 +338,7 @@ def main():
     fails = rec.fails
     for tag, route, kw in variant_runs(a, mod_fwd):
         c0, f0 = rec.count, rec.fails
-        run_all(rec, route(), False, tag=f"[{tag}] ", **kw)
+        run_all(rec, route(), a.fla and a.variant_peer, tag=f"[{tag}] ", **kw)
         n, bad = rec.count - c0, rec.fails - f0
         print(f"[{tag}] {n - bad} passed, {bad} failed", flush=True)
         if bad == 0 and a.passed:
