@@ -6,7 +6,8 @@
 #      kernels/conv file against cubins/SOURCES.sha256, written by the host build) and
 #      pinned in the carried example manifests (sha256 of each cubin); SASS summary;
 #   2. check.py: every case (forward, update, verify) on the shipped cubins with fla as the
-#      peer, fla pinned to one config per kernel (no autotune: one compile per shape);
+#      peer, fla's forward on one config (no autotune: one compile per shape), its update
+#      kernel autotuned (its W-tap sum follows the config, validation/conv/notes.md run 4);
 #      with VARIANTS=1 also every variant cubin carried in variants/ and the shipped fwd at
 #      spans 64 and 128, each against fla too (the register walk first: the fallback default);
 #   3. program_io: the pinned examples over the shipped cubins, eager and --graph;
