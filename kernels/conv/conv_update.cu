@@ -24,7 +24,45 @@
 #define KERNRT_CONV_UPDATE_SEQS 4
 #endif
 
+#ifndef KERNRT_CONV_UPDATE_ORDER  // tap-sum order, see dot_update (variants only: 1, 2)
+#define KERNRT_CONV_UPDATE_ORDER 0
+#endif
+
 namespace kernrt_conv {
+
+// z for one channel of a decode step. Order 0 (shipped): conv_dot's chain, oldest tap first.
+// Orders 1 and 2 (variants, not yet run on a device) follow fla 0.6.0's update kernel
+// (validation/conv/notes.md, run 4): its `tl.sum` over the taps (padded to 4, or 2 for W 2)
+// is a butterfly across lanes, lane i computing fma(x_i, w_i, x_{i^2} w_{i^2}) and adding its
+// neighbour's; the lanes of a channel round differently and all store y, so order 1 takes
+// the value of lanes {0, 1} and order 2 that of lanes {2, 3} (W 2: lane 0 or lane 1).
+// Products are __fmul_rn and sums __fadd_rn so that nothing is contracted into an fma.
+template <int W>
+__device__ __forceinline__ float dot_update(const float (&w)[W][8], const float (&win)[W - 1][8],
+                                            const float (&cur)[8], const float (&b)[8], int c) {
+#if KERNRT_CONV_UPDATE_ORDER == 0
+  return conv_dot<W>(w, win, cur, b, c);
+#else
+  constexpr bool kHigh = KERNRT_CONV_UPDATE_ORDER == 2;
+  float x[4], v[4];  // taps oldest first, the current token last, zero padded
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    x[j] = j < W - 1 ? win[j < W - 1 ? j : 0][c] : j == W - 1 ? cur[c] : 0.f;
+    v[j] = j < W ? w[j < W ? j : 0][c] : 0.f;
+  }
+  float z;
+  if (W == 2) {
+    const int i = kHigh ? 1 : 0;
+    z = fmaf(x[i], v[i], __fmul_rn(x[1 - i], v[1 - i]));
+  } else {
+    const int i = kHigh ? 2 : 0;  // lanes i and i + 1 of the butterfly
+    const float si = fmaf(x[i], v[i], __fmul_rn(x[i ^ 2], v[i ^ 2]));
+    const float sn = fmaf(x[i + 1], v[i + 1], __fmul_rn(x[(i + 1) ^ 2], v[(i + 1) ^ 2]));
+    z = __fadd_rn(si, sn);
+  }
+  return __fadd_rn(z, b[c]);
+#endif
+}
 
 constexpr int kUpdateSeqs = KERNRT_CONV_UPDATE_SEQS;  // sequences per thread, 1-token entries
 constexpr int kVerifySeqs = 1;                         // sequences per thread, verify entries
@@ -90,7 +128,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
         unpack8(tag, xv[k][t], cur);
 #pragma unroll
         for (int c = 0; c < 8; ++c) {
-          out[c] = activate(conv_dot<W>(w, win, cur, b, c), silu);
+          out[c] = activate(dot_update<W>(w, win, cur, b, c), silu);
         }
         st_cs_v4(y + t * p.y_stride_tok, pack8(tag, out));
 #pragma unroll

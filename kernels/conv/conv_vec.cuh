@@ -184,8 +184,8 @@ __device__ __forceinline__ void pdl_launch_dependents() {
 
 // z = bias + sum_j w[j] x~[j] for channel c, in one fixed order: the products oldest input
 // first (w[0] * x~[0], then one fma per newer input, the current row's last), the bias added
-// after the sum, all in fp32. The same order as fla's Triton kernels (sum of the W products,
-// then `+ bias`), so both round alike; the bias first would flip the last bit of a few outputs.
+// after the sum, all in fp32: the order of fla's Triton forward (the W products, then `+ bias`),
+// so both round alike (fla's update sums its taps across lanes: validation/conv/notes.md run 4).
 template <int W>
 __device__ __forceinline__ float conv_dot(const float (&w)[W][8], const float (&win)[W - 1][8],
                                           const float (&cur)[8], const float (&b)[8], int c) {

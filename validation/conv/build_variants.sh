@@ -2,7 +2,7 @@
 # Builds the bench/check variant cubins of the conv kernels into DIR (default
 # .peer/conv/variants) with the pinned nvcc flags of cmake/cubin.cmake plus one -D set each.
 # Names: conv_fwd_<tag>_s<span>.sm90a.cubin (span = the grid.y span the harness launches
-# with) and conv_update_s<n>.sm90a.cubin; `id_*` cubins compute y = x over the forward's
+# with) and conv_update_s<n>[o<order>].sm90a.cubin; `id_*` cubins compute y = x over the forward's
 # access pattern (the copy ceiling of that pattern) and are benched, never checked.
 # Does not build the shipped cubins (the cmake build does) or anything for sm_100a.
 # Usage: bash validation/conv/build_variants.sh [DIR]
@@ -27,6 +27,10 @@ fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
 fwd id_regs_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_FWD_KERNEL=0
 for n in 1 2 4; do
   "$NVCC" $FLAGS -DKERNRT_CONV_UPDATE_SEQS=$n -o "$DIR/conv_update_s$n.sm90a.cubin" \
+    kernels/conv/conv_update.cu
+done
+for o in 1 2; do  # fla's cross-lane tap-sum order (conv_update.cu dot_update), 4 seqs/thread
+  "$NVCC" $FLAGS -DKERNRT_CONV_UPDATE_ORDER=$o -o "$DIR/conv_update_s4o$o.sm90a.cubin" \
     kernels/conv/conv_update.cu
 done
 ls -l "$DIR"
