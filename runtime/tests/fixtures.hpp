@@ -13,6 +13,8 @@
 
 #include "kernrt/manifest/parse.hpp"
 #include "kernrt/manifest/verify.hpp"
+#include "lower.hpp"
+#include "memory.hpp"
 #include "tensormap.hpp"
 
 namespace kernrt::testing {
@@ -45,6 +47,25 @@ inline std::string all_messages(const Errors& errors) {
   std::string s;
   for (const auto& e : errors) s += e.to_string() + "\n";
   return s;
+}
+
+// Fake device addresses for a memory plan: every allocation 256-byte aligned, in name
+// order, with a gap after each so an overrun lands outside every other region.
+inline rt::Allocations fake_allocations(const rt::MemoryPlan& plan, uint64_t base = 0x7f0000000000,
+                                        uint64_t gap = 256) {
+  rt::Allocations a;
+  uint64_t next = base;
+  auto take = [&](uint64_t bytes) {
+    rt::Region r{next, bytes};
+    next += (bytes + 255) / 256 * 256 + gap;
+    return r;
+  };
+  for (const auto& [n, b] : plan.buffers) a.buffers[n] = take(b);
+  for (const auto& [n, b] : plan.states) a.states[n] = take(b);
+  for (const auto& [op, s] : plan.scratch) {
+    for (const auto& [n, b] : s) a.scratch[op][n] = take(b);
+  }
+  return a;
 }
 
 // A fresh directory under the system temp dir, removed at scope exit.

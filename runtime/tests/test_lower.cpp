@@ -14,19 +14,7 @@ namespace kernrt {
 namespace {
 
 rt::Allocations fake(const rt::MemoryPlan& plan) {
-  rt::Allocations a;
-  uint64_t next = 0x100000000;
-  auto take = [&](uint64_t bytes) {
-    rt::Region r{next, bytes};
-    next += (bytes + 255) / 256 * 256 + 4096;
-    return r;
-  };
-  for (const auto& [n, b] : plan.buffers) a.buffers[n] = take(b);
-  for (const auto& [n, b] : plan.states) a.states[n] = take(b);
-  for (const auto& [op, s] : plan.scratch) {
-    for (const auto& [n, b] : s) a.scratch[op][n] = take(b);
-  }
-  return a;
+  return testing::fake_allocations(plan, 0x100000000, 4096);
 }
 
 std::vector<std::string> shipped() {

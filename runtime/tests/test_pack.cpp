@@ -14,23 +14,6 @@
 namespace kernrt {
 namespace {
 
-// Fake device addresses: every allocation 256-byte aligned, in name order.
-rt::Allocations fake_allocations(const rt::MemoryPlan& plan) {
-  rt::Allocations a;
-  uint64_t next = 0x7f0000000000;
-  auto take = [&](uint64_t bytes) {
-    rt::Region r{next, bytes};
-    next += (bytes + 255) / 256 * 256 + 256;
-    return r;
-  };
-  for (const auto& [n, b] : plan.buffers) a.buffers[n] = take(b);
-  for (const auto& [n, b] : plan.states) a.states[n] = take(b);
-  for (const auto& [op, s] : plan.scratch) {
-    for (const auto& [n, b] : s) a.scratch[op][n] = take(b);
-  }
-  return a;
-}
-
 uint64_t load_le(const uint8_t* p, int width) {
   uint64_t v = 0;
   for (int i = width - 1; i >= 0; --i) v = (v << 8) | p[i];
@@ -43,7 +26,7 @@ class DecodePack : public ::testing::Test {
     m = testing::parse_file(testing::source_path("examples/decode.json"));
     auto plan = rt::plan_memory(m, 0, 0);
     ASSERT_TRUE(plan) << testing::all_messages(plan.errors);
-    alloc = fake_allocations(*plan.value);
+    alloc = testing::fake_allocations(*plan.value);
     auto lowered = rt::lower(m, alloc, encoder);
     ASSERT_TRUE(lowered) << testing::all_messages(lowered.errors);
     low = std::move(*lowered.value);
