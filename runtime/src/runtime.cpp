@@ -80,14 +80,26 @@ std::optional<Error> Runtime::write_buffer(const std::string& buffer, const void
 
 std::optional<Error> Runtime::write_state(const std::string& state, const void* data,
                                           size_t bytes) {
+  return write_state_at(state, 0, data, bytes);
+}
+
+std::optional<Error> Runtime::write_state_at(const std::string& state, uint64_t offset,
+                                             const void* data, size_t bytes) {
   Impl& im = *impl_;
   const std::string path = json_pointer_append("/states", state);
   auto s = im.alloc.states.find(state);
   if (s == im.alloc.states.end()) return caller(path, "unknown state `" + state + "`");
-  if (auto e = rt::check_write("state", state, path, s->second.bytes, 1, bytes, data)) return e;
+  if (offset > s->second.bytes) {
+    return caller(path, "offset " + std::to_string(offset) + " is past the end of state `" +
+                            state + "` (" + std::to_string(s->second.bytes) + " bytes)");
+  }
+  if (auto e = rt::check_write("state", state, path, s->second.bytes - offset, 1, bytes, data)) {
+    return e;
+  }
   if (auto e = im.bind()) return e;
   if (bytes == 0) return std::nullopt;
-  if (auto e = im.check(im.api->cuMemcpyHtoDAsync(s->second.address, data, bytes, im.stream),
+  if (auto e = im.check(im.api->cuMemcpyHtoDAsync(s->second.address + offset, data, bytes,
+                                                  im.stream),
                         "cuMemcpyHtoDAsync", path)) {
     return e;
   }

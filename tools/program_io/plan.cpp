@@ -165,6 +165,39 @@ void check_bindings(const manifest::Manifest& m, const std::vector<std::string>&
   }
 }
 
+// --fill: a declared state and a readable file with at least one byte to repeat.
+void check_fills(const manifest::Manifest& m, const std::vector<std::string>& texts,
+                 FileSize file_size, Plan* plan, Errors* errors) {
+  for (const auto& text : texts) {
+    std::string why;
+    auto a = parse_assignment(text, &why);
+    if (!a) {
+      errors->push_back(caller("--fill", why));
+      continue;
+    }
+    if (m.states.count(a->name) == 0) {
+      const bool buffer = m.buffers.count(a->name) != 0;
+      errors->push_back(caller(
+          json_pointer_append(buffer ? "/buffers" : "/states", a->name),
+          buffer ? "--fill writes states only; `" + a->name + "` is a buffer (use --in)"
+                 : "--fill names unknown state `" + a->name + "`"));
+      continue;
+    }
+    auto size = file_size(a->value);
+    if (!size) {
+      errors->push_back(Error{ErrorKind::Io, a->value,
+                              "cannot read fill file for `" + a->name + "`", 0, 0});
+      continue;
+    }
+    if (*size == 0) {
+      errors->push_back(caller(json_pointer_append("/states", a->name),
+                               "fill file `" + a->value + "` for `" + a->name + "` is empty"));
+      continue;
+    }
+    plan->fills.push_back(FileBinding{a->name, a->value, *size, true});
+  }
+}
+
 }  // namespace
 
 std::optional<Assignment> parse_assignment(const std::string& text, std::string* error) {
@@ -198,6 +231,7 @@ Result<Plan> make_plan(const manifest::Manifest& m, const Flags& flags, FileSize
   check_bindings(m, flags.inputs, Use::In, file_size, &plan, &errors);
   check_bindings(m, flags.outputs, Use::Out, file_size, &plan, &errors);
   check_bindings(m, flags.dumps, Use::Dump, file_size, &plan, &errors);
+  check_fills(m, flags.fills, file_size, &plan, &errors);
   if (!errors.empty()) return Result<Plan>::fail(std::move(errors));
   return Result<Plan>::ok(std::move(plan));
 }

@@ -2,11 +2,13 @@
 //
 // Owns: parsing `name=value` / `name=file` flags, choosing the program, checking var
 // names and values against the manifest ([1, max]), buffer names and kinds for --in /
-// --out / --dump, and the size of every --in file against its buffer at these vars (no
-// larger than the buffer, a whole number of elements). A rejected request launches
+// --out / --dump, the size of every --in file against its buffer at these vars (no
+// larger than the buffer, a whole number of elements), and that every --fill names a state
+// and a readable, non-empty file. A rejected request launches
 // nothing, and these checks give the same answer with or without a GPU.
 // Deliberately does not check: which vars the program reads (the runtime says "var not
-// provided"), input contents against `domain`, or that the cubins exist.
+// provided"), input contents against `domain`, that the cubins exist, or a --fill file
+// against its state's size (that depends on the token capacity; the runtime checks it).
 #pragma once
 
 #include <cstdint>
@@ -36,13 +38,14 @@ struct Flags {
   std::vector<std::string> inputs;   // buffer=file
   std::vector<std::string> outputs;  // buffer=file
   std::vector<std::string> dumps;    // buffer-or-state=file
+  std::vector<std::string> fills;    // state=file, repeated over the whole state
 };
 
 struct FileBinding {
   std::string name;  // buffer or state
   std::string path;
-  uint64_t bytes = 0;  // inputs: the file's size
-  bool is_state = false;  // dumps only
+  uint64_t bytes = 0;  // inputs and fills: the file's size
+  bool is_state = false;  // dumps (fills are always states)
 };
 
 // A request every CPU-side check accepted.
@@ -52,6 +55,7 @@ struct Plan {
   std::vector<FileBinding> inputs;
   std::vector<FileBinding> outputs;
   std::vector<FileBinding> dumps;
+  std::vector<FileBinding> fills;
 };
 
 // Bytes of `buffer` at these vars (vars not given count at their max, as allocated).

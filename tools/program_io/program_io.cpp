@@ -4,7 +4,7 @@
 //
 // Order: parse flags -> read + verify the manifest -> refuse a topology -> check program,
 // vars, buffer names and input file sizes (plan.hpp) -> only then open the driver, load,
-// write inputs, run (eager or graph, optionally timed) and write outputs. So every
+// write inputs and fills, run (eager or graph, optionally timed) and write outputs. So every
 // rejection of the manifest or the request happens before anything is launched, with or
 // without a GPU. Exit codes: 0 ok, 1 manifest or request rejected, 2 could not run (usage,
 // I/O, driver). Diagnostics go to stderr as `file: /path: message`; results to stdout.
@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -39,6 +40,7 @@ struct Options {
   int gpu = 0;
   bool graph = false;
   int iters = 0;  // 0 = not timed
+  uint64_t tokens = 0;  // token capacity of paged states; 0 = the runtime's default
   bool json = false;
   std::vector<std::string> weights;
   kernrt::program_io::Flags flags;
@@ -91,6 +93,29 @@ std::optional<Error> write_file(const std::string& path, const std::vector<uint8
   return std::nullopt;
 }
 
+// --fill: the file's bytes repeated over the whole state, the last copy cut at its end
+// (a large paged pool from a small pattern). A file larger than the state is refused
+// before anything is written.
+std::optional<Error> fill_state(kernrt::Runtime& rt, const kernrt::program_io::FileBinding& f) {
+  std::string bytes;
+  if (!read_file(f.path, &bytes) || bytes.empty()) {
+    return Error{ErrorKind::Io, f.path, "cannot read fill file for `" + f.name + "`", 0, 0};
+  }
+  const uint64_t total = rt.state_bytes(f.name);
+  if (bytes.size() > total) {
+    return Error{ErrorKind::Caller, kernrt::json_pointer_append("/states", f.name),
+                 "fill file `" + f.path + "` has " + std::to_string(bytes.size()) +
+                     " bytes, more than state `" + f.name + "` holds (" + std::to_string(total) +
+                     " bytes at this capacity)",
+                 0, 0};
+  }
+  for (uint64_t at = 0; at < total; at += bytes.size()) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(bytes.size(), total - at));
+    if (auto e = rt.write_state_at(f.name, at, bytes.data(), n)) return e;
+  }
+  return std::nullopt;
+}
+
 int run_plan(const Options& o, const kernrt::manifest::Verified& verified,
              const kernrt::program_io::Plan& plan) {
   std::string why;
@@ -103,6 +128,7 @@ int run_plan(const Options& o, const kernrt::manifest::Verified& verified,
   lo.cubin_dirs = {o.cubins};
   lo.gpu = o.gpu;
   lo.weight_files = o.weights;
+  lo.token_capacity = o.tokens;
   auto loaded = kernrt::Runtime::load(verified, lo);
   if (!loaded) return fail(o, o.manifest, loaded.errors);
   kernrt::Runtime& rt = **loaded.value;
@@ -113,6 +139,10 @@ int run_plan(const Options& o, const kernrt::manifest::Verified& verified,
       return fail(o, o.manifest, {Error{ErrorKind::Io, in.path, "cannot read input file", 0, 0}});
     }
     if (auto e = rt.write_input(in.name, bytes.data(), bytes.size())) return fail(o, o.manifest, {*e});
+  }
+
+  for (const auto& f : plan.fills) {
+    if (auto e = fill_state(rt, f)) return fail(o, o.manifest, {*e});
   }
 
   std::optional<kernrt::TimingStats> timing;
@@ -186,6 +216,10 @@ int main(int argc, char** argv) {
       ->type_name("NAME=FILE");
   app.add_option("--dump", o.flags.dumps, "Write any buffer or state to a file")
       ->type_name("NAME=FILE");
+  app.add_option("--fill", o.flags.fills, "Fill a state by repeating a file's bytes over it")
+      ->type_name("NAME=FILE");
+  app.add_option("--tokens", o.tokens, "Token capacity of paged states (default 65536)")
+      ->check(CLI::Validator(CLI::PositiveNumber).description(""))->type_name("N");
   app.add_option("--weights", o.weights, "Bind weights by name from this safetensors file")
       ->type_name("FILE");
   app.add_flag("--json", o.json, "Print the result or the errors as one JSON object");

@@ -70,6 +70,9 @@ class Runtime {
   // synchronously. Same size checks as write_input.
   std::optional<Error> write_buffer(const std::string& buffer, const void* data, size_t bytes);
   std::optional<Error> write_state(const std::string& state, const void* data, size_t bytes);
+  // The same at a byte offset into the state: offset + bytes must fit in its allocation.
+  std::optional<Error> write_state_at(const std::string& state, uint64_t offset, const void* data,
+                                      size_t bytes);
 
   // Runs a program to completion (enqueue + synchronize). Every var the program reads must
   // be given and inside [1, max]; vars it does not read are taken as 1. graph = true

@@ -82,7 +82,7 @@ TEST(ProgramIoCli, HelpListsEveryOptionOnOneLine) {
   auto o = run_cli("--help");
   EXPECT_EQ(o.code, 0) << o.err;
   for (const char* opt : {"--manifest", "--cubins", "--gpu", "--program", "--env", "--graph",
-                          "--iters", "--in", "--out", "--dump", "--weights", "--json",
+                          "--iters", "--in", "--out", "--dump", "--fill", "--tokens", "--weights", "--json",
                           "--version"}) {
     std::regex line(std::string("\\n\\s*") + opt + "[^\\n]*[A-Z][a-z]+[^\\n]*\\n");
     EXPECT_TRUE(std::regex_search(o.out, line)) << opt << " in:\n" << o.out;
@@ -204,6 +204,31 @@ TEST_F(GpuProgramIo, ScratchPairRoundTripEagerAndTimedGraph) {
       ASSERT_EQ(got[i], want) << "y[" << i << "]" << extra;
     }
   }
+}
+
+// --fill repeats a pattern over a paged state sized by --tokens (the last copy cut at the
+// end); --dump reads it back. A pattern larger than the state is refused, nothing written.
+TEST_F(GpuProgramIo, FillRepeatsAPatternOverAStateSizedByTokens) {
+  std::vector<uint8_t> pattern(48);
+  std::mt19937 rng(11);
+  for (auto& b : pattern) b = static_cast<uint8_t>(rng());
+  const std::string pin = temp_path("pattern.bin"), xin = temp_path("x1.bin");
+  const std::string dump = temp_path("pool.bin"), yout = temp_path("y1.bin");
+  write_bytes(pin, pattern.data(), pattern.size());
+  const float one = 1.0f;
+  write_bytes(xin, &one, sizeof one);
+  const std::string base = "--manifest '" + manifest_ + "' --cubins '" + KERNRT_BINARY_DIR +
+                           "/cubins/run' --env n=1 --in x=" + xin + " --out y=" + yout;
+  auto o = run_cli(base + " --tokens 1000 --fill pool=" + pin + " --dump pool=" + dump);
+  ASSERT_EQ(o.code, 0) << o.err;
+  const std::string got = slurp(dump);
+  ASSERT_EQ(got.size(), 16000u);  // 16 bytes per token x 1000 tokens
+  for (size_t i = 0; i < got.size(); ++i) {
+    ASSERT_EQ(static_cast<uint8_t>(got[i]), pattern[i % pattern.size()]) << "pool byte " << i;
+  }
+  o = run_cli(base + " --tokens 2 --fill pool=" + pin);  // 32-byte state, 48-byte pattern
+  EXPECT_EQ(o.code, 1) << o.err;
+  EXPECT_NE(o.err.find("more than state `pool` holds (32 bytes"), std::string::npos) << o.err;
 }
 
 }  // namespace

@@ -162,6 +162,35 @@ TEST(ProgramIoPlan, AcceptsDumpsOfBuffersAndStates) {
   EXPECT_TRUE(plan.value->dumps[1].is_state);
 }
 
+TEST(ProgramIoPlan, FillsNameAStateAndANonEmptyFile) {
+  sizes()["pattern.bin"] = 48;
+  sizes()["empty.bin"] = 0;
+  Flags f = program_a();
+  f.fills = {"kv=pattern.bin"};
+  auto plan = make_plan(manifest(), f, &fake_size);
+  ASSERT_TRUE(plan);
+  ASSERT_EQ(plan.value->fills.size(), 1u);
+  EXPECT_EQ(plan.value->fills[0].name, "kv");
+  EXPECT_EQ(plan.value->fills[0].bytes, 48u);
+
+  f.fills = {"x=pattern.bin"};
+  auto e = only_error(f);
+  EXPECT_EQ(e.path, "/buffers/x");
+  EXPECT_NE(e.message.find("--fill writes states only; `x` is a buffer (use --in)"),
+            std::string::npos) << e.message;
+  f.fills = {"zz=pattern.bin"};
+  e = only_error(f);
+  EXPECT_EQ(e.path, "/states/zz");
+  EXPECT_NE(e.message.find("unknown state `zz`"), std::string::npos) << e.message;
+  f.fills = {"kv=empty.bin"};
+  e = only_error(f);
+  EXPECT_NE(e.message.find("is empty"), std::string::npos) << e.message;
+  f.fills = {"kv=missing.bin"};
+  e = only_error(f);
+  EXPECT_EQ(e.kind, kernrt::ErrorKind::Io);
+  EXPECT_EQ(e.path, "missing.bin");
+}
+
 TEST(ProgramIoPlan, UnreadableInputIsAnIoError) {
   Flags f = program_a();
   f.inputs = {"x=missing.bin"};
