@@ -72,8 +72,14 @@ constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 #ifndef KERNRT_DECODE_LONGEST_FIRST
 #define KERNRT_DECODE_LONGEST_FIRST 1
 #endif
-// Longest-first order of grid rows up to this batch (0: row z is sequence z, as in v3).
-constexpr int kMaxRanked = KERNRT_DECODE_LONGEST_FIRST ? kThreads : 0;
+#ifndef KERNRT_DECODE_SHARES
+#define KERNRT_DECODE_SHARES 1
+#endif
+// Up to this batch every CTA derives the same schedule from the lengths (one per thread):
+// length-proportional shares, or (KERNRT_DECODE_SHARES=0, v4) longest-first grid rows of
+// `splits` CTAs each; beyond it, and with both knobs 0 (v3), grid row z is sequence z.
+constexpr bool kShares = KERNRT_DECODE_SHARES != 0;
+constexpr int kMaxRanked = (kShares || KERNRT_DECODE_LONGEST_FIRST) ? kThreads : 0;
 constexpr int kMergeDepth = 11;                    // splits' loads in flight in the merge
 constexpr int kCounterStride = 24;                 // counter ints per sequence (B x heads_q)
 constexpr int kMaxSplits = 128;
@@ -84,7 +90,7 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
 static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
-static_assert(kMaxRanked * 4 <= kTileBytes, "the ranking lengths fit in stage 2");
+static_assert(kMaxRanked * 4 + 64 <= kTileBytes, "the lengths and scan totals fit in stage 2");
 
 // Byte offset of the 16-byte chunk `chunk` (0..31 across a 256-dim row) of tile row `row`
 // inside a tile of kBoxesPerTile swizzled boxes: TMA's 128B swizzle XORs the chunk index
@@ -92,6 +98,33 @@ static_assert(kMaxRanked * 4 <= kTileBytes, "the ranking lengths fit in stage 2"
 __device__ __forceinline__ uint32_t swz(int row, int chunk) {
   return static_cast<uint32_t>((chunk >> 3) * kBoxBytes + row * 128 +
                                (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+// Sum over the block's 128 threads, every thread gets it. `tmp` holds kWarps ints; the
+// caller's next __syncthreads separates a second use of the same `tmp`.
+__device__ __forceinline__ int block_sum(int v, int* tmp, int warp, int lane) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane == 0) tmp[warp] = v;
+  __syncthreads();
+  int total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += tmp[w];
+  return total;
+}
+
+// Exclusive prefix sum over the block's threads in thread order (same contract as block_sum).
+__device__ __forceinline__ int block_exclusive_scan(int v, int* tmp, int warp, int lane) {
+  int x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) tmp[warp] = x;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) x += tmp[w];
+  return x - v;
 }
 
 // Warp 0's view of the work: the current and the next claimed chunk (page indices one per
@@ -112,16 +145,16 @@ struct Feed {
   __device__ __forceinline__ int load(int c, int n) const {
     return lane < n ? table[c * kChunkPages + lane] : 0;
   }
-  // The first two chunks are static (split s takes chunks s and s + splits, no atomic on the
-  // start-up path); later ones come from the counter, offset by 2 * splits. Every CTA's
-  // chunks therefore increase, so an exhausted chunk means all later ones are too.
-  __device__ __forceinline__ void init(int split, int splits) {
-    dyn_base = 2 * splits;
+  // The first two chunks are static (split s of a group of g CTAs takes chunks s and s + g,
+  // no atomic on the start-up path); later ones come from the counter, offset by 2 * g. Every
+  // CTA's chunks therefore increase, so an exhausted chunk means all later ones are too.
+  __device__ __forceinline__ void init(int split, int group) {
+    dyn_base = 2 * group;
     cur_chunk = split;
     cur_n = chunk_len(split);
     cur_pos = 0;
     cur_pg = load(split, cur_n);
-    nxt_chunk = split + splits;
+    nxt_chunk = split + group;
     nxt_n = chunk_len(nxt_chunk);
     nxt_pg = load(nxt_chunk, nxt_n);
     if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
@@ -156,7 +189,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   const int tid = threadIdx.x;
   const int batch = p.batch_size;
   if (static_cast<int>(blockIdx.z) >= batch) return;
-  const bool ranked = batch <= kMaxRanked;
+  const bool scheduled = batch <= kMaxRanked;
   const int splits = p.max_num_ctas_kv;
 
   // ---- smem layout ------------------------------------------------------------------------
@@ -169,10 +202,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* q_bar = empty + kStages;
   int* tile_page = reinterpret_cast<int*>(q_bar + 1);  // [stage]: logical page or -1
   int* last_flag = tile_page + kStages;
-  int* pick = last_flag + 1;  // [seq, len] of this grid row
-  static_assert(2 * kStages * 8 + 8 + (kStages + 3) * 4 <= 128, "barrier area holds the picks");
+  int* pick = last_flag + 1;  // this CTA's [seq, len, split, group size, group's first unit]
+  static_assert(2 * kStages * 8 + 8 + (kStages + 6) * 4 <= 128, "barrier area holds the picks");
   int* rank_len = reinterpret_cast<int*>(smem + 2 * kTileBytes);  // before stage 2's first TMA
-  if (ranked && tid < batch) rank_len[tid] = p.ptr_seq_lens_kv[tid];
+  int* scan_tmp = rank_len + kMaxRanked;                          // 3 x kWarps ints
+  if (scheduled && tid < batch) rank_len[tid] = p.ptr_seq_lens_kv[tid];
 
   // ---- barrier init -----------------------------------------------------------------------
   if (tid == 0) {
@@ -185,6 +219,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     }
     ptx::mbarrier_init(q_bar, 1);
     ptx::fence_mbarrier_init();
+    pick[0] = -1;  // stays -1 for a unit that the shares leave over
   }
   // Rows 6 and 7 of each Q box are padding rows of the mma; TMA writes rows 0-5 only.
   if (tid < kBoxesPerTile * 16) {
@@ -193,12 +228,43 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
 
-  // ---- grid row z -> the sequence of rank z, longest first ---------------------------------
+  // ---- schedule: this CTA's sequence, its split in the sequence's group, the group ---------
+  // Unit u = z * splits + x (per KV head), units = splits * batch. Shares: sequence b gets
+  // g_b ~ units * pages_b / pages consecutive units (at least 1, at most kMaxSplits), so
+  // every CTA starts with about the same number of pages and a one-wave batch of unequal
+  // lengths ends together instead of the long sequence draining alone. v4: grid row z is
+  // the sequence of rank z by length, longest first, with `splits` units each. Partials live
+  // at [head][unit][8 rows], so a group's are contiguous.
   int seq = blockIdx.z;
-  int len;
-  if (ranked) {
-    if (tid < batch) {
-      const int mine = rank_len[tid];
+  int len, split = blockIdx.x, group = splits;
+  if (scheduled) {
+    const int mine = tid < batch ? rank_len[tid] : 0;
+    if (kShares) {
+      const int pages = tid < batch ? (max(mine, 0) + kPage - 1) / kPage : 0;
+      const int total = block_sum(pages, scan_tmp, warp, lane);
+      const int units = splits * batch;
+      // Nearest share (at least 1); if those overshoot the units, floor shares of what is
+      // left after one unit each, which never do.
+      int n = 0;
+      if (tid < batch) {
+        const int64_t near =
+            total > 0 ? (2 * static_cast<int64_t>(pages) * units + total) / (2 * total) : 1;
+        n = static_cast<int>(near < 1 ? 1 : near > kMaxSplits ? kMaxSplits : near);
+      }
+      if (block_sum(n, scan_tmp + kWarps, warp, lane) > units && tid < batch) {
+        n = min(1 + static_cast<int>(static_cast<int64_t>(pages) * (units - batch) / total),
+                kMaxSplits);
+      }
+      const int start = block_exclusive_scan(n, scan_tmp + 2 * kWarps, warp, lane);
+      const int unit = static_cast<int>(blockIdx.z) * splits + static_cast<int>(blockIdx.x);
+      if (tid < batch && unit >= start && unit < start + n) {
+        pick[0] = tid;
+        pick[1] = mine;
+        pick[2] = unit - start;
+        pick[3] = n;
+        pick[4] = start;
+      }
+    } else if (tid < batch) {
       int rank = 0;
       for (int j = 0; j < batch; ++j) {
         const int lj = rank_len[j];
@@ -207,12 +273,18 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       if (rank == seq) {
         pick[0] = tid;
         pick[1] = mine;
+        pick[2] = blockIdx.x;
+        pick[3] = splits;
+        pick[4] = seq * splits;
       }
     }
     ptx::fence_proxy_async_shared();  // the lengths in stage 2 before its first TMA write
     __syncthreads();
     seq = pick[0];
+    if (seq < 0) return;  // no sequence for this unit: the whole CTA leaves together
     len = pick[1];
+    split = pick[2];
+    group = pick[3];
   } else {
     len = p.ptr_seq_lens_kv[seq];
   }
@@ -233,7 +305,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         ptx::tma_load_4d(q_tile + j * 1024, &p.tma_q, q_bar, j * 64, 0, head, seq);
       }
     }
-    feed.init(blockIdx.x, splits);
+    feed.init(split, group);
   }
   // Issues tiles up to index `upto` (even = K, odd = V of the same page). Warp 0 only.
   auto produce = [&](int upto) {
@@ -398,15 +470,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
   __syncthreads();
 
-  // The sequence again from shared memory: keeping it in a register across the loop costs one.
-  const int seq_e = p.batch_size <= kMaxRanked ? *reinterpret_cast<volatile int*>(pick)
-                                               : static_cast<int>(blockIdx.z);
+  // The schedule again from shared memory: keeping it in registers across the loop costs some.
+  // The pack's fields are read again from parameter space for the same reason.
+  const volatile int* vpick = pick;
+  const bool scheduled_e = p.batch_size <= kMaxRanked;
+  const int splits_e = p.max_num_ctas_kv;
+  const int seq_e = scheduled_e ? vpick[0] : static_cast<int>(blockIdx.z);
+  const int split_e = scheduled_e ? vpick[2] : static_cast<int>(blockIdx.x);
+  // Read where used (not held in a register across the merge's 132-register load batch).
+  auto group_e = [&]() { return scheduled_e ? vpick[3] : splits_e; };
+  const int first_e = scheduled_e ? vpick[4] : static_cast<int>(blockIdx.z) * splits_e;
   __nv_bfloat16* out =
       static_cast<__nv_bfloat16*>(p.ptr_o) +
       (static_cast<int64_t>(seq_e) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
   int* arrivals = p.ptr_multi_ctas_kv_counter + seq_e * kCounterStride + head;
-  const int64_t seq_row0 = (static_cast<int64_t>(seq_e) * kHeadsKv + head) * splits * 8;
-  const int64_t part_row0 = seq_row0 + blockIdx.x * 8;  // [b][h][split][8 rows]
+  const int64_t units = static_cast<int64_t>(splits_e) * p.batch_size;
+  const int64_t seq_row0 = (head * units + first_e) * 8;  // [head][unit][8 rows]
+  const int64_t part_row0 = seq_row0 + split_e * 8;
   // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
   for (int pair = tid; pair < kGroup * kHeadDim / 2; pair += kThreads) {
     const int row = pair / (kHeadDim / 2);
@@ -435,7 +515,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // ---- epilogue: the last CTA of (seq, head) merges all splits ------------------------------
   __threadfence();
   __syncthreads();
-  if (tid == 0) *last_flag = atomicAdd(arrivals, 1) == splits - 1;
+  if (tid == 0) *last_flag = atomicAdd(arrivals, 1) == group_e() - 1;
   __syncthreads();
   if (!*last_flag) return;
   __threadfence();
@@ -458,13 +538,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
   }
   const int64_t step = 8 * kHeadDim / 4;  // one split, in float4
-  for (int base = 0; base < splits; base += kMergeDepth) {
+  for (int base = 0; base < group_e(); base += kMergeDepth) {
     float4 x[kMergeDepth][kPer];
 #pragma unroll
     for (int u = 0; u < kMergeDepth; ++u) {
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        x[u][k] = base + u < splits ? __ldcg(src[k] + (base + u) * step)
+        x[u][k] = base + u < group_e() ? __ldcg(src[k] + (base + u) * step)
                                     : make_float4(0.f, 0.f, 0.f, 0.f);
       }
     }
@@ -482,7 +562,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           const int sp = lane + 32 * i;
           ms[i] = -INFINITY;
           ls[i] = 0.f;
-          if (sp < splits) {
+          if (sp < group_e()) {
             const float2 st = __ldcg(reinterpret_cast<const float2*>(
                 p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
             ms[i] = st.x;
@@ -504,14 +584,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 #pragma unroll
         for (int i = 0; i < kMaxSplits / 32; ++i) {
           const int sp = lane + 32 * i;
-          if (sp < splits) fac[sp * 8 + row] = ms[i] * inv;
+          if (sp < group_e()) fac[sp * 8 + row] = ms[i] * inv;
         }
       }
       __syncthreads();
     }
 #pragma unroll
     for (int u = 0; u < kMergeDepth; ++u) {
-      if (base + u >= splits) break;
+      if (base + u >= group_e()) break;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         const float f = fac[(base + u) * 8 + rows[k]];

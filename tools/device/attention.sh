@@ -5,7 +5,8 @@
 # (validation/attention/run_attention.py) and the KV-append check; results land in $OUT.
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
-# examples/h200/decode.json and validation/attention/program_io_check.py's integration cases.
+# examples/h200/decode.json and validation/attention/program_io_check.py's integration cases,
+# the long ones (batch 1-32 at 150k-250k) with the KV as a paged state (--tokens, --fill).
 # Deliberately does not check: the host build itself (program_io is built on the host).
 set -uo pipefail
 COMMIT=${1:-unknown}; shift || true
@@ -17,10 +18,8 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   nvcc $FLAGS -cubin -o $CUB/attention_decode.sm90a.cubin kernels/attention/attention_decode.cu
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
   mkdir -p $CUB/variants
-  # Same source, one knob each (v4 = the shipped kernel): 1-page work claims; rows in grid order.
-  nvcc $FLAGS -DKERNRT_DECODE_CHUNK_PAGES=1 -cubin -o $CUB/variants/decode_v4_c1.sm90a.cubin kernels/attention/attention_decode.cu &
-  nvcc $FLAGS -DKERNRT_DECODE_LONGEST_FIRST=0 -cubin -o $CUB/variants/decode_v4_fifo.sm90a.cubin kernels/attention/attention_decode.cu &
-  nvcc $FLAGS -cubin -o $CUB/variants/decode_v3.sm90a.cubin validation/attention/variants/decode_v3_dynamic.cu &
+  # Same source, one knob (v5 = the shipped kernel): v4's longest-first rows of `splits` CTAs.
+  nvcc $FLAGS -DKERNRT_DECODE_SHARES=0 -cubin -o $CUB/variants/decode_v4.sm90a.cubin kernels/attention/attention_decode.cu &
   wait
   cuobjdump --dump-sass $CUB/attention_decode.sm90a.cubin > /tmp/ad.sass
   echo "sass: HMMA $(grep -c HMMA /tmp/ad.sass) UTMALDG $(grep -c UTMALDG /tmp/ad.sass) LDSM $(grep -c LDSM /tmp/ad.sass) LDL/STL $(grep -cE 'LDL|STL' /tmp/ad.sass)"
@@ -59,11 +58,9 @@ if [ -x .peer/attention/program_io ]; then
 fi
 
 AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
-python3 validation/attention/run_attention.py --variant "v4:$AD:103552:128:33" \
-  --variant "v4-c1:$V/decode_v4_c1.sm90a.cubin:103552:128:33" \
-  --variant "v4-fifo:$V/decode_v4_fifo.sm90a.cubin:103552:128:33" \
-  --variant "v3:$V/decode_v3.sm90a.cubin:103552:128:33" \
-  --batches 1,2,4,8,16,32,4d,8d --iters 100 --rounds 2 \
+python3 validation/attention/run_attention.py --variant "v5:$AD:103552:128:33" \
+  --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" \
+  --batches 1,2,3,4,8,16,32 --iters 100 --rounds 2 \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 tail -5 "$OUT/fi_warm.log" 2>/dev/null

@@ -89,14 +89,19 @@ def encode_tiled(ptr, dims, strides, box):
 
 
 class Fixture:
-    """Paged KV state [pool_pages, layers, 64, 4, 2, 256] bf16 plus one decode batch over it."""
+    """Paged KV state [pool_pages, layers, 64, 4, 2, 256] bf16 plus one decode batch over it.
 
-    def __init__(self, pool_pages, layers, seed=0, fill=True):
+    With `content_pages` < pool_pages only that many pages are stored and physical page p
+    holds content page p % content_pages: the pool program_io builds with `--fill` from a
+    pattern file (kv holds the pattern). Such a fixture serves the reference, not Decode."""
+
+    def __init__(self, pool_pages, layers, seed=0, fill=True, content_pages=None):
         self.layers = layers
         self.page_stride = layers * LAYER_PAGE_BYTES
         self.pool_pages = pool_pages
-        self.kv = torch.empty((pool_pages, layers, PAGE, HEADS_KV, 2, DIM), dtype=torch.bfloat16,
-                              device="cuda")
+        self.content_pages = content_pages or pool_pages
+        self.kv = torch.empty((self.content_pages, layers, PAGE, HEADS_KV, 2, DIM),
+                              dtype=torch.bfloat16, device="cuda")
         if fill:
             gen = torch.Generator(device="cuda")
             gen.manual_seed(seed)
@@ -148,7 +153,7 @@ class Batch:
         """float32 attention per sequence: [B, 24, 256] f32."""
         out = torch.empty((self.bsz, HEADS_Q, DIM), dtype=torch.float32, device="cuda")
         for b in range(self.bsz):
-            ids = self.page_lists[b].cuda().long()
+            ids = self.page_lists[b].cuda().long() % self.fx.content_pages
             n = self.lens[b]
             if n == 0:
                 out[b] = 0
@@ -167,6 +172,7 @@ class Decode:
     """Our kernel bound to one Batch: scratch, output, the 1280-byte block."""
 
     def __init__(self, kernel, batch, splits, threads):
+        assert batch.fx.content_pages == batch.fx.pool_pages, "a repeating pool has no device KV"
         self.kernel, self.batch, self.splits, self.threads = kernel, batch, splits, threads
         b = batch.bsz
         self.out = torch.empty((b, HEADS_Q, DIM), dtype=torch.bfloat16, device="cuda")
