@@ -19,9 +19,12 @@
 //     with a stage. The span is ceil(tokens / grid.y) rows: any grid.y covers the rows.
 //   0 registers: spans of kSpan rows (grid.y = ceil(tokens / kSpan)) walked in chunks of
 //     kChunk rows with the next chunk's loads in flight in a second register buffer.
+//   3 persistent ring: loader 1's ring, but block y walks chunks y, y + grid.y, ... of
+//     kChunkStages stages each (a chunk's W-1 halo rows arrive through its first stage), so
+//     a grid of about one wave keeps every block's ring full from its first row to its last.
 // fp32 accumulation; outputs rounded to x's dtype (RNE). With PDL only the weight loads
-// precede griddepcontrol.wait. KERNRT_CONV_IDENTITY (y = x) and KERNRT_CONV_TANH_SILU
-// (silu through one tanh.approx) exist for measurement variants only.
+// precede griddepcontrol.wait. KERNRT_CONV_IDENTITY (y = x), KERNRT_CONV_TANH_SILU (silu
+// through one tanh.approx) and walk 9 (a linear copy probe) exist for measurement variants only.
 //
 // Not checked here (the manifest and the runtime's load check them, see README.md): D % 8,
 // 16-byte alignment of every pointer/stride, block.x == kThreads (the ring is sized for
@@ -48,6 +51,9 @@
 #ifndef KERNRT_CONV_RING_STAGES
 #define KERNRT_CONV_RING_STAGES 5
 #endif
+#ifndef KERNRT_CONV_CHUNK_STAGES  // walk 3: ring stages per chunk (halo rows included)
+#define KERNRT_CONV_CHUNK_STAGES 8
+#endif
 #ifndef KERNRT_CONV_MIN_BLOCKS  // resident blocks per SM the register budget must allow
 #if KERNRT_CONV_FWD_KERNEL == 0
 #define KERNRT_CONV_MIN_BLOCKS 3
@@ -71,7 +77,10 @@ constexpr int kRingRows = KERNRT_CONV_RING_ROWS;  // walks 1-2: rows per ring st
 constexpr int kRingStages = KERNRT_CONV_RING_STAGES;
 static_assert(kChunk >= 2 && kChunk <= 16, "chunk: loads in flight vs registers (2 buffers)");
 static_assert(kSpan % (2 * kChunk) == 0, "a span is whole pairs of chunks");
+constexpr int kChunkStages = KERNRT_CONV_CHUNK_STAGES;  // walk 3: stages per chunk
 static_assert(kRingStages >= 2 && kRingRows >= 1, "ring shape");
+static_assert(KERNRT_CONV_FWD_KERNEL != 3 || kRingRows >= 3,
+              "walk 3: a chunk's W-1 halo rows fit in its first stage");
 
 // Ring of walks 1-2: buf[stage][row][thread] holds thread's 16-byte vector of that row, so
 // row r of a stage is the block's contiguous D-slice (the bulk copy's destination).
@@ -373,10 +382,144 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p) {
   }
 }
 
+// ---- walk 3: persistent ring over chunks ----------------------------------------------------
+// A chunk is kChunkStages ring stages: the W-1 halo rows before its first row, then up to
+// kTile = kChunkStages * kRingRows - (W-1) rows, so every stage belongs to one chunk and the
+// halo arrives through the ring like any row (no synchronous load per chunk). Chunk c covers
+// rows [c * tile, (c+1) * tile) of the sequence space (dense: batch blockIdx.z; varlen: the
+// packed rows), tile <= kTile chosen so that every block walks the same number of chunks
+// (one wave of blocks ends together). Block y walks chunks y, y + gridDim.y, ...: the ring
+// stays full across chunk boundaries, so any grid.y is correct.
+template <int W>
+struct Chunks {
+  static constexpr int kSlots = kChunkStages * kRingRows;
+  static constexpr int kTile = kSlots - (W - 1);
+  static_assert(kTile >= 1, "a chunk holds at least one output row");
+  const uint16_t* x;  // thread's channels of row 0 of the sequence space
+  int64_t stride;
+  int limit;          // rows of the sequence space
+  int tile;           // rows per chunk, 1..kTile
+};
+
+// Stage i of this block's stream (chunk i / kChunkStages, stage i % kChunkStages of it).
+template <int W>
+__device__ __forceinline__ void fill_chunk_stage(Ring& ring, const Chunks<W>& ch, int i) {
+  const int j = i / kChunkStages, q = i % kChunkStages;
+  const int t0 = (static_cast<int>(blockIdx.y) + j * static_cast<int>(gridDim.y)) * ch.tile;
+  const int stop = min(ch.limit, t0 + ch.tile);
+  const int first = t0 - (W - 1) + q * kRingRows;
+  uint4* dst = &ring.buf[i % kRingStages][0][threadIdx.x];
+#pragma unroll
+  for (int r = 0; r < kRingRows; ++r) {
+    const int t = first + r;
+    if (t >= 0 && t < stop) cp_async16(dst + r * kThreads, ch.x + static_cast<int64_t>(t) * ch.stride);
+  }
+}
+
+template <typename E, int W>
+__device__ __forceinline__ void conv_fwd_chunks(const ConvFwdParams& p) {
+  constexpr int S = W - 1;
+  constexpr int kTile = Chunks<W>::kTile;
+  const E tag{};
+  __shared__ Ring ring;
+  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * kChannelsPerThread;
+  if (c0 >= p.dim) return;  // no barrier below: each thread reads only what it copied
+  Walk<W> k;
+  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, k.w, k.b);
+  k.silu = (p.flags & kFlagSilu) != 0;
+  pdl_wait();
+  Chunks<W> ch;
+  ch.x = static_cast<const uint16_t*>(p.x) + c0;
+  ch.stride = p.x_stride_tok;
+  if (p.cu_seqlens != nullptr) {
+    ch.limit = p.cu_seqlens[p.seqs];
+  } else {
+    ch.limit = p.tokens;
+    ch.x += blockIdx.z * p.x_stride_seq;
+  }
+  const int g = static_cast<int>(gridDim.y), b = static_cast<int>(blockIdx.y);
+  if (ch.limit <= 0) return;
+  const int per = (ch.limit + g * kTile - 1) / (g * kTile);  // chunks of the busiest block
+  ch.tile = (ch.limit + g * per - 1) / (g * per);
+  const int chunks = (ch.limit + ch.tile - 1) / ch.tile;
+  if (b >= chunks) return;
+  const int stages = ((chunks - 1 - b) / g + 1) * kChunkStages;
+#pragma unroll
+  for (int i = 0; i < kRingStages - 1; ++i) {
+    if (i < stages) fill_chunk_stage<W>(ring, ch, i);
+    cp_async_commit();
+  }
+  const uint16_t* x;
+  uint16_t* y;
+  int t0 = 0, start = 0, stop = 0;
+#pragma unroll 1
+  for (int i = 0; i < stages; ++i) {
+    if (i + kRingStages - 1 < stages) fill_chunk_stage<W>(ring, ch, i + kRingStages - 1);
+    cp_async_commit();
+    cp_async_wait<kRingStages - 1>();
+    if (i + 1 == stages) pdl_launch_dependents();
+    const int q = i % kChunkStages;
+    const uint4* row = &ring.buf[i % kRingStages][0][threadIdx.x];
+    if (q == 0) {  // a new chunk: its sequence, and the window from its halo rows
+      t0 = (b + (i / kChunkStages) * g) * ch.tile;
+      locate(p, k, t0, ch.tile, x, y, start, stop);
+      y += c0;
+      if (t0 - S < start) window_from_state(tag, p, k.n, c0, k.win);
+#pragma unroll
+      for (int j = 0; j < S; ++j) {
+        const int s = t0 - S + j;
+        if (s >= start) {
+          unpack8(tag, row[j * kThreads], k.win[j]);
+        } else if (s - start + S > j) {  // the state slot that lands at window position j
+#pragma unroll
+          for (int u = 0; u < S; ++u)
+            if (u == s - start + S)
+#pragma unroll
+              for (int c = 0; c < 8; ++c) k.win[j][c] = k.win[u][c];
+        }
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kRingRows; ++r) {
+      const int t = t0 - S + q * kRingRows + r;
+      if ((q != 0 || r >= S) && t < stop) step_row<E, W>(p, k, row[r * kThreads], y, c0, t);
+    }
+  }
+}
+
+// ---- walk 9: linear copy probe (measurement only) -------------------------------------------
+// y = x over a dense contiguous [grid.z, tokens, dim] batch as one flat array of 16-byte
+// vectors, grid-strided over every thread of the grid with four loads in flight per thread:
+// the pattern of a plain device copy, run with the conv's load and store instructions.
+__device__ __forceinline__ void copy_probe(const ConvFwdParams& p) {
+  const int64_t n = static_cast<int64_t>(gridDim.z) * p.tokens * p.dim / kChannelsPerThread;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * gridDim.y * gridDim.z * blockDim.x;
+  const int64_t first =
+      ((static_cast<int64_t>(blockIdx.z) * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x) *
+          blockDim.x + threadIdx.x;
+  const uint4* x = static_cast<const uint4*>(p.x);
+  uint4* y = static_cast<uint4*>(p.y);
+  pdl_wait();
+#pragma unroll 1
+  for (int64_t i = first; i < n; i += 4 * step) {
+    uint4 v[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * step < n) v[u] = ld_nc_v4(x + i + u * step);
+#pragma unroll
+    for (int u = 0; u < 4; ++u)
+      if (i + u * step < n) st_cs_v4(y + i + u * step, v[u]);
+  }
+}
+
 template <typename E, int W>
 __device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
-#if KERNRT_CONV_FWD_KERNEL == 0
+#if KERNRT_CONV_FWD_KERNEL == 9
+  copy_probe(p);
+#elif KERNRT_CONV_FWD_KERNEL == 0
   conv_fwd_regs<E, W>(p);
+#elif KERNRT_CONV_FWD_KERNEL == 3
+  conv_fwd_chunks<E, W>(p);
 #else
   conv_fwd_ring<E, W, KERNRT_CONV_FWD_KERNEL == 2>(p);
 #endif

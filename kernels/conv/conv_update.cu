@@ -24,6 +24,15 @@
 #define KERNRT_CONV_UPDATE_SEQS 4
 #endif
 
+// Register budget of the 1-token entries: 128-thread blocks per SM it must allow (variants:
+// 4 caps them at 128 registers, so 1024 blocks of 64 threads fit one wave on 132 SMs).
+#ifdef KERNRT_CONV_UPDATE_MIN_BLOCKS
+#define KERNRT_CONV_UPDATE_BOUNDS __launch_bounds__(128, KERNRT_CONV_UPDATE_MIN_BLOCKS)
+#else
+#define KERNRT_CONV_UPDATE_BOUNDS __launch_bounds__(128)
+#endif
+#define KERNRT_CONV_VERIFY_BOUNDS __launch_bounds__(128)
+
 #ifndef KERNRT_CONV_UPDATE_ORDER  // tap-sum order, see dot_update (variants only: 1, 2)
 #define KERNRT_CONV_UPDATE_ORDER 0
 #endif
@@ -66,7 +75,7 @@ __device__ __forceinline__ float dot_update(const float (&w)[W][8], const float 
 
 constexpr int kUpdateSeqs = KERNRT_CONV_UPDATE_SEQS;  // sequences per thread, 1-token entries
 constexpr int kVerifySeqs = 1;                         // sequences per thread, verify entries
-static_assert(kUpdateSeqs >= 1 && kUpdateSeqs <= 4, "sequences per thread");
+static_assert(kUpdateSeqs >= 1 && kUpdateSeqs <= 8, "sequences per thread");
 
 template <typename E, int W, int kSteps, int kSeqs>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
@@ -153,21 +162,27 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 
 // ---- entries -----------------------------------------------------------------------------
 // conv_update_*: one token per sequence (decode); conv_verify_*: up to 8 (speculative verify).
-#define KERNRT_CONV_UPDATE_ENTRY(name, dtype, tag, w, steps, seqs)                       \
-  extern "C" __global__ void __launch_bounds__(128) conv_##name##_sm90a_##dtype##_w##w(  \
+#define KERNRT_CONV_UPDATE_ENTRY(name, dtype, tag, w, steps, seqs, bounds)               \
+  extern "C" __global__ void bounds conv_##name##_sm90a_##dtype##_w##w(                  \
       const __grid_constant__ kernrt_conv::ConvUpdateParams p) {                         \
     kernrt_conv::conv_update<kernrt_conv::tag, w, steps, seqs>(p);                       \
   }
+#define KERNRT_CONV_UPDATE_1(dtype, tag, w)                                                \
+  KERNRT_CONV_UPDATE_ENTRY(update, dtype, tag, w, 1, kernrt_conv::kUpdateSeqs,           \
+                           KERNRT_CONV_UPDATE_BOUNDS)
+#define KERNRT_CONV_VERIFY(dtype, tag, w)                                                  \
+  KERNRT_CONV_UPDATE_ENTRY(verify, dtype, tag, w, kernrt_conv::kMaxSteps,                \
+                           kernrt_conv::kVerifySeqs, KERNRT_CONV_VERIFY_BOUNDS)
 
-KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 2, 1, kernrt_conv::kUpdateSeqs)
-KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 3, 1, kernrt_conv::kUpdateSeqs)
-KERNRT_CONV_UPDATE_ENTRY(update, bf16, Bf16, 4, 1, kernrt_conv::kUpdateSeqs)
-KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 2, 1, kernrt_conv::kUpdateSeqs)
-KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 3, 1, kernrt_conv::kUpdateSeqs)
-KERNRT_CONV_UPDATE_ENTRY(update, f16, F16, 4, 1, kernrt_conv::kUpdateSeqs)
-KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 2, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
-KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 3, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
-KERNRT_CONV_UPDATE_ENTRY(verify, bf16, Bf16, 4, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
-KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 2, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
-KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 3, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
-KERNRT_CONV_UPDATE_ENTRY(verify, f16, F16, 4, kernrt_conv::kMaxSteps, kernrt_conv::kVerifySeqs)
+KERNRT_CONV_UPDATE_1(bf16, Bf16, 2)
+KERNRT_CONV_UPDATE_1(bf16, Bf16, 3)
+KERNRT_CONV_UPDATE_1(bf16, Bf16, 4)
+KERNRT_CONV_UPDATE_1(f16, F16, 2)
+KERNRT_CONV_UPDATE_1(f16, F16, 3)
+KERNRT_CONV_UPDATE_1(f16, F16, 4)
+KERNRT_CONV_VERIFY(bf16, Bf16, 2)
+KERNRT_CONV_VERIFY(bf16, Bf16, 3)
+KERNRT_CONV_VERIFY(bf16, Bf16, 4)
+KERNRT_CONV_VERIFY(f16, F16, 2)
+KERNRT_CONV_VERIFY(f16, F16, 3)
+KERNRT_CONV_VERIFY(f16, F16, 4)

@@ -9,10 +9,12 @@
 #      peer, fla's forward on one config (no autotune: one compile per shape), its update
 #      kernel autotuned (its W-tap sum follows the config, validation/conv/notes.md run 4);
 #      with VARIANTS=1 also every variant cubin carried in variants/ and the shipped fwd at
-#      spans 64 and 128, each against fla too (the register walk first: the fallback default);
+#      span 256, each against fla too (the register walk first: the fallback default);
 #   3. program_io: the pinned examples over the shipped cubins, eager and --graph;
 #   4. bench.py: ours vs fla (autotuned) vs floor vs the torch copy of the same bytes; with
-#      VARIANTS=1 also the identity cubins and the variants that passed step 2;
+#      VARIANTS=1 also the identity cubins, the variants that passed step 2 (a passing
+#      persistent `chunk_k8_c528` also at two waves, c1056) and the shipped fwd with one wave
+#      of long spans (--extra-ctas 528);
 #   5. the PNG plot, and fla's Triton cache as $OUT/triton_cache.tgz.
 # Everything lands in $OUT (8 files). Usage: COMMIT=<sha> [VARIANTS=1] bash tools/device/conv.sh
 set -o pipefail
@@ -21,6 +23,7 @@ mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 T0=$SECONDS
 BUDGET=${BUDGET:-235}
+CHECK_S=${CHECK_S:-140}  # the check's share (it runs every variant's cases too with VARIANTS=1)
 VARIANTS=${VARIANTS:-0}
 # lim WANT RESERVE: WANT seconds, or what is left after RESERVE more seconds of later steps.
 lim() {
@@ -61,8 +64,8 @@ grep -E "PINNED|pinned" "$OUT/sass.txt"
 # 2. correctness, shipped then variants.
 rm -f /tmp/conv-passed
 VARGS=""
-[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans 64,128 --passed /tmp/conv-passed --variant-peer"
-timeout $(lim 140 90) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
+[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans 256 --passed /tmp/conv-passed --variant-peer"
+timeout $(lim $CHECK_S 90) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
   --meta "$META" $VARGS 2>&1 | tee "$OUT/check.log" | grep -E "FAIL|passed|Error|error|single config"
 echo "check rc=$? after $((SECONDS - T0)) s; passing variants: $(tr '\n' ' ' 2>/dev/null < /tmp/conv-passed)"
 
@@ -79,15 +82,18 @@ fi
 rm -rf /tmp/benchvar && mkdir -p /tmp/benchvar
 [ "$VARIANTS" = 1 ] && cp $VAR/conv_fwd_id_*.sm90a.cubin /tmp/benchvar/ 2>/dev/null
 SPANS=""
+CTAS=""
+[ "$VARIANTS" = 1 ] && CTAS=528
 for t in $(cat /tmp/conv-passed 2>/dev/null); do
   case $t in
     ours_s*) SPANS="$SPANS,${t#ours_s}" ;;
     update_*) t=${t#update_}; cp $VAR/conv_update_${t%b128}.sm90a.cubin /tmp/benchvar/ ;;
     *) cp $VAR/conv_fwd_$t.sm90a.cubin /tmp/benchvar/ ;;
   esac
+  [ "$t" = chunk_k8_c528 ] && cp $VAR/conv_fwd_$t.sm90a.cubin /tmp/benchvar/conv_fwd_chunk_k8_c1056.sm90a.cubin
 done
 timeout $(lim 130 5) python3 validation/conv/bench.py --cubins $CUB --out "$OUT/bench.jsonl" --fla \
-  --variants /tmp/benchvar --extra-spans "${SPANS#,}" --peer "fla $FLAVER" --meta "$META" \
+  --variants /tmp/benchvar --extra-spans "${SPANS#,}" --extra-ctas "$CTAS" --peer "fla $FLAVER" --meta "$META" \
   2>&1 | tee "$OUT/bench.log" | tail -9
 echo "bench rc=$? after $((SECONDS - T0)) s"
 python3 validation/conv/plot.py "$OUT/bench.jsonl" "$OUT/conv_bench.png" >/dev/null 2>&1 || echo "plot failed"

@@ -8,6 +8,7 @@ bytes written once) / 4.275 TB/s; the forward also times torch's copy of the sam
 (x -> y) in the same process, the measured ceiling. Appends one JSONL record per case as
 it is measured, then prints a table.
 Usage: python3 bench.py --cubins DIR --out bench.jsonl [--fla] [--variants DIR] [--extra-spans 64]
+       [--extra-ctas 528]
 """
 import argparse
 import json
@@ -87,8 +88,9 @@ def bench_fwd(mods, use_fla, B, T, D, W=4, dtype=torch.bfloat16):
     ys = [torch.empty_like(x) for x in xs]
     w = ((torch.rand(D, W, device="cuda") * 2 - 1) / W ** 0.5).float()
     res = {}
-    for label, (mod, span, block) in mods.items():
-        res[label] = safe(time_eager, lambda i: kl.fwd(mod, xs[i], w, ys[i], silu=True, span=span, block=block), nsets)
+    for label, (mod, span, block) in mods.items():  # span < 0: -span = CTAs of one wave
+        geo = dict(ctas=-span) if span < 0 else dict(span=span)
+        res[label] = safe(time_eager, lambda i: kl.fwd(mod, xs[i], w, ys[i], silu=True, block=block, **geo), nsets)
     # The copy ceiling in the same process: the same bytes through torch's device copy.
     res["torch_copy"] = safe(time_eager, lambda i: ys[i].copy_(xs[i]), nsets)
     if use_fla:
@@ -130,6 +132,8 @@ def main():
     ap.add_argument("--span", type=int, default=32, help="rows per block of the fwd cubin")
     ap.add_argument("--extra-spans", type=lambda v: [int(x) for x in v.split(",") if x], default=[],
                     help="comma list: also bench the shipped fwd cubin at these spans")
+    ap.add_argument("--extra-ctas", type=lambda v: [int(x) for x in v.split(",") if x], default=[],
+                    help="comma list: also bench the shipped fwd cubin with grid.y sized to this many CTAs")
     ap.add_argument("--spt", type=int, default=4, help="sequences per thread of the update cubin")
     ap.add_argument("--no-pdl", action="store_true", help="launch the update without PDL")
     a = ap.parse_args()
@@ -138,14 +142,18 @@ def main():
     fwd_mods = {"ours": (ours_fwd, a.span, 128)}
     for span in a.extra_spans:  # the shipped ring takes any grid.y: other spans, same cubin
         fwd_mods[f"ours_s{span}"] = (ours_fwd, span, 128)
+    for ctas in a.extra_ctas:  # one wave of long contiguous spans (span = ceil(T / grid.y))
+        fwd_mods[f"ours_c{ctas}"] = (ours_fwd, -ctas, 128)
     upd_mods = {"ours": (kl.Module(f"{a.cubins}/conv_update.sm90a.cubin"), a.spt, 64, not a.no_pdl)}
-    if a.variants:  # files named conv_fwd_<tag>_s<span>.sm90a.cubin / conv_update_s<n>.sm90a.cubin
+    if a.variants:  # files named conv_fwd_<tag>_{s<span>|c<ctas>}.sm90a.cubin / conv_update_s<n>*.sm90a.cubin
         import glob
         import os
         import re
-        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*_s*.sm90a.cubin")):
+        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*_[sc]*.sm90a.cubin")):
             tag = os.path.basename(path).split(".")[0][len("conv_fwd_"):]
-            fwd_mods[tag] = (kl.Module(path), int(re.search(r"_s(\d+)$", tag).group(1)), 128)
+            m = re.search(r"_([sc])(\d+)$", tag)
+            if m:
+                fwd_mods[tag] = (kl.Module(path), int(m.group(2)) * (1 if m.group(1) == "s" else -1), 128)
         for path in sorted(glob.glob(f"{a.variants}/conv_update_s*.sm90a.cubin")):
             tag = os.path.basename(path).split(".")[0][len("conv_update_"):]
             m = kl.Module(path)

@@ -2,8 +2,10 @@
 # Builds the bench/check variant cubins of the conv kernels into DIR (default
 # .peer/conv/variants) with the pinned nvcc flags of cmake/cubin.cmake plus one -D set each.
 # Names: conv_fwd_<tag>_s<span>.sm90a.cubin (span = the grid.y span the harness launches
-# with) and conv_update_s<n>[o<order>].sm90a.cubin; `id_*` cubins compute y = x over the forward's
-# access pattern (the copy ceiling of that pattern) and are benched, never checked.
+# with), conv_fwd_<tag>_c<ctas>.sm90a.cubin (grid.y sized to about <ctas> blocks in all: the
+# persistent walk 3) and conv_update_s<n>[...].sm90a.cubin (n sequences per thread); `id_*`
+# cubins compute y = x over the forward's access pattern (the copy ceiling of that pattern)
+# and are benched, never checked.
 # Does not build the shipped cubins (the cmake build does) or anything for sm_100a.
 # Usage: bash validation/conv/build_variants.sh [DIR]
 set -euo pipefail
@@ -18,19 +20,23 @@ fwd() {  # tag, -D flags...
   "$NVCC" $FLAGS "$@" -o "$DIR/conv_fwd_$tag.sm90a.cubin" kernels/conv/conv_fwd.cu
 }
 fwd regs_c8_s32 -DKERNRT_CONV_FWD_KERNEL=0
-fwd regs_c4_s32 -DKERNRT_CONV_FWD_KERNEL=0 -DKERNRT_CONV_CHUNK=4 -DKERNRT_CONV_MIN_BLOCKS=4
 fwd mb5_s32 -DKERNRT_CONV_MIN_BLOCKS=5
-fwd tanh_s32 -DKERNRT_CONV_TANH_SILU=1
 fwd bulk_s32 -DKERNRT_CONV_FWD_KERNEL=2
-cp "$DIR/conv_fwd_bulk_s32.sm90a.cubin" "$DIR/conv_fwd_bulk_s64.sm90a.cubin"
 fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
-fwd id_regs_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_FWD_KERNEL=0
-for n in 1 2 4; do
-  "$NVCC" $FLAGS -DKERNRT_CONV_UPDATE_SEQS=$n -o "$DIR/conv_update_s$n.sm90a.cubin" \
-    kernels/conv/conv_update.cu
-done
-for o in 1 2; do  # fla's cross-lane tap-sum order (conv_update.cu dot_update), 4 seqs/thread
-  "$NVCC" $FLAGS -DKERNRT_CONV_UPDATE_ORDER=$o -o "$DIR/conv_update_s4o$o.sm90a.cubin" \
-    kernels/conv/conv_update.cu
-done
+# walk 3 (persistent blocks over chunks of k ring stages): c<ctas> = one wave of blocks
+fwd chunk_k8_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8
+fwd chunk_k4_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=4
+fwd chunk_k8mb5_c660 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8 -DKERNRT_CONV_MIN_BLOCKS=5
+fwd id_chunk_k8_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8 -DKERNRT_CONV_IDENTITY=1
+# walk 9: y = x as a plain grid-strided copy, as many blocks as the ring (s32) or 12 per SM (40 registers)
+fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
+cp "$DIR/conv_fwd_id_lin_s32.sm90a.cubin" "$DIR/conv_fwd_id_lin_c1584.sm90a.cubin"
+upd() {  # tag, -D flags...
+  local tag=$1; shift
+  "$NVCC" $FLAGS "$@" -o "$DIR/conv_update_$tag.sm90a.cubin" kernels/conv/conv_update.cu
+}
+upd s4                                          # the shipped geometry, benched at block 128 too
+upd s4o1 -DKERNRT_CONV_UPDATE_ORDER=1           # fla's cross-lane tap-sum order (dot_update)
+upd s4mb4 -DKERNRT_CONV_UPDATE_MIN_BLOCKS=4     # <= 128 registers: 1024 blocks of 64 in one wave
+upd s8 -DKERNRT_CONV_UPDATE_SEQS=8              # 8 sequences per thread: 512 blocks of 64, one wave
 ls -l "$DIR"

@@ -107,7 +107,7 @@ def gate(err, peer_err):
 
 def _case_fwd(rec, mod, use_fla, *, B, T, D, W, dtype=torch.bfloat16, wdtype=torch.float32,
              bias=False, silu=True, xpad=0, states=False, lens=None, pool=False, block=128,
-             span=32, tag="", pdl=False, name=None):
+             span=32, tag="", pdl=False, name=None, grid_y=None):
     """Dense (lens None) or varlen (lens: sequence lengths, B must be 1)."""
     cu = None
     if lens is not None:
@@ -137,7 +137,8 @@ def _case_fwd(rec, mod, use_fla, *, B, T, D, W, dtype=torch.bfloat16, wdtype=tor
     elif states:
         final = torch.full((N, D, W - 1), NAN16, dtype=torch.int16, device="cuda").view(dtype)
         kw = dict(init_state=init, final_state=final)
-    kl.fwd(mod, x, w, y, bias=b, silu=silu, cu_seqlens=cu, block=block, span=span, pdl=pdl, **kw)
+    kl.fwd(mod, x, w, y, bias=b, silu=silu, cu_seqlens=cu, block=block, span=span, pdl=pdl,
+           grid_y=grid_y, **kw)
     torch.cuda.synchronize()
     y64, f64 = ref.fwd(x, w, b, silu, init, cu)
     err = ref.rel_rms(y, ref.round_like(y64, dtype), y64)
@@ -234,8 +235,8 @@ def guarded(rec, fn):
     return call
 
 
-def run_all(rec, mod, use_fla, span=32, spt=4, tag="", only=None, block=None):
-    f = dict(span=span, tag=tag)
+def run_all(rec, mod, use_fla, span=32, spt=4, tag="", only=None, block=None, grid_y=None):
+    f = dict(span=span, tag=tag, grid_y=grid_y)
     u = dict(spt=spt, tag=tag, block=block)
     skip = lambda *a, **k: None  # noqa: E731
     case_fwd = guarded(rec, _case_fwd) if only in (None, "fwd") else skip
@@ -292,12 +293,15 @@ def variant_runs(a, mod_fwd):
             tag = os.path.basename(path).split(".")[0][len("conv_update_"):]
             runs.append((f"update_{tag}b128", lambda path=path: Route(None, kl.Module(path)),
                          dict(spt=int(tag[1]), only="update", block=128)))
-        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*_s*.sm90a.cubin")):
+        for path in sorted(glob.glob(f"{a.variants}/conv_fwd_*_[sc]*.sm90a.cubin")):
             tag = os.path.basename(path).split(".")[0][len("conv_fwd_"):]
-            if tag.startswith("id_"):
+            m = re.search(r"_([sc])(\d+)$", tag)
+            if tag.startswith("id_") or not m:
                 continue
-            span = int(re.search(r"_s(\d+)$", tag).group(1))
-            runs.append((tag, lambda path=path: Route(kl.Module(path), None), dict(span=span, only="fwd")))
+            # c<ctas> (persistent blocks): checked at grid.y = 3, so that blocks walk several
+            # chunks, some blocks have none, and chunks are spread unevenly over blocks
+            geo = dict(span=int(m.group(2))) if m.group(1) == "s" else dict(grid_y=3)
+            runs.append((tag, lambda path=path: Route(kl.Module(path), None), dict(only="fwd", **geo)))
     # stable: the register walk first (the fallback default), bulk last
     return sorted(runs, key=lambda r: ("bulk" in r[0], not r[0].startswith("regs")))
 

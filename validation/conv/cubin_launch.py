@@ -101,9 +101,11 @@ def _flags(weight, silu):
 
 def fwd(mod, x, weight, y, bias=None, silu=True, init_state=None, final_state=None,
         cu_seqlens=None, init_lines=None, final_lines=None, state_stride=None, block=128,
-        span=32, pdl=False):
+        span=32, pdl=False, ctas=None, grid_y=None):
     """x, y: [B, T, D] views (last stride 1). States: [N, D, W-1] (stride = one row) or a
-    pool (uint8 tensor) with lines and state_stride bytes."""
+    pool (uint8 tensor) with lines and state_stride bytes. grid.y = ceil(T / span) as the
+    manifests launch, or grid_y, or (ctas) the most that keeps grid.x * grid.y * grid.z <=
+    ctas (one wave of persistent blocks; the kernel covers the rows with any grid.y)."""
     B, T, D = x.shape
     W = weight.shape[1]
     assert x.stride(2) == 1 and y.stride(2) == 1 and D % 8 == 0
@@ -117,7 +119,10 @@ def fwd(mod, x, weight, y, bias=None, silu=True, init_state=None, final_state=No
                         _ptr(init_lines), _ptr(final_lines), x.stride(0), x.stride(1),
                         y.stride(0), y.stride(1), ist, fst, D, T, seqs, _flags(weight, silu))
     assert len(image) == 136
-    grid = (-(-D // (CHANNELS_PER_THREAD * block)), -(-T // span), B if cu_seqlens is None else 1)
+    gx, gz = -(-D // (CHANNELS_PER_THREAD * block)), B if cu_seqlens is None else 1
+    if grid_y is None:
+        grid_y = max(1, ctas // (gx * gz)) if ctas else -(-T // span)
+    grid = (gx, grid_y, gz)
     mod.launch(f"conv_fwd_sm90a_{_dt(x)}_w{W}", grid, (block, 1, 1), image, pdl)
 
 
