@@ -69,17 +69,18 @@ constexpr int kSmemBytes = kBarOffset + 128 + 1024;          // + slack to align
 #define KERNRT_DECODE_CHUNK_PAGES 2
 #endif
 constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
-#ifndef KERNRT_DECODE_LONGEST_FIRST
-#define KERNRT_DECODE_LONGEST_FIRST 1
+#ifndef KERNRT_DECODE_TAIL_PAGES
+#define KERNRT_DECODE_TAIL_PAGES 0
 #endif
+constexpr int kTailPages = KERNRT_DECODE_TAIL_PAGES;    // single-page claims per CTA at the end
 #ifndef KERNRT_DECODE_SHARES
 #define KERNRT_DECODE_SHARES 1
 #endif
 // Up to this batch every CTA derives the same schedule from the lengths (one per thread):
-// length-proportional shares, or (KERNRT_DECODE_SHARES=0, v4) longest-first grid rows of
-// `splits` CTAs each; beyond it, and with both knobs 0 (v3), grid row z is sequence z.
+// length-proportional shares for a one-wave grid, else (and with KERNRT_DECODE_SHARES=0, v4)
+// longest-first grid rows of `splits` CTAs each; beyond it grid row z is sequence z.
 constexpr bool kShares = KERNRT_DECODE_SHARES != 0;
-constexpr int kMaxRanked = (kShares || KERNRT_DECODE_LONGEST_FIRST) ? kThreads : 0;
+constexpr int kMaxRanked = kThreads;
 constexpr int kMergeDepth = 11;                    // splits' loads in flight in the merge
 constexpr int kCounterStride = 24;                 // counter ints per sequence (B x heads_q)
 constexpr int kMaxSplits = 128;
@@ -128,35 +129,43 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* tmp, int warp, i
 }
 
 // Warp 0's view of the work: the current and the next claimed chunk (page indices one per
-// lane), and lane 0's pending claim of the chunk after them.
+// lane), and lane 0's pending claim of the chunk after them. Chunks 0..c2-1 hold kChunkPages
+// pages each; the pages after them (the last kTailPages per CTA of the group, plus an odd
+// page) are claimed one at a time, so the group's CTAs end closer together.
 struct Feed {
   const int32_t* table;  // this sequence's page-table row
   int* work;             // per-(seq, head) chunk counter
   int pages;             // pages of the sequence
-  int cur_chunk, cur_n, cur_pos, cur_pg;
-  int nxt_chunk, nxt_n, nxt_pg;
+  int c2;                // chunks of kChunkPages pages before the single-page tail
+  int cur_first, cur_n, cur_pos, cur_pg;
+  int nxt_first, nxt_n, nxt_pg;
   int claim;             // lane 0: the chunk its outstanding atomicAdd claimed
   int dyn_base;          // first dynamically claimed chunk
   int lane;
 
-  __device__ __forceinline__ int chunk_len(int c) const {
-    return max(0, min(kChunkPages, pages - c * kChunkPages));
+  __device__ __forceinline__ int first_page(int c) const {
+    return c < c2 ? c * kChunkPages : c2 * kChunkPages + (c - c2);
   }
-  __device__ __forceinline__ int load(int c, int n) const {
-    return lane < n ? table[c * kChunkPages + lane] : 0;
+  __device__ __forceinline__ int chunk_len(int c, int first) const {
+    return c < c2 ? kChunkPages : (first < pages ? 1 : 0);
+  }
+  __device__ __forceinline__ int load(int first, int n) const {
+    return lane < n ? table[first + lane] : 0;
   }
   // The first two chunks are static (split s of a group of g CTAs takes chunks s and s + g,
   // no atomic on the start-up path); later ones come from the counter, offset by 2 * g. Every
   // CTA's chunks therefore increase, so an exhausted chunk means all later ones are too.
   __device__ __forceinline__ void init(int split, int group) {
+    c2 = max(0, pages - kTailPages * group) / kChunkPages;
     dyn_base = 2 * group;
-    cur_chunk = split;
-    cur_n = chunk_len(split);
+    cur_first = first_page(split);
+    cur_n = chunk_len(split, cur_first);
     cur_pos = 0;
-    cur_pg = load(split, cur_n);
-    nxt_chunk = split + group;
-    nxt_n = chunk_len(nxt_chunk);
-    nxt_pg = load(nxt_chunk, nxt_n);
+    cur_pg = load(cur_first, cur_n);
+    const int c = split + group;
+    nxt_first = first_page(c);
+    nxt_n = chunk_len(c, nxt_first);
+    nxt_pg = load(nxt_first, nxt_n);
     if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
   }
   // Next (logical page, physical page) of this CTA, or logical -1 when the work is gone.
@@ -164,20 +173,27 @@ struct Feed {
   __device__ __forceinline__ int next(int& phys) {
     if (cur_pos == cur_n) {
       if (nxt_n == 0) return -1;
-      cur_chunk = nxt_chunk;
+      cur_first = nxt_first;
       cur_n = nxt_n;
       cur_pg = nxt_pg;
       cur_pos = 0;
       const int c = __shfl_sync(0xffffffffu, claim, 0);
-      nxt_chunk = c;
-      nxt_n = chunk_len(c);
-      nxt_pg = load(c, nxt_n);
+      nxt_first = first_page(c);
+      nxt_n = chunk_len(c, nxt_first);
+      nxt_pg = load(nxt_first, nxt_n);
       if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
     }
     phys = __shfl_sync(0xffffffffu, cur_pg, cur_pos);
-    return cur_chunk * kChunkPages + cur_pos++;
+    return cur_first + cur_pos++;
   }
 };
+
+// Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds.
+__device__ __forceinline__ int sm_count() {
+  uint32_t n;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return static_cast<int>(n);
+}
 
 }  // namespace
 
@@ -239,7 +255,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   int len, split = blockIdx.x, group = splits;
   if (scheduled) {
     const int mine = tid < batch ? rank_len[tid] : 0;
-    if (kShares) {
+    // Shares only when the whole grid is resident at once (2 CTAs per SM): with more waves,
+    // a group whose CTAs straddle two waves leaves SMs idle at the end, and v4's
+    // longest-first rows of equal groups pair up better (run 5: -30 us at batch 4).
+    if (kShares && batch * splits * kHeadsKv <= 2 * sm_count()) {
       const int pages = tid < batch ? (max(mine, 0) + kPage - 1) / kPage : 0;
       const int total = block_sum(pages, scan_tmp, warp, lane);
       const int units = splits * batch;

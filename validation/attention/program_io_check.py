@@ -109,6 +109,7 @@ def run_case(args, rec, name, lens, layers, layer, graph_iters, seed, paged_stat
     tofile(bt.table[:, :cap.max_pages], os.path.join(work, "table.bin"))
     tofile(bt.seq_lens, os.path.join(work, "seq.bin"))
     tofile(torch.arange(seqs + 1, dtype=torch.int32), os.path.join(work, "cuq.bin"))
+    content_pages = fx.content_pages
     del fx
     torch.cuda.empty_cache()
     ok = True
@@ -139,7 +140,7 @@ def run_case(args, rec, name, lens, layers, layer, graph_iters, seed, paged_stat
         extra_fields = {"program_io_median_us": float(timing.group(1))} if timing else {}
         if paged_state:
             extra_fields.update(kv_state_bytes=pool * layers * H.LAYER_PAGE_BYTES,
-                                pattern_pages=fx.content_pages)
+                                pattern_pages=content_pages)
         rec.add(case=case, kind="check", vs="float32 reference", error=rel, max_abs=mx,
                 finite=finite, gate=GATE, batch=seqs, kv_tokens=sum(lens), **extra_fields,
                 **{"pass": good})
