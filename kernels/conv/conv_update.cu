@@ -33,18 +33,19 @@
 #endif
 #define KERNRT_CONV_VERIFY_BOUNDS __launch_bounds__(128)
 
-#ifndef KERNRT_CONV_UPDATE_ORDER  // tap-sum order, see dot_update (variants only: 1, 2)
-#define KERNRT_CONV_UPDATE_ORDER 0
+#ifndef KERNRT_CONV_UPDATE_ORDER  // tap-sum order, see dot_update (variants: 0, 2)
+#define KERNRT_CONV_UPDATE_ORDER 1
 #endif
 
 namespace kernrt_conv {
 
-// z for one channel of a decode step. Order 0 (shipped): conv_dot's chain, oldest tap first.
-// Orders 1 and 2 (variants, not yet run on a device) follow fla 0.6.0's update kernel
-// (validation/conv/notes.md, run 4): its `tl.sum` over the taps (padded to 4, or 2 for W 2)
-// is a butterfly across lanes, lane i computing fma(x_i, w_i, x_{i^2} w_{i^2}) and adding its
-// neighbour's; the lanes of a channel round differently and all store y, so order 1 takes
-// the value of lanes {0, 1} and order 2 that of lanes {2, 3} (W 2: lane 0 or lane 1).
+// z for one channel of a decode step. Orders 1 (shipped since run 6) and 2 follow fla 0.6.0's
+// update kernel (validation/conv/notes.md, run 4): its `tl.sum` over the taps (padded to 4,
+// or 2 for W 2) is a butterfly across lanes, lane i computing fma(x_i, w_i, x_{i^2} w_{i^2})
+// and adding its neighbour's; the lanes of a channel round differently and all store y, so
+// order 1 takes the value of lanes {0, 1} and order 2 that of lanes {2, 3} (W 2: lane 0 or
+// lane 1). Order 1 passed the peer gate on all 16 update/verify checks of runs 5-6; order 0
+// (runs 2-5: conv_dot's chain, oldest tap first) missed it by one or two bf16 flips in 3 of 5.
 // Products are __fmul_rn and sums __fadd_rn so that nothing is contracted into an fma.
 template <int W>
 __device__ __forceinline__ float dot_update(const float (&w)[W][8], const float (&win)[W - 1][8],

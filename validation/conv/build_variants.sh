@@ -35,8 +35,8 @@ upd() {  # tag, -D flags...
   local tag=$1; shift
   "$NVCC" $FLAGS "$@" -o "$DIR/conv_update_$tag.sm90a.cubin" kernels/conv/conv_update.cu
 }
-upd s4                                          # the shipped geometry, benched at block 128 too
-upd s4o1 -DKERNRT_CONV_UPDATE_ORDER=1           # fla's cross-lane tap-sum order (dot_update)
+upd s4                                          # the shipped build, benched at block 128 too
+upd s4o0 -DKERNRT_CONV_UPDATE_ORDER=0           # runs 2-5's tap order (one fma chain)
 upd s4mb4 -DKERNRT_CONV_UPDATE_MIN_BLOCKS=4     # <= 128 registers: 1024 blocks of 64 in one wave
 upd s8 -DKERNRT_CONV_UPDATE_SEQS=8              # 8 sequences per thread: 512 blocks of 64, one wave
 ls -l "$DIR"
