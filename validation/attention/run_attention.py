@@ -188,7 +188,9 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--batches", default="1,2,4,8,16,32",
-                    help="batch sizes; a trailing d (e.g. 4d) gives the same lengths longest first")
+                    help="batch sizes; a trailing d (e.g. 4d) gives the same lengths longest "
+                         "first; BxN (e.g. 4x64) gives B sequences of N tokens, a probe of the "
+                         "fixed cost per launch")
     ap.add_argument("--iters", type=int, default=30)
     ap.add_argument("--rounds", type=int, default=1,
                     help="timing rounds per batch, the order of the contenders reversed every "
@@ -211,18 +213,25 @@ def main():
         log(f"[{var.name}] small cases:", "PASS" if ok else "FAIL")
         all_ok &= ok
 
-    batches = args.batches.split(",")  # "4": lengths ascending, "4d": descending
-    size = {x: int(x.rstrip("d")) for x in batches}
-    label = {x: f"B{size[x]}" + (" desc" if x.endswith("d") else "") for x in batches}
-    total_pages = sum((n + 63) // 64 for n in bench_lens(max(size.values()))) + 64
+    batches = args.batches.split(",")  # "4": lengths ascending, "4d": descending, "4x64"
+    size = {x: int(x.rstrip("d").split("x")[0]) for x in batches}
+    label = {x: f"B{size[x]}" + (" desc" if x.endswith("d") else "") +
+             (f" x{x.split('x')[1]}" if "x" in x else "") for x in batches}
+
+    def lens_of(x):
+        if "x" in x:
+            return [int(x.split("x")[1])] * size[x]
+        lens = bench_lens(size[x])
+        return lens[::-1] if x.endswith("d") else lens
+
+    total_pages = max(sum((n + 63) // 64 for n in lens_of(x)) for x in batches) + 64
     fx = H.Fixture(pool_pages=total_pages, layers=2, seed=21)
     log(f"fixture {total_pages} pages x 2 layers = {fx.kv.numel() * 2 / 1e9:.1f} GB")
 
     results = {}
     for x in batches:
         b, lab = size[x], label[x]
-        lens = bench_lens(b)
-        bt = fx.batch(lens[::-1] if x.endswith("d") else lens, 1, seed=100 + b)
+        bt = fx.batch(lens_of(x), 1, seed=100 + b)
         ref = bt.reference()
         decs = []
         for var in variants:
