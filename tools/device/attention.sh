@@ -4,6 +4,7 @@
 # counts, spills), installs the carried FlashInfer peer, then runs the validation + benchmark
 # (validation/attention/run_attention.py) and the KV-append check; results land in $OUT.
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
+# Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32); PIO=0 skips program_io.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
 # examples/h200/decode.json and validation/attention/program_io_check.py's integration cases,
 # the long ones (batch 1-32 at 150k-250k) with the KV as a paged state (--tokens, --fill).
@@ -44,7 +45,7 @@ export CUDA_HOME=${CUDA_HOME:-$(dirname "$(dirname "$(which nvcc)")")}
 python3 validation/attention/kv_append_check.py --cubin $CUB/kv_append.sm90a.cubin 2>&1 | tee -a "$OUT/pre.log"
 # program_io: the generated example exactly, then the integration cases (generator-made
 # manifests around the h200 op, 1000 graph replays), when a program_io build was carried.
-if [ -x .peer/attention/program_io ]; then
+if [ "${PIO:-1}" != 0 ] && [ -x .peer/attention/program_io ]; then
   {
     SHA=$(sha256sum $CUB/attention_decode.sm90a.cubin | cut -d' ' -f1)
     mkdir -p /tmp/ex && sed "s/@SHA256:attention_decode.sm90a@/$SHA/" examples/h200/decode.json > /tmp/ex/decode.json
@@ -65,7 +66,7 @@ python3 validation/attention/run_attention.py --variant "v6:$AD:103552:128:33" \
   --variant "v6-t1:$V/decode_v6_t1.sm90a.cubin:103552:128:33" \
   --variant "v6-t2:$V/decode_v6_t2.sm90a.cubin:103552:128:33" \
   --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" \
-  --batches 1,2,3,4,8,16,32 --iters 100 --rounds 2 \
+  --batches "${BATCHES:-1,2,3,4,8,16,32}" --iters 100 --rounds 2 \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 tail -5 "$OUT/fi_warm.log" 2>/dev/null
