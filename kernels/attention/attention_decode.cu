@@ -73,6 +73,12 @@ constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 #define KERNRT_DECODE_TAIL_PAGES 0
 #endif
 constexpr int kTailPages = KERNRT_DECODE_TAIL_PAGES;    // single-page claims per CTA at the end
+#ifndef KERNRT_DECODE_EVICT_FIRST
+#define KERNRT_DECODE_EVICT_FIRST 0
+#endif
+// K/V tiles are read once: an evict-first L2 policy keeps them from displacing the page
+// table, the partials and Q (timed as a variant).
+constexpr bool kEvictFirst = KERNRT_DECODE_EVICT_FIRST != 0;
 #ifndef KERNRT_DECODE_SHARES
 #define KERNRT_DECODE_SHARES 1
 #endif
@@ -344,7 +350,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           const CUtensorMap* map = is_k ? &p.tma_k : &p.tma_v;
           ptx::mbarrier_arrive_expect_tx(&full[stage], kTileBytes);
           for (int j = 0; j < kBoxesPerTile; ++j) {
-            ptx::tma_load_4d(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head, cur_phys);
+            if (kEvictFirst) {
+              ptx::tma_load_4d_hint(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head,
+                                    cur_phys, ptx::l2_evict_first_policy());
+            } else {
+              ptx::tma_load_4d(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head, cur_phys);
+            }
           }
         }
       }

@@ -4,7 +4,8 @@
 # counts, spills), installs the carried FlashInfer peer, then runs the validation + benchmark
 # (validation/attention/run_attention.py) and the KV-append check; results land in $OUT.
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
-# Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32); PIO=0 skips program_io.
+# Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32), ROUNDS (default 2);
+# PIO=0 skips program_io.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
 # examples/h200/decode.json and validation/attention/program_io_check.py's integration cases,
 # the long ones (batch 1-32 at 150k-250k) with the KV as a paged state (--tokens, --fill).
@@ -20,10 +21,10 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
   mkdir -p $CUB/variants
   # Same source, one knob each (v6 = the shipped kernel): v4's longest-first rows of `splits`
-  # CTAs at every batch; the last 1 or 2 pages per CTA of a group claimed one at a time.
+  # CTAs at every batch; the last page per CTA of a group claimed singly; evict-first K/V.
   nvcc $FLAGS -DKERNRT_DECODE_SHARES=0 -cubin -o $CUB/variants/decode_v4.sm90a.cubin kernels/attention/attention_decode.cu &
   nvcc $FLAGS -DKERNRT_DECODE_TAIL_PAGES=1 -cubin -o $CUB/variants/decode_v6_t1.sm90a.cubin kernels/attention/attention_decode.cu &
-  nvcc $FLAGS -DKERNRT_DECODE_TAIL_PAGES=2 -cubin -o $CUB/variants/decode_v6_t2.sm90a.cubin kernels/attention/attention_decode.cu &
+  nvcc $FLAGS -DKERNRT_DECODE_EVICT_FIRST=1 -cubin -o $CUB/variants/decode_v6_ef.sm90a.cubin kernels/attention/attention_decode.cu &
   wait
   cuobjdump --dump-sass $CUB/attention_decode.sm90a.cubin > /tmp/ad.sass
   echo "sass: HMMA $(grep -c HMMA /tmp/ad.sass) UTMALDG $(grep -c UTMALDG /tmp/ad.sass) LDSM $(grep -c LDSM /tmp/ad.sass) LDL/STL $(grep -cE 'LDL|STL' /tmp/ad.sass)"
@@ -64,9 +65,9 @@ fi
 AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
 python3 validation/attention/run_attention.py --variant "v6:$AD:103552:128:33" \
   --variant "v6-t1:$V/decode_v6_t1.sm90a.cubin:103552:128:33" \
-  --variant "v6-t2:$V/decode_v6_t2.sm90a.cubin:103552:128:33" \
+  --variant "v6-ef:$V/decode_v6_ef.sm90a.cubin:103552:128:33" \
   --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" \
-  --batches "${BATCHES:-1,2,3,4,8,16,32}" --iters 100 --rounds 2 \
+  --batches "${BATCHES:-1,2,3,4,8,16,32}" --iters 100 --rounds "${ROUNDS:-2}" \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}
 tail -5 "$OUT/fi_warm.log" 2>/dev/null
