@@ -6,13 +6,15 @@
 // partial O@1008, partial stats@1016, seq lens@1080, batch@1116, splits@1156, page-table row
 // length@1160, softmax scale (log2 domain)@1220.
 //
-// Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. Grid row z serves the
-// sequence of rank z by length, longest first (ties by index; every CTA ranks the <= 128
-// lengths the same way, so the mapping is a fixed permutation): the block scheduler starts
-// rows in z order, so the long sequences start first and the short ones fill the SMs that
-// free up (longest-processing-time-first list scheduling), and the groups end together
-// instead of the longest sequence draining alone at one CTA per SM. The `splits` CTAs of
-// (seq b, head h) share b's pages dynamically: split s starts with chunks s and s + splits
+// Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. Per KV head the grid
+// holds units u = z * splits + x, and every CTA derives the same schedule from the <= 128
+// lengths: when the whole grid is resident at once (one wave), sequence b gets a number of
+// consecutive units in proportion to its pages (at least 1), so all CTAs start with about the
+// same work and end together; with more waves, grid row z serves the sequence of rank z by
+// length, longest first (ties by index) with `splits` units: the block scheduler starts rows
+// in z order, so the long sequences start first and the short ones fill the SMs that free up
+// (longest-processing-time-first list scheduling). The CTAs of one (seq b, head h) group
+// share b's pages dynamically: split s of a group of g starts with chunks s and s + g
 // (kChunkPages pages each), then warp 0 claims further chunks from a per-(b, h) work counter
 // (counter scratch [b*24 + 4 + h]), so CTAs on faster SMs take more and every CTA ends within
 // about one chunk of the others. Warp 0 also feeds the 3-stage ring
@@ -22,7 +24,8 @@
 // the 6 query heads padded to 16 for mma.m16n8k16): S = Q K^T (2 n-tiles x 16 k-steps),
 // P = exp2(S*scale - m), O += P V (32 n-tiles).
 // Epilogue: the 4 warps merge in shared memory, every CTA writes its unnormalised O and
-// (max, sum) to the partial scratch (zeros and (-inf, 0) when it got no page), and the last
+// (max, sum) to the partial scratch at [head][unit][8 rows] (zeros and (-inf, 0) when it got
+// no page; a group's partials are contiguous), and the last
 // CTA to arrive on the (b, h) counter [b*24 + h] merges all splits, writes O and puts both
 // counters back to zero for the next launch or graph replay. The merge issues its first
 // kMergeDepth splits' loads before it reduces the (max, sum) statistics (one warp per row).
@@ -69,16 +72,6 @@ constexpr int kSmemBytes = kBarOffset + 128 + 1024;          // + slack to align
 #define KERNRT_DECODE_CHUNK_PAGES 2
 #endif
 constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
-#ifndef KERNRT_DECODE_TAIL_PAGES
-#define KERNRT_DECODE_TAIL_PAGES 0
-#endif
-constexpr int kTailPages = KERNRT_DECODE_TAIL_PAGES;    // single-page claims per CTA at the end
-#ifndef KERNRT_DECODE_EVICT_FIRST
-#define KERNRT_DECODE_EVICT_FIRST 0
-#endif
-// K/V tiles are read once: an evict-first L2 policy keeps them from displacing the page
-// table, the partials and Q (timed as a variant).
-constexpr bool kEvictFirst = KERNRT_DECODE_EVICT_FIRST != 0;
 #ifndef KERNRT_DECODE_SHARES
 #define KERNRT_DECODE_SHARES 1
 #endif
@@ -135,43 +128,35 @@ __device__ __forceinline__ int block_exclusive_scan(int v, int* tmp, int warp, i
 }
 
 // Warp 0's view of the work: the current and the next claimed chunk (page indices one per
-// lane), and lane 0's pending claim of the chunk after them. Chunks 0..c2-1 hold kChunkPages
-// pages each; the pages after them (the last kTailPages per CTA of the group, plus an odd
-// page) are claimed one at a time, so the group's CTAs end closer together.
+// lane), and lane 0's pending claim of the chunk after them.
 struct Feed {
   const int32_t* table;  // this sequence's page-table row
   int* work;             // per-(seq, head) chunk counter
   int pages;             // pages of the sequence
-  int c2;                // chunks of kChunkPages pages before the single-page tail
-  int cur_first, cur_n, cur_pos, cur_pg;
-  int nxt_first, nxt_n, nxt_pg;
+  int cur_chunk, cur_n, cur_pos, cur_pg;
+  int nxt_chunk, nxt_n, nxt_pg;
   int claim;             // lane 0: the chunk its outstanding atomicAdd claimed
   int dyn_base;          // first dynamically claimed chunk
   int lane;
 
-  __device__ __forceinline__ int first_page(int c) const {
-    return c < c2 ? c * kChunkPages : c2 * kChunkPages + (c - c2);
+  __device__ __forceinline__ int chunk_len(int c) const {
+    return max(0, min(kChunkPages, pages - c * kChunkPages));
   }
-  __device__ __forceinline__ int chunk_len(int c, int first) const {
-    return c < c2 ? kChunkPages : (first < pages ? 1 : 0);
-  }
-  __device__ __forceinline__ int load(int first, int n) const {
-    return lane < n ? table[first + lane] : 0;
+  __device__ __forceinline__ int load(int c, int n) const {
+    return lane < n ? table[c * kChunkPages + lane] : 0;
   }
   // The first two chunks are static (split s of a group of g CTAs takes chunks s and s + g,
   // no atomic on the start-up path); later ones come from the counter, offset by 2 * g. Every
   // CTA's chunks therefore increase, so an exhausted chunk means all later ones are too.
   __device__ __forceinline__ void init(int split, int group) {
-    c2 = max(0, pages - kTailPages * group) / kChunkPages;
     dyn_base = 2 * group;
-    cur_first = first_page(split);
-    cur_n = chunk_len(split, cur_first);
+    cur_chunk = split;
+    cur_n = chunk_len(split);
     cur_pos = 0;
-    cur_pg = load(cur_first, cur_n);
-    const int c = split + group;
-    nxt_first = first_page(c);
-    nxt_n = chunk_len(c, nxt_first);
-    nxt_pg = load(nxt_first, nxt_n);
+    cur_pg = load(split, cur_n);
+    nxt_chunk = split + group;
+    nxt_n = chunk_len(nxt_chunk);
+    nxt_pg = load(nxt_chunk, nxt_n);
     if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
   }
   // Next (logical page, physical page) of this CTA, or logical -1 when the work is gone.
@@ -179,18 +164,18 @@ struct Feed {
   __device__ __forceinline__ int next(int& phys) {
     if (cur_pos == cur_n) {
       if (nxt_n == 0) return -1;
-      cur_first = nxt_first;
+      cur_chunk = nxt_chunk;
       cur_n = nxt_n;
       cur_pg = nxt_pg;
       cur_pos = 0;
       const int c = __shfl_sync(0xffffffffu, claim, 0);
-      nxt_first = first_page(c);
-      nxt_n = chunk_len(c, nxt_first);
-      nxt_pg = load(nxt_first, nxt_n);
+      nxt_chunk = c;
+      nxt_n = chunk_len(c);
+      nxt_pg = load(c, nxt_n);
       if (nxt_n > 0 && lane == 0) claim = dyn_base + atomicAdd(work, 1);
     }
     phys = __shfl_sync(0xffffffffu, cur_pg, cur_pos);
-    return cur_first + cur_pos++;
+    return cur_chunk * kChunkPages + cur_pos++;
   }
 };
 
@@ -350,12 +335,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           const CUtensorMap* map = is_k ? &p.tma_k : &p.tma_v;
           ptx::mbarrier_arrive_expect_tx(&full[stage], kTileBytes);
           for (int j = 0; j < kBoxesPerTile; ++j) {
-            if (kEvictFirst) {
-              ptx::tma_load_4d_hint(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head,
-                                    cur_phys, ptx::l2_evict_first_policy());
-            } else {
-              ptx::tma_load_4d(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head, cur_phys);
-            }
+            ptx::tma_load_4d(dst + j * kBoxBytes, map, &full[stage], j * 64, 0, head, cur_phys);
           }
         }
       }

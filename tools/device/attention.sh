@@ -20,11 +20,9 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   nvcc $FLAGS -cubin -o $CUB/attention_decode.sm90a.cubin kernels/attention/attention_decode.cu
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
   mkdir -p $CUB/variants
-  # Same source, one knob each (v6 = the shipped kernel): v4's longest-first rows of `splits`
-  # CTAs at every batch; the last page per CTA of a group claimed singly; evict-first K/V.
+  # Same source, one knob (v6 = the shipped kernel): v4's longest-first rows of `splits` CTAs
+  # at every batch, also for a one-wave grid.
   nvcc $FLAGS -DKERNRT_DECODE_SHARES=0 -cubin -o $CUB/variants/decode_v4.sm90a.cubin kernels/attention/attention_decode.cu &
-  nvcc $FLAGS -DKERNRT_DECODE_TAIL_PAGES=1 -cubin -o $CUB/variants/decode_v6_t1.sm90a.cubin kernels/attention/attention_decode.cu &
-  nvcc $FLAGS -DKERNRT_DECODE_EVICT_FIRST=1 -cubin -o $CUB/variants/decode_v6_ef.sm90a.cubin kernels/attention/attention_decode.cu &
   wait
   cuobjdump --dump-sass $CUB/attention_decode.sm90a.cubin > /tmp/ad.sass
   echo "sass: HMMA $(grep -c HMMA /tmp/ad.sass) UTMALDG $(grep -c UTMALDG /tmp/ad.sass) LDSM $(grep -c LDSM /tmp/ad.sass) LDL/STL $(grep -cE 'LDL|STL' /tmp/ad.sass)"
@@ -64,8 +62,6 @@ fi
 
 AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
 python3 validation/attention/run_attention.py --variant "v6:$AD:103552:128:33" \
-  --variant "v6-t1:$V/decode_v6_t1.sm90a.cubin:103552:128:33" \
-  --variant "v6-ef:$V/decode_v6_ef.sm90a.cubin:103552:128:33" \
   --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" \
   --batches "${BATCHES:-1,2,3,4,8,16,32}" --iters 100 --rounds "${ROUNDS:-2}" \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
