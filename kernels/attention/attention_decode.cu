@@ -246,25 +246,38 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   int len, split = blockIdx.x, group = splits;
   if (scheduled) {
     const int mine = tid < batch ? rank_len[tid] : 0;
-    // Shares only when the whole grid is resident at once (2 CTAs per SM): with more waves,
-    // a group whose CTAs straddle two waves leaves SMs idle at the end, and v4's
-    // longest-first rows of equal groups pair up better (run 5: -30 us at batch 4).
-    if (kShares && batch * splits * kHeadsKv <= 2 * sm_count()) {
+    // Shares run in one wave (2 CTAs per SM): the grid's units when it fits, else only the
+    // units one wave holds (the CTAs of the other units leave at once), and then only when
+    // no sequence's CTAs start with more than one page above the average: with few units
+    // per sequence the rounding unbalances them (a page per CTA costs about as much as one
+    // more wave), and v4's longest-first rows of equal groups pair up better over several
+    // waves (run 5: shares with two waves of CTAs lost 30 us at batch 4).
+    bool use_shares = false;
+    int n = 0;
+    const int grid_units = splits * batch;
+    if (kShares) {
       const int pages = tid < batch ? (max(mine, 0) + kPage - 1) / kPage : 0;
       const int total = block_sum(pages, scan_tmp, warp, lane);
-      const int units = splits * batch;
-      // Nearest share (at least 1); if those overshoot the units, floor shares of what is
-      // left after one unit each, which never do.
-      int n = 0;
-      if (tid < batch) {
-        const int64_t near =
-            total > 0 ? (2 * static_cast<int64_t>(pages) * units + total) / (2 * total) : 1;
-        n = static_cast<int>(near < 1 ? 1 : near > kMaxSplits ? kMaxSplits : near);
+      const int units = min(grid_units, 2 * sm_count() / kHeadsKv);
+      if (batch <= units) {
+        // Nearest share (at least 1); if those overshoot the units, floor shares of what is
+        // left after one unit each, which never do.
+        if (tid < batch) {
+          const int64_t near =
+              total > 0 ? (2 * static_cast<int64_t>(pages) * units + total) / (2 * total) : 1;
+          n = static_cast<int>(near < 1 ? 1 : near > kMaxSplits ? kMaxSplits : near);
+        }
+        if (block_sum(n, scan_tmp + kWarps, warp, lane) > units && tid < batch) {
+          n = min(1 + static_cast<int>(static_cast<int64_t>(pages) * (units - batch) / total),
+                  kMaxSplits);
+        }
+        const bool balanced = __syncthreads_and(
+            tid >= batch ||
+            static_cast<int64_t>(pages) * units <= static_cast<int64_t>(total + units) * n);
+        use_shares = units == grid_units || balanced;
       }
-      if (block_sum(n, scan_tmp + kWarps, warp, lane) > units && tid < batch) {
-        n = min(1 + static_cast<int>(static_cast<int64_t>(pages) * (units - batch) / total),
-                kMaxSplits);
-      }
+    }
+    if (use_shares) {
       const int start = block_exclusive_scan(n, scan_tmp + 2 * kWarps, warp, lane);
       const int unit = static_cast<int>(blockIdx.z) * splits + static_cast<int>(blockIdx.x);
       if (tid < batch && unit >= start && unit < start + n) {
