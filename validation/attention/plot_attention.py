@@ -1,7 +1,8 @@
 """Plots the decode benchmark from attention.jsonl (never typed by hand): per batch, time in
 microseconds of ours, the peer and the bandwidth floor, plus achieved fraction of the floor.
 Usage: python3 plot_attention.py attention.jsonl attention_decode.png [variant]
-(the latest commit's bench rows of `variant` with ascending lengths, default: `v4`)
+(the latest commit's bench rows of `variant` with ascending 150k-250k lengths, the first row
+per batch when a commit was run twice; default variant: `v6`)
 Deliberately does not check: the JSONL's provenance (date/commit are printed in the title).
 """
 import json
@@ -17,10 +18,13 @@ bench = [r for r in rows if r.get("kind") == "bench"]
 if not bench:
     sys.exit("no bench rows")
 latest = bench[-1]["commit"]
-variant = sys.argv[3] if len(sys.argv) > 3 else "v4"
-bench = sorted([r for r in bench if r["commit"] == latest and r.get("variant") == variant
-                and r.get("order", "ascending") == "ascending"],
-               key=lambda r: r["batch"])
+variant = sys.argv[3] if len(sys.argv) > 3 else "v6"
+first = {}
+for r in bench:
+    if (r["commit"] == latest and r.get("variant") == variant
+            and r.get("order", "ascending") == "ascending" and " x" not in r["case"]):
+        first.setdefault(r["batch"], r)  # fixed-length probes ("B4 x8192") are not plotted
+bench = [first[b] for b in sorted(first)]
 bs = [r["batch"] for r in bench]
 x = range(len(bs))
 fig, (a1, a2) = plt.subplots(1, 2, figsize=(12, 4.5))
@@ -43,7 +47,7 @@ a2.axhline(85, color="gray", ls="--", lw=1, label="85% gate")
 a2.set_xscale("log", base=2)
 a2.set_xlabel("batch")
 a2.set_ylabel("% of copy-bandwidth floor")
-a2.set_ylim(0, 110)
+a2.set_ylim(0, 115)
 a2.legend(fontsize=8)
 fig.suptitle(f"paged decode Q24/KV4/D256 page 64 bf16, {bench[0]['gpu']}, "
              f"{bench[0]['date']}, commit {latest}")
