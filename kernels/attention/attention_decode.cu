@@ -236,12 +236,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   __syncthreads();
 
   // ---- schedule: this CTA's sequence, its split in the sequence's group, the group ---------
-  // Unit u = z * splits + x (per KV head), units = splits * batch. Shares: sequence b gets
-  // g_b ~ units * pages_b / pages consecutive units (at least 1, at most kMaxSplits), so
-  // every CTA starts with about the same number of pages and a one-wave batch of unequal
-  // lengths ends together instead of the long sequence draining alone. v4: grid row z is
-  // the sequence of rank z by length, longest first, with `splits` units each. Partials live
-  // at [head][unit][8 rows], so a group's are contiguous.
+  // Unit u = z * splits + x (per KV head). Shares: sequence b gets g_b ~ units * pages_b /
+  // pages consecutive units (at least 1, at most kMaxSplits), so every CTA starts with about
+  // the same number of pages and the CTAs end together. v4: grid row z is the sequence of
+  // rank z by length, longest first, with `splits` units. Partials live at
+  // [head][unit][8 rows], so a group's are contiguous.
   int seq = blockIdx.z;
   int len, split = blockIdx.x, group = splits;
   if (scheduled) {
