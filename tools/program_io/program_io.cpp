@@ -218,7 +218,9 @@ int main(int argc, char** argv) {
       ->type_name("NAME=FILE");
   app.add_option("--fill", o.flags.fills, "Fill a state by repeating a file's bytes over it")
       ->type_name("NAME=FILE");
-  app.add_option("--tokens", o.tokens, "Token capacity of paged states (default 65536)")
+  app.add_option("--tokens", o.tokens,
+                 "Token capacity of paged states (default " +
+                     std::to_string(kernrt::kDefaultTokenCapacity) + ")")
       ->check(CLI::Validator(CLI::PositiveNumber).description(""))->type_name("N");
   app.add_option("--weights", o.weights, "Bind weights by name from this safetensors file")
       ->type_name("FILE");
