@@ -1,6 +1,7 @@
 // Asynchronous global -> shared copies of the conv forward's shared-memory ring (sm_90):
 // per-thread 16-byte cp.async (LDGSTS) with commit/wait groups, and 1-D bulk copies
-// (cp.async.bulk, the TMA engine) completing on an mbarrier with a transaction count.
+// (cp.async.bulk, the TMA engine) completing on an mbarrier with a transaction count, and
+// bulk L2 prefetches.
 // Thin wrappers over the PTX instructions; every address below is a generic pointer into
 // global or shared memory, converted here.
 //
@@ -73,6 +74,12 @@ __device__ __forceinline__ void bulk_g2s(void* dst, const void* src, uint32_t by
           "r"(smem_addr(dst)),
       "l"(src), "r"(bytes), "r"(smem_addr(bar))
       : "memory");
+}
+
+// Ask L2 for `bytes` from global `src` (bulk prefetch through the TMA engine): nothing
+// lands in shared memory and nothing is waited on.
+__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
 }
 
 }  // namespace kernrt_conv

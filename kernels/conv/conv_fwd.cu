@@ -61,6 +61,12 @@
 #define KERNRT_CONV_MIN_BLOCKS 4
 #endif
 #endif
+#ifndef KERNRT_CONV_PIPE  // walk 4: rows of loads in flight per thread
+#define KERNRT_CONV_PIPE 8
+#endif
+#ifndef KERNRT_CONV_PREFETCH  // walk 4: rows ahead of the L2 bulk prefetch (0: none)
+#define KERNRT_CONV_PREFETCH 0
+#endif
 #ifndef KERNRT_CONV_IDENTITY
 #define KERNRT_CONV_IDENTITY 0
 #endif
@@ -79,6 +85,10 @@ static_assert(kChunk >= 2 && kChunk <= 16, "chunk: loads in flight vs registers 
 static_assert(kSpan % (2 * kChunk) == 0, "a span is whole pairs of chunks");
 constexpr int kChunkStages = KERNRT_CONV_CHUNK_STAGES;  // walk 3: stages per chunk
 static_assert(kRingStages >= 2 && kRingRows >= 1, "ring shape");
+constexpr int kPipe = KERNRT_CONV_PIPE;
+constexpr int kPrefetch = KERNRT_CONV_PREFETCH;
+static_assert(kPipe >= 2 && kPipe <= 16, "walk 4: rows in flight vs registers");
+static_assert(kPrefetch == 0 || kPrefetch > kPipe, "walk 4: prefetch beyond the loads");
 static_assert(KERNRT_CONV_FWD_KERNEL != 3 || kRingRows >= 3,
               "walk 3: a chunk's W-1 halo rows fit in its first stage");
 
@@ -140,10 +150,22 @@ struct Walk {
   bool silu;
 };
 
-// Row t (its 16-byte vector v): y, the window shift, a sequence switch before it and the
-// final state after it.
-template <typename E, int W>
-__device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, const uint4& v,
+// The current row in fp32: unpacked from its 16-byte vector (walks 0-3), or already
+// unpacked (walk 4 unpacks first so the vector's registers take the next load).
+template <typename E>
+__device__ __forceinline__ void row_f32(E tag, const uint4& v, float (&cur)[8]) {
+  unpack8(tag, v, cur);
+}
+template <typename E>
+__device__ __forceinline__ void row_f32(E, const float (&v)[8], float (&cur)[8]) {
+#pragma unroll
+  for (int c = 0; c < 8; ++c) cur[c] = v[c];
+}
+
+// Row t (v: its vector or its fp32 values): y, the window shift, a sequence switch before
+// it and the final state after it.
+template <typename E, int W, typename Row>
+__device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, const Row& v,
                                          uint16_t* y, int c0, int t) {
   constexpr int S = W - 1;
   const E tag{};
@@ -155,7 +177,7 @@ __device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, con
     window_from_state(tag, p, k.n, c0, k.win);
   }
   float cur[8], out[8];
-  unpack8(tag, v, cur);
+  row_f32(tag, v, cur);
 #pragma unroll
   for (int c = 0; c < 8; ++c) {
 #if KERNRT_CONV_IDENTITY
@@ -487,6 +509,60 @@ __device__ __forceinline__ void conv_fwd_chunks(const ConvFwdParams& p) {
   }
 }
 
+// ---- walk 4: warp walk with a register pipeline ----------------------------------------------
+// The tile of walks 1-2 (the block's channels x its span of ceil(tokens / grid.y) rows)
+// without shared memory: each warp walks its contiguous 512-byte channel slice down the span
+// with kPipe rows of 16-byte loads in flight per lane in a rotating register buffer (row t's
+// vector is unpacked, its registers take the load of row t + kPipe, then row t is computed).
+// kPrefetch > 0: lane 0 also asks L2 for the warp's slice of row t + kPrefetch, so DRAM sees
+// requests kPrefetch rows ahead while the registers need to cover only L2's latency.
+template <typename E, int W>
+__device__ __forceinline__ void conv_fwd_pipe(const ConvFwdParams& p) {
+  const E tag{};
+  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * kChannelsPerThread;
+  if (c0 >= p.dim) return;  // no barrier below
+  Walk<W> k;
+  load_weights<W>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, k.w, k.b);
+  k.silu = (p.flags & kFlagSilu) != 0;
+  pdl_wait();
+  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int t0 = blockIdx.y * span;
+  const uint16_t* x;
+  uint16_t* y;
+  int start, stop;
+  if (!locate(p, k, t0, span, x, y, start, stop)) return;
+  x += c0;
+  y += c0;
+  const int64_t stride = p.x_stride_tok;
+  uint4 buf[kPipe];
+#pragma unroll
+  for (int r = 0; r < kPipe; ++r)
+    if (t0 + r < stop) buf[r] = ld_nc_v4(x + static_cast<int64_t>(t0 + r) * stride);
+  // Lane 0 holds the warp's first channel (lanes past D returned above, lane 0 last).
+  const bool lead = kPrefetch > 0 && (threadIdx.x & 31) == 0;
+  const uint32_t slice = 2u * static_cast<uint32_t>(min(32 * kChannelsPerThread, p.dim - c0));
+  if (lead)
+    for (int t = t0 + kPipe; t < t0 + kPrefetch && t < stop; ++t)
+      bulk_prefetch_l2(x + static_cast<int64_t>(t) * stride, slice);
+  enter_span<E, W>(p, k, x, c0, t0, start);
+#pragma unroll 1
+  for (int tc = t0; tc < stop; tc += kPipe) {
+    if (tc + kPipe >= stop) pdl_launch_dependents();
+#pragma unroll
+    for (int r = 0; r < kPipe; ++r) {
+      const int t = tc + r;
+      if (t < stop) {
+        float cur[8];
+        unpack8(tag, buf[r], cur);
+        if (t + kPipe < stop) buf[r] = ld_nc_v4(x + static_cast<int64_t>(t + kPipe) * stride);
+        if (lead && t + kPrefetch < stop)
+          bulk_prefetch_l2(x + static_cast<int64_t>(t + kPrefetch) * stride, slice);
+        step_row<E, W>(p, k, cur, y, c0, t);
+      }
+    }
+  }
+}
+
 // ---- walk 9: linear copy probe (measurement only) -------------------------------------------
 // y = x over a dense contiguous [grid.z, tokens, dim] batch as one flat array of 16-byte
 // vectors, grid-strided over every thread of the grid with four loads in flight per thread:
@@ -520,6 +596,8 @@ __device__ __forceinline__ void conv_fwd(const ConvFwdParams& p) {
   conv_fwd_regs<E, W>(p);
 #elif KERNRT_CONV_FWD_KERNEL == 3
   conv_fwd_chunks<E, W>(p);
+#elif KERNRT_CONV_FWD_KERNEL == 4
+  conv_fwd_pipe<E, W>(p);
 #else
   conv_fwd_ring<E, W, KERNRT_CONV_FWD_KERNEL == 2>(p);
 #endif

@@ -14,9 +14,10 @@
 #   4. bench.py: ours vs fla (autotuned) vs floor vs the torch copy of the same bytes; with
 #      VARIANTS=1 also the identity cubins, the variants that passed step 2 (a passing
 #      persistent `chunk_k8_c528` also at two waves, c1056) and the shipped fwd with one wave
-#      of long spans (--extra-ctas 528);
+#      of long spans (--extra-ctas $CTAS, default 528);
 #   5. the PNG plot, and fla's Triton cache as $OUT/triton_cache.tgz.
-# Everything lands in $OUT (8 files). Usage: COMMIT=<sha> [VARIANTS=1] bash tools/device/conv.sh
+# Everything lands in $OUT (8 files).
+# Usage: COMMIT=<sha> [VARIANTS=1 [CHECK_SPANS=256] [CTAS=528]] bash tools/device/conv.sh
 set -o pipefail
 OUT=${OUT:-/tmp/conv-out}
 mkdir -p "$OUT"
@@ -25,6 +26,10 @@ T0=$SECONDS
 BUDGET=${BUDGET:-235}
 CHECK_S=${CHECK_S:-140}  # the check's share (it runs every variant's cases too with VARIANTS=1)
 VARIANTS=${VARIANTS:-0}
+# VARIANTS=1 only: the shipped fwd also checked and benched at these spans (comma list), and
+# benched with one wave of long spans (CTAS blocks); empty turns either off
+CHECK_SPANS=${CHECK_SPANS-256}
+CTAS=${CTAS-528}
 # lim WANT RESERVE: WANT seconds, or what is left after RESERVE more seconds of later steps.
 lim() {
   local l=$((BUDGET - (SECONDS - T0) - $2))
@@ -64,7 +69,7 @@ grep -E "PINNED|pinned" "$OUT/sass.txt"
 # 2. correctness, shipped then variants.
 rm -f /tmp/conv-passed
 VARGS=""
-[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans 256 --passed /tmp/conv-passed --variant-peer"
+[ "$VARIANTS" = 1 ] && VARGS="--variants $VAR --extra-spans=$CHECK_SPANS --passed /tmp/conv-passed --variant-peer"
 timeout $(lim $CHECK_S 90) python3 validation/conv/check.py --cubins $CUB --out "$OUT/check.jsonl" --fla \
   --meta "$META" $VARGS 2>&1 | tee "$OUT/check.log" | grep -E "FAIL|passed|Error|error|single config"
 echo "check rc=$? after $((SECONDS - T0)) s; passing variants: $(tr '\n' ' ' 2>/dev/null < /tmp/conv-passed)"
@@ -82,8 +87,7 @@ fi
 rm -rf /tmp/benchvar && mkdir -p /tmp/benchvar
 [ "$VARIANTS" = 1 ] && cp $VAR/conv_fwd_id_*.sm90a.cubin /tmp/benchvar/ 2>/dev/null
 SPANS=""
-CTAS=""
-[ "$VARIANTS" = 1 ] && CTAS=528
+[ "$VARIANTS" = 1 ] || CTAS=""
 for t in $(cat /tmp/conv-passed 2>/dev/null); do
   case $t in
     ours_s*) SPANS="$SPANS,${t#ours_s}" ;;

@@ -7,10 +7,12 @@
 # cubins compute y = x over the forward's access pattern (the copy ceiling of that pattern)
 # and are benched, never checked.
 # Does not build the shipped cubins (the cmake build does) or anything for sm_100a.
-# Usage: bash validation/conv/build_variants.sh [DIR]
+# SET picks the variants of one device run: run8 (default: walk 4, the warp walk) or run6.
+# Usage: [SET=run6] bash validation/conv/build_variants.sh [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${1:-.peer/conv/variants}
+SET=${SET:-run8}  # which run's variants
 NVCC=${NVCC:-nvcc}
 FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -gencode arch=compute_90a,code=sm_90a -Ikernels -cubin"
 mkdir -p "$DIR"
@@ -19,24 +21,45 @@ fwd() {  # tag, -D flags...
   local tag=$1; shift
   "$NVCC" $FLAGS "$@" -o "$DIR/conv_fwd_$tag.sm90a.cubin" kernels/conv/conv_fwd.cu
 }
-fwd regs_c8_s32 -DKERNRT_CONV_FWD_KERNEL=0
-fwd mb5_s32 -DKERNRT_CONV_MIN_BLOCKS=5
-fwd bulk_s32 -DKERNRT_CONV_FWD_KERNEL=2
-fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
-# walk 3 (persistent blocks over chunks of k ring stages): c<ctas> = one wave of blocks
-fwd chunk_k8_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8
-fwd chunk_k4_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=4
-fwd chunk_k8mb5_c660 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8 -DKERNRT_CONV_MIN_BLOCKS=5
-fwd id_chunk_k8_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8 -DKERNRT_CONV_IDENTITY=1
-# walk 9: y = x as a plain grid-strided copy, as many blocks as the ring (s32) or 12 per SM (40 registers)
-fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
-cp "$DIR/conv_fwd_id_lin_s32.sm90a.cubin" "$DIR/conv_fwd_id_lin_c1584.sm90a.cubin"
 upd() {  # tag, -D flags...
   local tag=$1; shift
   "$NVCC" $FLAGS "$@" -o "$DIR/conv_update_$tag.sm90a.cubin" kernels/conv/conv_update.cu
 }
-upd s4                                          # the shipped build, benched at block 128 too
-upd s4o0 -DKERNRT_CONV_UPDATE_ORDER=0           # runs 2-5's tap order (one fma chain)
-upd s4mb4 -DKERNRT_CONV_UPDATE_MIN_BLOCKS=4     # <= 128 registers: 1024 blocks of 64 in one wave
-upd s8 -DKERNRT_CONV_UPDATE_SEQS=8              # 8 sequences per thread: 512 blocks of 64, one wave
+# every variant cubin of the set is checked (except id_*) and benched by tools/device/conv.sh
+case $SET in
+run8)  # walk 4 (warp walk, register pipeline of P rows, L2 bulk prefetch Q rows ahead)
+  fwd pipe_p4_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=4
+  fwd pipe_p8mb3_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=8 -DKERNRT_CONV_MIN_BLOCKS=3
+  fwd pipe_p4q12_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=4 -DKERNRT_CONV_PREFETCH=12
+  fwd pipe_p4q20_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=4 -DKERNRT_CONV_PREFETCH=20
+  for s in 16 64; do  # same cubin, other spans (the harness launches by the name's span)
+    cp "$DIR/conv_fwd_pipe_p4q12_s32.sm90a.cubin" "$DIR/conv_fwd_pipe_p4q12_s$s.sm90a.cubin"
+  done
+  fwd id_pipe_p4_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=4 -DKERNRT_CONV_IDENTITY=1
+  fwd id_pipe_p4q12_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=4 -DKERNRT_CONV_PREFETCH=12 \
+    -DKERNRT_CONV_IDENTITY=1
+  # the two copy references of run 6: the ring's pattern and the plain grid-strided copy
+  fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
+  fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
+  ;;
+run6)
+  fwd regs_c8_s32 -DKERNRT_CONV_FWD_KERNEL=0
+  fwd mb5_s32 -DKERNRT_CONV_MIN_BLOCKS=5
+  fwd bulk_s32 -DKERNRT_CONV_FWD_KERNEL=2
+  fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
+  # walk 3 (persistent blocks over chunks of k ring stages): c<ctas> = one wave of blocks
+  fwd chunk_k8_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8
+  fwd chunk_k4_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=4
+  fwd chunk_k8mb5_c660 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8 -DKERNRT_CONV_MIN_BLOCKS=5
+  fwd id_chunk_k8_c528 -DKERNRT_CONV_FWD_KERNEL=3 -DKERNRT_CONV_CHUNK_STAGES=8 -DKERNRT_CONV_IDENTITY=1
+  # walk 9: y = x as a plain grid-strided copy, as many blocks as the ring (s32) or 12 per SM (40 registers)
+  fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
+  cp "$DIR/conv_fwd_id_lin_s32.sm90a.cubin" "$DIR/conv_fwd_id_lin_c1584.sm90a.cubin"
+  upd s4                                          # the shipped build, benched at block 128 too
+  upd s4o0 -DKERNRT_CONV_UPDATE_ORDER=0           # runs 2-5's tap order (one fma chain)
+  upd s4mb4 -DKERNRT_CONV_UPDATE_MIN_BLOCKS=4     # <= 128 registers: 1024 blocks of 64 in one wave
+  upd s8 -DKERNRT_CONV_UPDATE_SEQS=8              # 8 sequences per thread: 512 blocks of 64, one wave
+  ;;
+*) echo "unknown SET $SET (run8, run6)" >&2; exit 2 ;;
+esac
 ls -l "$DIR"
