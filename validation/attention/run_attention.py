@@ -35,12 +35,23 @@ def log(*a):
     print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 
 
+def gpu_serial():
+    """The board's serial number: ratios near 1.0 move by ~1 % from one lent H200 to the next
+    (notes.md, runs 9-11), so every row says which machine measured it."""
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=serial", "--format=csv,noheader", "-i",
+                              "0"], capture_output=True, text=True, timeout=20)
+        return out.stdout.strip() or None
+    except (OSError, subprocess.SubprocessError):
+        return None
+
+
 class Recorder:
     def __init__(self, path, commit):
         self.path, self.commit = path, commit
         self.base = {"date": datetime.date.today().isoformat(),
-                     "gpu": torch.cuda.get_device_name(0), "commit": commit,
-                     "family": "attention"}
+                     "gpu": torch.cuda.get_device_name(0), "gpu_serial": gpu_serial(),
+                     "commit": commit, "family": "attention"}
         self.rows = []
 
     def add(self, **kw):
