@@ -2,10 +2,12 @@
 // pinned staging, harness writes, whole-allocation reads, sizes and addresses.
 // Size rules: a write larger than the allocation, or not a whole number of the buffer's
 // elements, is a Caller error naming the buffer with expected and actual bytes, and
-// nothing is copied. Input contents are not checked against their `domain`.
+// nothing is copied. write_input also checks the written elements against the buffer's
+// `domain` (domain.hpp) before copying; the harness writes do not.
 #include <algorithm>
 #include <cstring>
 
+#include "domain.hpp"
 #include "runtime_impl.hpp"
 
 namespace kernrt {
@@ -47,6 +49,7 @@ std::optional<Error> Runtime::write_input(const std::string& buffer, const void*
                            bytes, data)) {
     return e;
   }
+  if (auto e = rt::check_domain(im.manifest, im.plan, buffer, data, bytes)) return e;
   if (auto e = im.bind()) return e;
   // The previous copy out of this staging buffer may still be in flight.
   if (auto e = im.sync("write_input")) return e;

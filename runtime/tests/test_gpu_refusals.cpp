@@ -1,9 +1,9 @@
 // Each refusal gives its clear error and launches nothing. A changed cubin byte, a missing
 // cubin and a topology manifest are refused by Runtime::load before the driver is opened,
 // so suite Refusal runs on any machine where the test kernels were built. A wrong input
-// size and a var above its max need a loaded runtime (suite GpuRefusal); there "nothing
-// launched" is shown by an output that keeps the previous run's bytes although the input
-// changed.
+// size, an input outside its domain and a var above its max need a loaded runtime (suite
+// GpuRefusal); there "nothing launched" (or "nothing copied") is shown by an output that
+// keeps the previous run's bytes although the input changed.
 #include <unistd.h>
 
 #include <filesystem>
@@ -107,6 +107,25 @@ TEST_F(GpuRefusal, WrongInputSizeAndVarAboveMaxLaunchNothing) {
   EXPECT_NE(e->message.find("var `n` not provided"), std::string::npos) << e->message;
   EXPECT_EQ(read(rt, "y"), before) << "a refused run launched";
   EXPECT_EQ(rt.graph_cache_size(), 0u) << "a refused run captured a graph";
+}
+
+// scratch_pair's `x` declares the domain [-1000, 1000]: an element outside it is refused
+// before anything is copied, so a run afterwards still sees the previous input.
+TEST_F(GpuRefusal, InputOutsideItsDomainCopiesNothing) {
+  KERNRT_LOAD_OR_FAIL(rt, "scratch_pair");
+  write(rt, "x", random_floats(4096, 23));
+  KERNRT_ASSERT_OK(rt.run("main", {{"n", 4096}}));
+  const auto before = read(rt, "y");
+
+  auto bad = random_floats(4096, 24);
+  bad[77] = 5000.0f;
+  auto e = rt.write_input("x", bad.data(), bad.size() * sizeof(float));
+  ASSERT_TRUE(e) << "an element outside the domain was accepted";
+  EXPECT_EQ(e->kind, ErrorKind::Caller);
+  EXPECT_EQ(e->path, "/buffers/x");
+  EXPECT_EQ(e->message, "input `x` element 77 = 5000 is above the domain max 1000");
+  KERNRT_ASSERT_OK(rt.run("main", {{"n", 4096}}));
+  EXPECT_EQ(read(rt, "y"), before) << "the refused input reached the device";
 }
 
 }  // namespace

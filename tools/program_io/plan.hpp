@@ -7,8 +7,9 @@
 // and a readable, non-empty file. A rejected request launches
 // nothing, and these checks give the same answer with or without a GPU.
 // Deliberately does not check: which vars the program reads (the runtime says "var not
-// provided"), input contents against `domain`, that the cubins exist, or a --fill file
-// against its state's size (that depends on the token capacity; the runtime checks it).
+// provided"), input contents against `domain` (write_input does, once loaded), that the
+// cubins exist, or a --fill file against its state's size (that depends on the token
+// capacity; the runtime checks it).
 #pragma once
 
 #include <cstdint>

@@ -8,7 +8,8 @@
 // rejection of the manifest or the request happens before anything is launched, with or
 // without a GPU. Exit codes: 0 ok, 1 manifest or request rejected, 2 could not run (usage,
 // I/O, driver). Diagnostics go to stderr as `file: /path: message`; results to stdout.
-// Deliberately does not check input contents against `domain` or fill roles.
+// Input contents are checked against their `domain` by the runtime's write_input, after
+// the load and before any launch. Deliberately does not check fill roles.
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 

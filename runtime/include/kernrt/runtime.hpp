@@ -63,7 +63,8 @@ class Runtime {
   // Copies `bytes` into the pinned staging of an `input` buffer and enqueues the
   // host-to-device copy on the compute stream. A shorter write fills a prefix. Caller
   // error (nothing copied) for an unknown or non-input buffer, more bytes than the
-  // allocation, or a size that is not a whole number of elements.
+  // allocation, a size that is not a whole number of elements, or an element outside the
+  // buffer's `domain` (bounds at the vars' maxima, `index_into` rows, `monotone`).
   std::optional<Error> write_input(const std::string& buffer, const void* data, size_t bytes);
 
   // Harness surface: writes a prefix of any buffer or state (weights, carries, states),
