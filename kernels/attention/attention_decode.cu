@@ -8,12 +8,13 @@
 //
 // Grid (splits, 4 KV heads, seqs), block 128 (4 warps), 2 CTAs per SM. Per KV head the grid
 // holds units u = z * splits + x, and every CTA derives the same schedule from the <= 128
-// lengths: when the whole grid is resident at once (one wave), sequence b gets a number of
-// consecutive units in proportion to its pages (at least 1), so all CTAs start with about the
-// same work and end together; with more waves, grid row z serves the sequence of rank z by
-// length, longest first (ties by index) with `splits` units: the block scheduler starts rows
-// in z order, so the long sequences start first and the short ones fill the SMs that free up
-// (longest-processing-time-first list scheduling). The CTAs of one (seq b, head h) group
+// lengths: when the whole grid is resident at once (one wave), or one wave's units split the
+// sequences with every CTA within a page of the average (the other CTAs leave at once),
+// sequence b gets a number of consecutive units in proportion to its pages (at least 1), so
+// all CTAs start with about the same work and end together; else grid row z serves the
+// sequence of rank z by length, longest first (ties by index) with `splits` units: the block
+// scheduler starts rows in z order, so the long sequences start first and the short ones
+// fill the SMs that free up (longest-processing-time-first list scheduling). The CTAs of one (seq b, head h) group
 // share b's pages dynamically: split s of a group of g starts with chunks s and s + g
 // (kChunkPages pages each), then warp 0 claims further chunks from a per-(b, h) work counter
 // (counter scratch [b*24 + 4 + h]), so CTAs on faster SMs take more and every CTA ends within
@@ -179,7 +180,9 @@ struct Feed {
   }
 };
 
-// Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds.
+// Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds. PTX allows %nsmid
+// to exceed the SMs present (sparse SM ids); then "one wave" is overestimated, which costs
+// speed (some CTAs wait for a slot), never correctness.
 __device__ __forceinline__ int sm_count() {
   uint32_t n;
   asm("mov.u32 %0, %%nsmid;" : "=r"(n));
