@@ -4,9 +4,11 @@
 // non-blocking compute stream (never the legacy stream, which cannot be captured),
 // allocations zeroed on the stream, weights copied, modules loaded from verified bytes,
 // programs lowered with tensormaps encoded by the driver, functions resolved and their
-// ABI compared with cuFuncGetParamInfo, shared memory opt-in above 48 KiB.
+// ABI compared with cuFuncGetParamInfo, shared memory opt-in above 48 KiB; last, every
+// `once` program runs one time.
 #include <fstream>
 
+#include "kernrt/manifest/expr.hpp"
 #include "module_store.hpp"
 #include "runtime_impl.hpp"
 #include "safetensors.hpp"
@@ -53,7 +55,17 @@ Result<std::unique_ptr<Runtime>> Runtime::load(const manifest::Verified& verifie
   try {
     auto im = load_impl(verified, options);
     if (!im) return LoadResult::fail(std::move(im.errors));
-    return LoadResult::ok(std::unique_ptr<Runtime>(new Runtime(std::move(*im.value))));
+    std::unique_ptr<Runtime> rt(new Runtime(std::move(*im.value)));
+    // `once` programs run once after load (kern-schema §1.14), eagerly, every var at its max.
+    const auto max = manifest::vars_at_max(verified.manifest());
+    for (const auto& [name, program] : verified.manifest().programs) {
+      if (!program.once.value_or(false)) continue;
+      if (auto e = rt->run(name, max)) {
+        e->message = "`once` program `" + name + "` failed after load: " + e->message;
+        return LoadResult::fail(std::move(*e));
+      }
+    }
+    return LoadResult::ok(std::move(rt));
   } catch (const std::exception& ex) {
     return LoadResult::fail(Error{ErrorKind::Driver, "", std::string("load failed: ") + ex.what()});
   }

@@ -52,8 +52,10 @@ bool device_available(std::string* why);
 class Runtime {
  public:
   // Opens the driver, resolves modules by hash, allocates everything at var maxima,
-  // encodes tensormaps, lowers every program and binds weights. Refuses a manifest with
-  // a topology ("topology manifests need a rank: single-GPU runtime") and extern launches.
+  // encodes tensormaps, lowers every program and binds weights, then runs every `once`
+  // program one time, eagerly, with each var at its max (its failure fails the load).
+  // Refuses a manifest with a topology ("topology manifests need a rank: single-GPU
+  // runtime") and extern launches.
   static Result<std::unique_ptr<Runtime>> load(const manifest::Verified& verified,
                                                const LoadOptions& options);
   ~Runtime();
