@@ -80,6 +80,12 @@ constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 // length-proportional shares for a one-wave grid, else (and with KERNRT_DECODE_SHARES=0, v4)
 // longest-first grid rows of `splits` CTAs each; beyond it grid row z is sequence z.
 constexpr bool kShares = KERNRT_DECODE_SHARES != 0;
+#ifndef KERNRT_DECODE_PROBE
+#define KERNRT_DECODE_PROBE 0
+#endif
+// Timing probes only (wrong results): 1 streams the ring without the math, 2 skips the final
+// merge of the splits. The difference to the shipped kernel places the time of each stage.
+constexpr int kProbe = KERNRT_DECODE_PROBE;
 constexpr int kMaxRanked = kThreads;
 constexpr int kMergeDepth = 11;                    // splits' loads in flight in the merge
 constexpr int kCounterStride = 24;                 // counter ints per sequence (B x heads_q)
@@ -393,7 +399,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     const int logical = tile_page[sk];
     if (logical < 0) break;
     const int tok0 = logical * kPage + warp * kTokensPerWarp;
-    const bool live = tok0 < len;  // warp-uniform: a valid token in this warp's slice
+    const bool live = kProbe != 1 && tok0 < len;  // warp-uniform: a valid token in the slice
     uint32_t pa0 = 0, pa2 = 0;
     if (live) {
       // S = Q K^T for tokens [16w, 16w+16): n-tile nt holds tokens 8nt..8nt+7.
@@ -544,6 +550,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   __syncthreads();
   if (!*last_flag) return;
   __threadfence();
+  if (kProbe == 2) {
+    if (tid == 0) *arrivals = arrivals[kHeadsKv] = 0;
+    return;
+  }
 
   // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread. The first kMergeDepth splits'
   // partial O loads are issued before the statistics are reduced, the rest kMergeDepth at a time.

@@ -80,6 +80,9 @@ class Variant:
         self.name, cubin, smem, threads, splits = spec.split(":")
         self.smem, self.threads, self.splits = int(smem), int(threads), int(splits)
         self.kernel = H.Kernel(cubin, "attention_decode_sm90a_bf16_q24kv4d256p64", self.smem)
+        # A timing probe (name "probe-..."): a build that leaves a stage out on purpose, so
+        # its results are wrong and are not checked: only its time is recorded.
+        self.probe = self.name.startswith("probe")
 
 
 def run_ours(var, batch, splits=None, poison=True):
@@ -220,6 +223,8 @@ def main():
     variants = [Variant(v) for v in args.variant]
     all_ok = True
     for var in variants:
+        if var.probe:
+            continue
         ok = small_cases(var, rec)
         log(f"[{var.name}] small cases:", "PASS" if ok else "FAIL")
         all_ok &= ok
@@ -247,7 +252,7 @@ def main():
         decs = []
         for var in variants:
             dec = run_ours(var, bt)
-            all_ok &= check(rec, f"[{var.name}] decode {lab} KV {min(bt.lens)}-{max(bt.lens)}",
+            all_ok &= var.probe or check(rec, f"[{var.name}] decode {lab} KV {min(bt.lens)}-{max(bt.lens)}",
                             dec.out, ref)
             decs.append(dec)
         results[x] = (bt, ref, decs)
@@ -281,7 +286,7 @@ def main():
                 torch.cuda.synchronize()
                 all_ok &= check(rec, f"decode {lab} flashinfer", peer.out, ref)
                 for var, dec in zip(variants, decs):
-                    all_ok &= check(rec, f"[{var.name}] decode {lab}", dec.out,
+                    all_ok &= var.probe or check(rec, f"[{var.name}] decode {lab}", dec.out,
                                     peer.out.float(), vs="flashinfer")
                 graphs["peer"] = capture(peer.run)
             except Exception as e:
@@ -297,7 +302,7 @@ def main():
         del graphs, peer
         for var, dec in zip(variants, decs):
             ours_us = statistics.median(samples[var.name])
-            all_ok &= check(rec, f"[{var.name}] decode {lab} after graph timing", dec.out, ref)
+            all_ok &= var.probe or check(rec, f"[{var.name}] decode {lab} after graph timing", dec.out, ref)
             row = dict(case=f"[{var.name}] decode {lab} avg KV {sum(bt.lens) // b} single layer",
                        kind="bench", variant=var.name, ours_us=ours_us, floor_us=floor,
                        frac_of_floor=floor / ours_us, batch=b,
