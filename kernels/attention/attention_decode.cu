@@ -83,8 +83,10 @@ constexpr bool kShares = KERNRT_DECODE_SHARES != 0;
 #ifndef KERNRT_DECODE_PROBE
 #define KERNRT_DECODE_PROBE 0
 #endif
-// Timing probes only (wrong results): 1 streams the ring without the math, 2 skips the final
-// merge of the splits. The difference to the shipped kernel places the time of each stage.
+// Timing probes only: 1 streams the ring without the math, 2 skips the final merge of the
+// splits (both give wrong results; the difference to the shipped kernel places the time of
+// each stage); 3 is the shipped kernel that also writes %globaltimer's low 32 bits at entry,
+// stream end, arrival and merge end into the unused stats rows 6-7 of its partial.
 constexpr int kProbe = KERNRT_DECODE_PROBE;
 constexpr int kMaxRanked = kThreads;
 constexpr int kMergeDepth = 11;                    // splits' loads in flight in the merge
@@ -219,7 +221,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   int* tile_page = reinterpret_cast<int*>(q_bar + 1);  // [stage]: logical page or -1
   int* last_flag = tile_page + kStages;
   int* pick = last_flag + 1;  // this CTA's [seq, len, split, group size, group's first unit]
-  static_assert(2 * kStages * 8 + 8 + (kStages + 6) * 4 <= 128, "barrier area holds the picks");
+  static_assert(2 * kStages * 8 + 8 + (kStages + 9) * 4 <= 128, "barrier area holds the picks");
+  if (kProbe == 3 && threadIdx.x == 0) pick[5] = ptx::globaltimer_lo();
   int* rank_len = reinterpret_cast<int*>(smem + 2 * kTileBytes);  // before stage 2's first TMA
   int* scan_tmp = rank_len + kMaxRanked;                          // 3 x kWarps ints
   if (scheduled && tid < batch) rank_len[tid] = p.ptr_seq_lens_kv[tid];
@@ -485,6 +488,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
 
   // ---- epilogue: merge the 4 warps in shared memory (no TMA is in flight any more) ---------
+  if (kProbe == 3 && tid == 0) pick[6] = ptx::globaltimer_lo();
   row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
   row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
   float* merge_o = reinterpret_cast<float*>(smem);
@@ -547,8 +551,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   __threadfence();
   __syncthreads();
   if (tid == 0) *last_flag = atomicAdd(arrivals, 1) == group_e() - 1;
+  // Probe 3: (entry, stream end, arrival, merge end or 0) into stats rows 6-7 of the partial.
+  auto stamp = [&](uint32_t merged) {
+    if (kProbe == 3 && tid == 0) {
+      uint32_t* at = reinterpret_cast<uint32_t*>(p.ptr_partial_stats + (part_row0 + 6) * 2);
+      at[0] = pick[5];
+      at[1] = pick[6];
+      at[2] = pick[7];
+      at[3] = merged;
+    }
+  };
+  if (kProbe == 3 && tid == 0) pick[7] = ptx::globaltimer_lo();
   __syncthreads();
-  if (!*last_flag) return;
+  if (!*last_flag) {
+    stamp(0);
+    return;
+  }
   __threadfence();
   if (kProbe == 2) {
     if (tid == 0) *arrivals = arrivals[kHeadsKv] = 0;
@@ -649,6 +667,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     *arrivals = 0;  // ready for the next launch or graph replay
     arrivals[kHeadsKv] = 0;  // the work counter
   }
+  stamp(ptx::globaltimer_lo());
 }
 
 }  // namespace kernrt::attention

@@ -6,7 +6,8 @@
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
 # Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32), ROUNDS (default 2);
 # PIO=0 skips program_io; PROBES=1 adds the timing probes (the decode kernel without its math,
-# without its final merge; wrong results by design) and the read-only bandwidth probe.
+# without its final merge; wrong results by design; the shipped kernel with %globaltimer
+# stamps per CTA, summarised as a timeline) and the read-only bandwidth probe.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
 # examples/h200/decode.json and validation/attention/program_io_check.py's integration cases,
 # the long ones (batch 1-32 at 150k-250k) with the KV as a paged state (--tokens, --fill).
@@ -25,7 +26,7 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   # at every batch, also for a one-wave grid.
   nvcc $FLAGS -DKERNRT_DECODE_SHARES=0 -cubin -o $CUB/variants/decode_v4.sm90a.cubin kernels/attention/attention_decode.cu &
   if [ "${PROBES:-0}" = 1 ]; then
-    for pr in 1 2; do
+    for pr in 1 2 3; do
       nvcc $FLAGS -DKERNRT_DECODE_PROBE=$pr -cubin -o $CUB/variants/probe$pr.sm90a.cubin kernels/attention/attention_decode.cu &
     done
     nvcc -O3 -arch=sm_90a -o /tmp/read_ceiling validation/attention/read_ceiling.cu &
@@ -72,7 +73,8 @@ PROBE_ARGS=()
 if [ "${PROBES:-0}" = 1 ]; then
   /tmp/read_ceiling | tee "$OUT/read_ceiling.jsonl"
   PROBE_ARGS=(--variant "probe-nomath:$V/probe1.sm90a.cubin:103552:128:33"
-              --variant "probe-nomerge:$V/probe2.sm90a.cubin:103552:128:33")
+              --variant "probe-nomerge:$V/probe2.sm90a.cubin:103552:128:33"
+              --variant "probe-timeline:$V/probe3.sm90a.cubin:103552:128:33")
 fi
 python3 validation/attention/run_attention.py --variant "v6:$AD:103552:128:33" \
   --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" "${PROBE_ARGS[@]}" \

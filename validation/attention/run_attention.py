@@ -117,6 +117,35 @@ def replay_times(g, iters):
     return [s.elapsed_time(e) * 1000.0 for s, e in ev]
 
 
+def timeline(dec):
+    """Probe 3's stamps after one more launch: per CTA (entry, stream end, arrival, merge end)
+    as %globaltimer low words in stats rows 6-7; returns a summary in us from the first entry."""
+    st = dec.stats.view(torch.int32).view(-1, 8, 2)  # [slot][row][max, sum]
+    st[:, 6:8, :].zero_()
+    dec.run()
+    torch.cuda.synchronize()
+    rows = st[:, 6, :].cpu().tolist()
+    more = st[:, 7, :].cpu().tolist()
+    stamps = [(a[0] & 0xFFFFFFFF, a[1] & 0xFFFFFFFF, b[0] & 0xFFFFFFFF, b[1] & 0xFFFFFFFF)
+              for a, b in zip(rows, more) if a[0] != 0]
+    if not stamps:
+        return None
+    ref = min(t[0] for t in stamps)
+
+    def rel(t):
+        return ((t - ref) & 0xFFFFFFFF) / 1000.0
+
+    entry = sorted(rel(t[0]) for t in stamps)
+    end = sorted(rel(t[1]) for t in stamps)
+    arrive = sorted(rel(t[2]) for t in stamps)
+    merges = [(rel(t[2]), rel(t[3])) for t in stamps if t[3] != 0]
+    dur = sorted(b - a for a, b in merges)
+    return dict(ctas=len(stamps), entry_max=entry[-1], stream_end_min=end[0],
+                stream_end_med=end[len(end) // 2], stream_end_max=end[-1],
+                arrive_max=arrive[-1], merges=len(dur), merge_us_med=dur[len(dur) // 2],
+                merge_us_max=dur[-1], last_merge_end=max(b for _, b in merges))
+
+
 def small_cases(var, rec):
     splits = var.splits
     ok = True
@@ -311,6 +340,11 @@ def main():
                        order="descending" if x.endswith("d") else "ascending")
             if peer_us is not None:
                 row.update(peer=peer_name, peer_us=peer_us, speedup_vs_peer=peer_us / ours_us)
+            if var.name == "probe-timeline":
+                tl = timeline(dec) or {}
+                log(f"[timeline] {lab}: " + json.dumps(
+                    {k: round(v, 2) if isinstance(v, float) else v for k, v in tl.items()}))
+                row.update(timeline=tl)
             rec.add(**row)
             table.append(row)
             log(f"[{var.name}] {lab}: ours {ours_us:.1f} us ({row['frac_of_floor'] * 100:.1f}% of "
