@@ -3,13 +3,18 @@
 // (cp.async.bulk, the TMA engine) completing on an mbarrier with a transaction count, and
 // bulk L2 prefetches.
 // Thin wrappers over the PTX instructions; every address below is a generic pointer into
-// global or shared memory, converted here.
+// global or shared memory, converted here. KERNRT_CONV_CP_L2 (measurement): the L2 prefetch
+// size hint of cp.async, 256 (default) or 0 (none).
 //
 // Not checked here: alignment (16 bytes for both sources and destinations, bulk sizes a
 // multiple of 16) and barrier phase bookkeeping, which the caller owns.
 #pragma once
 
 #include <stdint.h>
+
+#ifndef KERNRT_CONV_CP_L2
+#define KERNRT_CONV_CP_L2 256
+#endif
 
 namespace kernrt_conv {
 
@@ -19,9 +24,14 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
 
 // ---- cp.async (one thread, 16 bytes, bypassing L1) ------------------------------------
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
+#if KERNRT_CONV_CP_L2 == 0
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+#else
   asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(smem_addr(dst)),
                "l"(src)
                : "memory");
+#endif
 }
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");

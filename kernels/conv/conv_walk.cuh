@@ -1,8 +1,9 @@
 // The per-thread walk of the conv forward (conv_fwd.cu), shared by all its walks: state-line
 // addressing, the running window (`Walk`), one row's output step (`step_row`: sequence
 // switch, y, window shift, final state), a block's span bounds (`locate`) and the window
-// before a span (`enter_span`). Measurement switches: KERNRT_CONV_IDENTITY (y = x) and
-// KERNRT_CONV_TANH_SILU (silu through one tanh.approx).
+// before a span (`enter_span`). Measurement switches: KERNRT_CONV_IDENTITY (y = x),
+// KERNRT_CONV_TANH_SILU (silu through one tanh.approx) and KERNRT_CONV_STORE (y's store hint:
+// 0 st.global.cs, 1 plain st.global, 2 st.global.L1::no_allocate).
 //
 // Not checked here: what conv_fwd.cu's header lists (alignment, D % 8, W <= 4, monotone
 // cu_seqlens, non-overlapping initial and final states).
@@ -18,6 +19,9 @@
 #endif
 #ifndef KERNRT_CONV_TANH_SILU
 #define KERNRT_CONV_TANH_SILU 0
+#endif
+#ifndef KERNRT_CONV_STORE
+#define KERNRT_CONV_STORE 0
 #endif
 
 namespace kernrt_conv {
@@ -58,6 +62,21 @@ __device__ __forceinline__ float act_fwd(float z, bool silu) {
   return fmaf(h, t, h);
 #else
   return activate(z, silu);
+#endif
+}
+
+// One output row's 16-byte vector, with the store hint KERNRT_CONV_STORE picks.
+__device__ __forceinline__ void st_y_v4(void* p, uint4 v) {
+#if KERNRT_CONV_STORE == 1
+  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+#elif KERNRT_CONV_STORE == 2
+  asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
+               "r"(v.y), "r"(v.z), "r"(v.w)
+               : "memory");
+#else
+  st_cs_v4(p, v);
 #endif
 }
 
@@ -107,7 +126,7 @@ __device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, con
     out[c] = act_fwd(conv_dot<W>(k.w, k.win, cur, k.b, c), k.silu);
 #endif
   }
-  st_cs_v4(y + static_cast<int64_t>(t) * p.y_stride_tok, pack8(tag, out));
+  st_y_v4(y + static_cast<int64_t>(t) * p.y_stride_tok, pack8(tag, out));
 #pragma unroll
   for (int j = 0; j + 1 < S; ++j)
 #pragma unroll

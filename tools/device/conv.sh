@@ -16,8 +16,11 @@
 #      persistent `chunk_k8_c528` also at two waves, c1056) and the shipped fwd with one wave
 #      of long spans (--extra-ctas $CTAS, default 528);
 #   5. the PNG plot, and fla's Triton cache as $OUT/triton_cache.tgz.
+# COPY=1 (run 9): before step 2, validation/conv/copy_bench.py times the copy probes carried
+# in variants/copy_probe.sm90a.cubin against torch's copy and cuMemcpyDtoDAsync (COPY_S
+# seconds at most) into $OUT/copy.{jsonl,log}, and step 5 is left out (8 files in $OUT).
 # Everything lands in $OUT (8 files).
-# Usage: COMMIT=<sha> [VARIANTS=1 [CHECK_SPANS=256] [CTAS=528]] bash tools/device/conv.sh
+# Usage: COMMIT=<sha> [VARIANTS=1 [CHECK_SPANS=256] [CTAS=528]] [COPY=1] bash tools/device/conv.sh
 set -o pipefail
 OUT=${OUT:-/tmp/conv-out}
 mkdir -p "$OUT"
@@ -30,6 +33,8 @@ VARIANTS=${VARIANTS:-0}
 # benched with one wave of long spans (CTAS blocks); empty turns either off
 CHECK_SPANS=${CHECK_SPANS-256}
 CTAS=${CTAS-528}
+COPY=${COPY:-0}
+COPY_S=${COPY_S:-60}
 # lim WANT RESERVE: WANT seconds, or what is left after RESERVE more seconds of later steps.
 lim() {
   local l=$((BUDGET - (SECONDS - T0) - $2))
@@ -66,6 +71,16 @@ PIO=.peer/conv/program_io
   done; } > "$OUT/sass.txt" 2>&1
 grep -E "PINNED|pinned" "$OUT/sass.txt"
 
+# 1b. copy probes: which property of an SM copy sets its rate (run 9).
+if [ "$COPY" = 1 ]; then
+  cuobjdump -sass $VAR/copy_probe.sm90a.cubin | awk '/Function :/ {f=$3} /(LDG|STG)/ {
+    match($0, /(LDG|STG)[.A-Z0-9_]*/); k=f" "substr($0, RSTART, RLENGTH); if (!(k in s)) {s[k]=1; print k}}' \
+    | grep -E "_u4$|_u4 " >> "$OUT/sass.txt"
+  timeout $(lim $COPY_S 150) python3 validation/conv/copy_bench.py --cubin $VAR/copy_probe.sm90a.cubin \
+    --out "$OUT/copy.jsonl" --meta "$META" > "$OUT/copy.log" 2>&1
+  echo "copy rc=$? after $((SECONDS - T0)) s"; tail -6 "$OUT/copy.log"
+fi
+
 # 2. correctness, shipped then variants.
 rm -f /tmp/conv-passed
 VARGS=""
@@ -100,6 +115,8 @@ timeout $(lim 130 5) python3 validation/conv/bench.py --cubins $CUB --out "$OUT/
   --variants /tmp/benchvar --extra-spans "${SPANS#,}" --extra-ctas "$CTAS" --peer "fla $FLAVER" --meta "$META" \
   2>&1 | tee "$OUT/bench.log" | tail -9
 echo "bench rc=$? after $((SECONDS - T0)) s"
-python3 validation/conv/plot.py "$OUT/bench.jsonl" "$OUT/conv_bench.png" >/dev/null 2>&1 || echo "plot failed"
-tar -czf "$OUT/triton_cache.tgz" -C $TRITON_CACHE_DIR . 2>/dev/null
+if [ "$COPY" != 1 ]; then
+  python3 validation/conv/plot.py "$OUT/bench.jsonl" "$OUT/conv_bench.png" >/dev/null 2>&1 || echo "plot failed"
+  tar -czf "$OUT/triton_cache.tgz" -C $TRITON_CACHE_DIR . 2>/dev/null
+fi
 grep -E "passed|FAIL" "$OUT/check.log" "$OUT/program_io.log" 2>/dev/null | tail -24

@@ -7,16 +7,17 @@
 # cubins compute y = x over the forward's access pattern (the copy ceiling of that pattern)
 # and are benched, never checked.
 # Does not build the shipped cubins (the cmake build does) or anything for sm_100a.
-# SET picks the variants of one device run: run8 (default: walk 4, the warp walk) or run6.
-# Usage: [SET=run6] bash validation/conv/build_variants.sh [DIR]
+# SET picks the variants of one device run: run9 (default: store/cp.async hints of the ring,
+# and copy_probe.sm90a.cubin from validation/conv/copy_probe.cu), run8 (walk 4) or run6.
+# Usage: [SET=run8] bash validation/conv/build_variants.sh [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${1:-.peer/conv/variants}
-SET=${SET:-run8}  # which run's variants
+SET=${SET:-run9}  # which run's variants
 NVCC=${NVCC:-nvcc}
 FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -gencode arch=compute_90a,code=sm_90a -Ikernels -cubin"
 mkdir -p "$DIR"
-rm -f "$DIR"/conv_*.cubin
+rm -f "$DIR"/conv_*.cubin "$DIR"/copy_probe.*.cubin
 fwd() {  # tag, -D flags...
   local tag=$1; shift
   "$NVCC" $FLAGS "$@" -o "$DIR/conv_fwd_$tag.sm90a.cubin" kernels/conv/conv_fwd.cu
@@ -27,6 +28,19 @@ upd() {  # tag, -D flags...
 }
 # every variant cubin of the set is checked (except id_*) and benched by tools/device/conv.sh
 case $SET in
+run9)  # the ring with y's store hint / cp.async's L2 hint changed, the copy probes
+  fwd st_wb_s32 -DKERNRT_CONV_STORE=1
+  fwd st_na_s32 -DKERNRT_CONV_STORE=2
+  fwd cp0_s32 -DKERNRT_CONV_CP_L2=0
+  fwd st_wb_cp0_s32 -DKERNRT_CONV_STORE=1 -DKERNRT_CONV_CP_L2=0
+  fwd r2s10_s32 -DKERNRT_CONV_RING_ROWS=2 -DKERNRT_CONV_RING_STAGES=10  # finer refills
+  fwd r6s3_s32 -DKERNRT_CONV_RING_ROWS=6 -DKERNRT_CONV_RING_STAGES=3    # coarser refills
+  fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
+  fwd id_ring_wb_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=1
+  fwd id_ring_cp0_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_CP_L2=0
+  fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
+  "$NVCC" ${FLAGS/-lineinfo/} -o "$DIR/copy_probe.sm90a.cubin" validation/conv/copy_probe.cu
+  ;;
 run8)  # walk 4 (warp walk, register pipeline of P rows, L2 bulk prefetch Q rows ahead)
   fwd pipe_p4_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=4
   fwd pipe_p8mb3_s32 -DKERNRT_CONV_FWD_KERNEL=4 -DKERNRT_CONV_PIPE=8 -DKERNRT_CONV_MIN_BLOCKS=3
@@ -60,6 +74,6 @@ run6)
   upd s4mb4 -DKERNRT_CONV_UPDATE_MIN_BLOCKS=4     # <= 128 registers: 1024 blocks of 64 in one wave
   upd s8 -DKERNRT_CONV_UPDATE_SEQS=8              # 8 sequences per thread: 512 blocks of 64, one wave
   ;;
-*) echo "unknown SET $SET (run8, run6)" >&2; exit 2 ;;
+*) echo "unknown SET $SET (run9, run8, run6)" >&2; exit 2 ;;
 esac
 ls -l "$DIR"
