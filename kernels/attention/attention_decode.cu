@@ -89,9 +89,13 @@ constexpr bool kShares = KERNRT_DECODE_SHARES != 0;
 // stream end, arrival and merge end into the unused stats rows 6-7 of its partial.
 constexpr int kProbe = KERNRT_DECODE_PROBE;
 constexpr int kMaxRanked = kThreads;
-constexpr int kMergeDepth = 11;                    // splits' loads in flight in the merge
+constexpr int kMergeSplitBytes = kGroup * kHeadDim * 4;  // rows 0-5 of one split's partial
+constexpr int kMergeBatch = 8;                           // splits per merge buffer
+constexpr int kMergeBufBytes = kMergeBatch * kMergeSplitBytes;
+static_assert(2 * kMergeBufBytes <= kStages * kTileBytes, "two merge buffers fit in the ring");
 constexpr int kCounterStride = 24;                 // counter ints per sequence (B x heads_q)
 constexpr int kMaxSplits = 128;
+static_assert(kMaxSplits * 8 * 4 <= kBoxesPerTile * 1024, "merge weights fit in the Q tile");
 constexpr int kMergeStride = kHeadDim + 8;         // padded f32 row in the warp merge
 static_assert(kTokensPerWarp == 16, "one m16n8k16 k-step of tokens per warp and page");
 static_assert(kTileBytes == 32768, "K (or V) of one page and head");
@@ -188,6 +192,31 @@ struct Feed {
   }
 };
 
+// Probe 3: (entry, stream end, arrival, merge end or 0) into the unused stats rows 6-7 at `at`.
+__device__ __forceinline__ void probe_stamp(float* at, const int* pick, uint32_t merged, int tid) {
+  if (tid != 0) return;
+  uint32_t* w = reinterpret_cast<uint32_t*>(at);
+  w[0] = pick[5];
+  w[1] = pick[6];
+  w[2] = pick[7];
+  w[3] = merged;
+}
+
+// The final merge's batch `b` (tid 0): rows 0-5 of splits [b * kMergeBatch, ...) of the group
+// whose partials start at `src` into buffer b % 2 of the ring stages, on merge_bar[b % 2].
+__device__ __forceinline__ void merge_issue(uint8_t* smem, uint64_t* merge_bar, const float* src,
+                                            int splits, int b) {
+  const int left = splits - b * kMergeBatch;
+  const int n = left < kMergeBatch ? left : kMergeBatch;
+  uint8_t* dst = smem + (b & 1) * kMergeBufBytes;
+  ptx::mbarrier_arrive_expect_tx(&merge_bar[b & 1], n * kMergeSplitBytes);
+  for (int j = 0; j < n; ++j) {
+    ptx::bulk_load(dst + j * kMergeSplitBytes,
+                   src + static_cast<int64_t>(b * kMergeBatch + j) * 8 * kHeadDim,
+                   kMergeSplitBytes, &merge_bar[b & 1]);
+  }
+}
+
 // Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds. PTX allows %nsmid
 // to exceed the SMs present (sparse SM ids); then "one wave" is overestimated, which costs
 // speed (some CTAs wait for a slot), never correctness.
@@ -218,10 +247,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
   uint64_t* empty = full + kStages;
   uint64_t* q_bar = empty + kStages;
-  int* tile_page = reinterpret_cast<int*>(q_bar + 1);  // [stage]: logical page or -1
+  uint64_t* merge_bar = q_bar + 1;                     // [2]: the final merge's two buffers
+  int* tile_page = reinterpret_cast<int*>(merge_bar + 2);  // [stage]: logical page or -1
   int* last_flag = tile_page + kStages;
   int* pick = last_flag + 1;  // this CTA's [seq, len, split, group size, group's first unit]
-  static_assert(2 * kStages * 8 + 8 + (kStages + 9) * 4 <= 128, "barrier area holds the picks");
+  static_assert(2 * kStages * 8 + 3 * 8 + (kStages + 9) * 4 <= 128, "barrier area holds the picks");
   if (kProbe == 3 && threadIdx.x == 0) pick[5] = ptx::globaltimer_lo();
   int* rank_len = reinterpret_cast<int*>(smem + 2 * kTileBytes);  // before stage 2's first TMA
   int* scan_tmp = rank_len + kMaxRanked;                          // 3 x kWarps ints
@@ -237,6 +267,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       ptx::mbarrier_init(&empty[i], kWarps);
     }
     ptx::mbarrier_init(q_bar, 1);
+    ptx::mbarrier_init(&merge_bar[0], 1);
+    ptx::mbarrier_init(&merge_bar[1], 1);
     ptx::fence_mbarrier_init();
     pick[0] = -1;  // stays -1 for a unit that the shares leave over
   }
@@ -321,6 +353,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     group = pick[3];
   } else {
     len = p.ptr_seq_lens_kv[seq];
+    if (tid == 0) {  // the epilogue reads the schedule back from here
+      pick[0] = seq;
+      pick[2] = split;
+      pick[3] = group;
+      pick[4] = seq * splits;
+    }
   }
   int* work = p.ptr_multi_ctas_kv_counter + seq * kCounterStride + kHeadsKv + head;
 
@@ -508,18 +546,15 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // The schedule again from shared memory: keeping it in registers across the loop costs some.
   // The pack's fields are read again from parameter space for the same reason.
   const volatile int* vpick = pick;
-  const bool scheduled_e = p.batch_size <= kMaxRanked;
-  const int splits_e = p.max_num_ctas_kv;
-  const int seq_e = scheduled_e ? vpick[0] : static_cast<int>(blockIdx.z);
-  const int split_e = scheduled_e ? vpick[2] : static_cast<int>(blockIdx.x);
-  // Read where used (not held in a register across the merge's 132-register load batch).
-  auto group_e = [&]() { return scheduled_e ? vpick[3] : splits_e; };
-  const int first_e = scheduled_e ? vpick[4] : static_cast<int>(blockIdx.z) * splits_e;
+  const int seq_e = vpick[0];
+  const int split_e = vpick[2];
+  const int group_e = vpick[3];
+  const int first_e = vpick[4];
   __nv_bfloat16* out =
       static_cast<__nv_bfloat16*>(p.ptr_o) +
       (static_cast<int64_t>(seq_e) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
   int* arrivals = p.ptr_multi_ctas_kv_counter + seq_e * kCounterStride + head;
-  const int64_t units = static_cast<int64_t>(splits_e) * p.batch_size;
+  const int64_t units = static_cast<int64_t>(p.max_num_ctas_kv) * p.batch_size;
   const int64_t seq_row0 = (head * units + first_e) * 8;  // [head][unit][8 rows]
   const int64_t part_row0 = seq_row0 + split_e * 8;
   // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
@@ -550,21 +585,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // ---- epilogue: the last CTA of (seq, head) merges all splits ------------------------------
   __threadfence();
   __syncthreads();
-  if (tid == 0) *last_flag = atomicAdd(arrivals, 1) == group_e() - 1;
-  // Probe 3: (entry, stream end, arrival, merge end or 0) into stats rows 6-7 of the partial.
-  auto stamp = [&](uint32_t merged) {
-    if (kProbe == 3 && tid == 0) {
-      uint32_t* at = reinterpret_cast<uint32_t*>(p.ptr_partial_stats + (part_row0 + 6) * 2);
-      at[0] = pick[5];
-      at[1] = pick[6];
-      at[2] = pick[7];
-      at[3] = merged;
-    }
-  };
+  if (tid == 0) *last_flag = atomicAdd(arrivals, 1) == group_e - 1;
+
   if (kProbe == 3 && tid == 0) pick[7] = ptx::globaltimer_lo();
   __syncthreads();
   if (!*last_flag) {
-    stamp(0);
+    if (kProbe == 3) probe_stamp(p.ptr_partial_stats + (part_row0 + 6) * 2, pick, 0, tid);
     return;
   }
   __threadfence();
@@ -573,93 +599,101 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     return;
   }
 
-  // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread. The first kMergeDepth splits'
-  // partial O loads are issued before the statistics are reduced, the rest kMergeDepth at a time.
-  float* fac = reinterpret_cast<float*>(smem + 2 * kTileBytes);  // [split][8] weights
+  // Weights 2^(m_s - M) / L per (split, row) into the Q tile's 4 KiB (Q is dead by now): warp
+  // w reduces rows w and w + 4, lanes over splits. An empty sequence (L = 0) gets weights 0.
+  // Meanwhile the partials' rows 0-5 (6 KiB per split, contiguous) stream into the three ring
+  // stages as two 48 KiB buffers of kMergeBatch splits by 1-D bulk copies: one SM's plain loads
+  // drew them at ~40 GB/s (5-6 us for 33 splits, probe 3); the copy engine is not bound by the
+  // loads a CTA can have in flight.
+  const int batches = (group_e + kMergeBatch - 1) / kMergeBatch;
+  float* fac = reinterpret_cast<float*>(q_tile);
+  const float* part_src = p.ptr_partial_o + seq_row0 * kHeadDim;
+
+  // The partials were acquired through the counter (generic proxy) and stages 0-1 were last
+  // written and read by the warp merge: both ordered before the copy engine's accesses.
+  ptx::fence_proxy_async();
+  __syncthreads();
+  if (tid == 0) {
+    merge_issue(smem, merge_bar, part_src, group_e, 0);
+    if (batches > 1) merge_issue(smem, merge_bar, part_src, group_e, 1);
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp + r * kWarps;
+    if (row >= kGroup) continue;
+    float ms[kMaxSplits / 32], ls[kMaxSplits / 32];
+    float m = -INFINITY;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / 32; ++i) {
+      const int sp = lane + 32 * i;
+      ms[i] = -INFINITY;
+      ls[i] = 0.f;
+      if (sp < group_e) {
+        const float2 st = __ldcg(reinterpret_cast<const float2*>(
+            p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
+        ms[i] = st.x;
+        ls[i] = st.y;
+      }
+      m = fmaxf(m, ms[i]);
+    }
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o2));
+    float l = 0.f;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / 32; ++i) {
+      ms[i] = ms[i] == -INFINITY ? 0.f : exp2f(ms[i] - m);
+      l += ls[i] * ms[i];
+    }
+#pragma unroll
+    for (int o2 = 16; o2 > 0; o2 >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o2);
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+    for (int i = 0; i < kMaxSplits / 32; ++i) {
+      const int sp = lane + 32 * i;
+      if (sp < group_e) fac[sp * 8 + row] = ms[i] * inv;
+    }
+  }
+  __syncthreads();
+
+  // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread; output idx = row * 64 + dim / 4 is
+  // also the float4 index inside one split's 6 KiB in the buffer.
   constexpr int kPer = kGroup * kHeadDim / 4 / kThreads;
   static_assert(kPer * kThreads == kGroup * kHeadDim / 4, "outputs split evenly");
-  static_assert(kMaxSplits * 8 * 4 <= kTileBytes, "merge weights fit in stage 2");
   float4 acc[kPer];
-  const float4* src[kPer];
-  int rows[kPer];
 #pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const int idx = tid + k * kThreads;
-    rows[k] = idx / (kHeadDim / 4);
-    const int d = (idx % (kHeadDim / 4)) * 4;
-    src[k] = reinterpret_cast<const float4*>(p.ptr_partial_o + (seq_row0 + rows[k]) * kHeadDim + d);
-    acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
-  }
-  const int64_t step = 8 * kHeadDim / 4;  // one split, in float4
-  for (int base = 0; base < group_e(); base += kMergeDepth) {
-    float4 x[kMergeDepth][kPer];
-#pragma unroll
-    for (int u = 0; u < kMergeDepth; ++u) {
+  for (int k = 0; k < kPer; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
+  for (int b = 0; b < batches; ++b) {
+    ptx::mbarrier_wait(&merge_bar[b & 1], (b >> 1) & 1);
+    const float4* buf = reinterpret_cast<const float4*>(smem + (b & 1) * kMergeBufBytes);
+    const int left = group_e - b * kMergeBatch;
+    const int n = left < kMergeBatch ? left : kMergeBatch;
+    for (int j = 0; j < n; ++j) {
+      const float* f = fac + (b * kMergeBatch + j) * 8;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        x[u][k] = base + u < group_e() ? __ldcg(src[k] + (base + u) * step)
-                                    : make_float4(0.f, 0.f, 0.f, 0.f);
+        const int idx = tid + k * kThreads;
+        const float w = f[idx / (kHeadDim / 4)];
+        const float4 x = buf[j * (kMergeSplitBytes / 16) + idx];
+        acc[k].x += x.x * w;
+        acc[k].y += x.y * w;
+        acc[k].z += x.z * w;
+        acc[k].w += x.w * w;
       }
     }
-    if (base == 0) {
-      // Weights 2^(m_s - M) / L per (split, row): warp w reduces rows w and w + 4, lanes over
-      // splits (kMaxSplits / 32 per lane). An empty sequence (L = 0) gets weights 0, so O = 0.
-#pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        const int row = warp + r * kWarps;
-        if (row >= kGroup) continue;
-        float ms[kMaxSplits / 32], ls[kMaxSplits / 32];
-        float m = -INFINITY;
-#pragma unroll
-        for (int i = 0; i < kMaxSplits / 32; ++i) {
-          const int sp = lane + 32 * i;
-          ms[i] = -INFINITY;
-          ls[i] = 0.f;
-          if (sp < group_e()) {
-            const float2 st = __ldcg(reinterpret_cast<const float2*>(
-                p.ptr_partial_stats + (seq_row0 + sp * 8 + row) * 2));
-            ms[i] = st.x;
-            ls[i] = st.y;
-          }
-          m = fmaxf(m, ms[i]);
-        }
-#pragma unroll
-        for (int o2 = 16; o2 > 0; o2 >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o2));
-        float l = 0.f;
-#pragma unroll
-        for (int i = 0; i < kMaxSplits / 32; ++i) {
-          ms[i] = ms[i] == -INFINITY ? 0.f : exp2f(ms[i] - m);
-          l += ls[i] * ms[i];
-        }
-#pragma unroll
-        for (int o2 = 16; o2 > 0; o2 >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o2);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-#pragma unroll
-        for (int i = 0; i < kMaxSplits / 32; ++i) {
-          const int sp = lane + 32 * i;
-          if (sp < group_e()) fac[sp * 8 + row] = ms[i] * inv;
-        }
-      }
-      __syncthreads();
-    }
-#pragma unroll
-    for (int u = 0; u < kMergeDepth; ++u) {
-      if (base + u >= group_e()) break;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const float f = fac[(base + u) * 8 + rows[k]];
-        acc[k].x += x[u][k].x * f;
-        acc[k].y += x[u][k].y * f;
-        acc[k].z += x[u][k].z * f;
-        acc[k].w += x[u][k].w * f;
+    if (b + 2 < batches) {
+      __syncthreads();  // every thread is done with this buffer
+      if (tid == 0) {
+        ptx::fence_proxy_async_shared();
+        merge_issue(smem, merge_bar, part_src, group_e, b + 2);
       }
     }
   }
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int idx = tid + k * kThreads;
+    const int row = idx / (kHeadDim / 4);
     const int d = (idx % (kHeadDim / 4)) * 4;
-    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(out + rows[k] * kHeadDim + d);
+    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(out + row * kHeadDim + d);
     dst[0] = __floats2bfloat162_rn(acc[k].x, acc[k].y);
     dst[1] = __floats2bfloat162_rn(acc[k].z, acc[k].w);
   }
@@ -667,7 +701,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     *arrivals = 0;  // ready for the next launch or graph replay
     arrivals[kHeadsKv] = 0;  // the work counter
   }
-  stamp(ptx::globaltimer_lo());
+  if (kProbe == 3) {
+    probe_stamp(p.ptr_partial_stats + (part_row0 + 6) * 2, pick, ptx::globaltimer_lo(), tid);
+  }
 }
 
 }  // namespace kernrt::attention

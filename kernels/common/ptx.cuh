@@ -93,6 +93,22 @@ __device__ __forceinline__ bool elect_one_sync() {
   return pred != 0;
 }
 
+// fence.proxy.async: orders this thread's generic-proxy view of memory (data acquired from
+// other CTAs, shared memory it wrote) before its later async-proxy (TMA, bulk copy) accesses.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async;" ::: "memory");
+}
+
+// cp.async.bulk (1-D): `bytes` (a multiple of 16, both addresses 16-byte aligned) from global
+// `src` to shared `dst`, completing as transaction bytes on `bar`.
+__device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t bytes,
+                                          uint64_t* bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+      ::"r"(smem_u32(dst)), "l"(reinterpret_cast<uint64_t>(src)), "r"(bytes), "r"(smem_u32(bar))
+      : "memory");
+}
+
 // %globaltimer's low 32 bits (ns, a GPU-wide clock that ticks coarsely): timing probes only.
 __device__ __forceinline__ uint32_t globaltimer_lo() {
   uint32_t t;

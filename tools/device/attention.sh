@@ -5,9 +5,11 @@
 # (validation/attention/run_attention.py) and the KV-append check; results land in $OUT.
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
 # Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32), ROUNDS (default 2);
-# PIO=0 skips program_io; PROBES=1 adds the timing probes (the decode kernel without its math,
-# without its final merge; wrong results by design; the shipped kernel with %globaltimer
-# stamps per CTA, summarised as a timeline) and the read-only bandwidth probe.
+# PIO=0 skips program_io; a carried .peer/attention/base/attention_decode.cu (the previous
+# kernel's source) is built and timed as variant `base`; PROBES=1 adds the timing probes (the
+# decode kernel without its math, without its final merge (wrong results by design), and the
+# shipped kernel with %globaltimer stamps per CTA, summarised as a timeline) and the read-only
+# bandwidth probe.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
 # examples/h200/decode.json and validation/attention/program_io_check.py's integration cases,
 # the long ones (batch 1-32 at 150k-250k) with the KV as a paged state (--tokens, --fill).
@@ -25,6 +27,10 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   # Same source, one knob (v6 = the shipped kernel): v4's longest-first rows of `splits` CTAs
   # at every batch, also for a one-wave grid.
   nvcc $FLAGS -DKERNRT_DECODE_SHARES=0 -cubin -o $CUB/variants/decode_v4.sm90a.cubin kernels/attention/attention_decode.cu &
+  # The previous kernel for a side-by-side run, when a copy of its source was carried.
+  if [ -f .peer/attention/base/attention_decode.cu ]; then
+    nvcc $FLAGS -cubin -o $CUB/variants/base.sm90a.cubin .peer/attention/base/attention_decode.cu &
+  fi
   if [ "${PROBES:-0}" = 1 ]; then
     for pr in 1 2 3; do
       nvcc $FLAGS -DKERNRT_DECODE_PROBE=$pr -cubin -o $CUB/variants/probe$pr.sm90a.cubin kernels/attention/attention_decode.cu &
@@ -70,13 +76,14 @@ fi
 
 AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
 PROBE_ARGS=()
+[ -f $V/base.sm90a.cubin ] && PROBE_ARGS+=(--variant "base:$V/base.sm90a.cubin:103552:128:33")
 if [ "${PROBES:-0}" = 1 ]; then
   /tmp/read_ceiling | tee "$OUT/read_ceiling.jsonl"
-  PROBE_ARGS=(--variant "probe-nomath:$V/probe1.sm90a.cubin:103552:128:33"
+  PROBE_ARGS+=(--variant "probe-nomath:$V/probe1.sm90a.cubin:103552:128:33"
               --variant "probe-nomerge:$V/probe2.sm90a.cubin:103552:128:33"
               --variant "probe-timeline:$V/probe3.sm90a.cubin:103552:128:33")
 fi
-python3 validation/attention/run_attention.py --variant "v6:$AD:103552:128:33" \
+python3 validation/attention/run_attention.py --variant "v7:$AD:103552:128:33" \
   --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" "${PROBE_ARGS[@]}" \
   --batches "${BATCHES:-1,2,3,4,8,16,32}" --iters 100 --rounds "${ROUNDS:-2}" \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
