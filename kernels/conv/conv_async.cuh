@@ -3,8 +3,10 @@
 // (cp.async.bulk, the TMA engine) completing on an mbarrier with a transaction count, and
 // bulk L2 prefetches.
 // Thin wrappers over the PTX instructions; every address below is a generic pointer into
-// global or shared memory, converted here. KERNRT_CONV_CP_L2 (measurement): the L2 prefetch
-// size hint of cp.async, 256 (default) or 0 (none).
+// global or shared memory, converted here. cp.async's hints: KERNRT_CONV_CP_L2 0 (default:
+// no L2 prefetch size hint; run 9: the ring 0.7-0.9 % faster, and plain ld.global.nc copies
+// 2.5-2.9 % faster than with .L1::no_allocate.L2::256B) or 256 (.L2::256B, runs 3-8);
+// KERNRT_CONV_CP_CA 1 (measurement): cp.async.ca (may allocate in L1) instead of .cg.
 //
 // Not checked here: alignment (16 bytes for both sources and destinations, bulk sizes a
 // multiple of 16) and barrier phase bookkeeping, which the caller owns.
@@ -13,7 +15,10 @@
 #include <stdint.h>
 
 #ifndef KERNRT_CONV_CP_L2
-#define KERNRT_CONV_CP_L2 256
+#define KERNRT_CONV_CP_L2 0
+#endif
+#ifndef KERNRT_CONV_CP_CA
+#define KERNRT_CONV_CP_CA 0
 #endif
 
 namespace kernrt_conv {
@@ -22,9 +27,12 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// ---- cp.async (one thread, 16 bytes, bypassing L1) ------------------------------------
+// ---- cp.async (one thread, 16 bytes, bypassing L1 unless .ca) ------------------------------------
 __device__ __forceinline__ void cp_async16(void* dst, const void* src) {
-#if KERNRT_CONV_CP_L2 == 0
+#if KERNRT_CONV_CP_CA
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
+               : "memory");
+#elif KERNRT_CONV_CP_L2 == 0
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src)
                : "memory");
 #else

@@ -1,9 +1,10 @@
 // The per-thread walk of the conv forward (conv_fwd.cu), shared by all its walks: state-line
 // addressing, the running window (`Walk`), one row's output step (`step_row`: sequence
 // switch, y, window shift, final state), a block's span bounds (`locate`) and the window
-// before a span (`enter_span`). Measurement switches: KERNRT_CONV_IDENTITY (y = x),
-// KERNRT_CONV_TANH_SILU (silu through one tanh.approx) and KERNRT_CONV_STORE (y's store hint:
-// 0 st.global.cs, 1 plain st.global, 2 st.global.L1::no_allocate).
+// before a span (`enter_span`). y's store: KERNRT_CONV_STORE 1 plain st.global (default:
+// run 9's copy probes and ring variants ran 0.6-0.8 % faster with it than with .cs), 0
+// st.global.cs (runs 1-8), 2 st.global.L1::no_allocate. Measurement switches:
+// KERNRT_CONV_IDENTITY (y = x) and KERNRT_CONV_TANH_SILU (silu through one tanh.approx).
 //
 // Not checked here: what conv_fwd.cu's header lists (alignment, D % 8, W <= 4, monotone
 // cu_seqlens, non-overlapping initial and final states).
@@ -21,7 +22,7 @@
 #define KERNRT_CONV_TANH_SILU 0
 #endif
 #ifndef KERNRT_CONV_STORE
-#define KERNRT_CONV_STORE 0
+#define KERNRT_CONV_STORE 1
 #endif
 
 namespace kernrt_conv {
@@ -68,9 +69,7 @@ __device__ __forceinline__ float act_fwd(float z, bool silu) {
 // One output row's 16-byte vector, with the store hint KERNRT_CONV_STORE picks.
 __device__ __forceinline__ void st_y_v4(void* p, uint4 v) {
 #if KERNRT_CONV_STORE == 1
-  asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
-               "r"(v.w)
-               : "memory");
+  st_v4(p, v);
 #elif KERNRT_CONV_STORE == 2
   asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
                "r"(v.y), "r"(v.z), "r"(v.w)

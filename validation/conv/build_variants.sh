@@ -7,13 +7,15 @@
 # cubins compute y = x over the forward's access pattern (the copy ceiling of that pattern)
 # and are benched, never checked.
 # Does not build the shipped cubins (the cmake build does) or anything for sm_100a.
-# SET picks the variants of one device run: run9 (default: store/cp.async hints of the ring,
-# and copy_probe.sm90a.cubin from validation/conv/copy_probe.cu), run8 (walk 4) or run6.
+# SET picks the variants of one device run: run9b (default: run 9's second call, the
+# runs 3-8 hints beside the new defaults), run9 (store/cp.async hints of the ring, and
+# copy_probe.sm90a.cubin from validation/conv/copy_probe.cu), run8 (walk 4) or run6.
+# Sets other than the newest build on the current defaults (hints included).
 # Usage: [SET=run8] bash validation/conv/build_variants.sh [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${1:-.peer/conv/variants}
-SET=${SET:-run9}  # which run's variants
+SET=${SET:-run9b}  # which run's variants
 NVCC=${NVCC:-nvcc}
 FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -gencode arch=compute_90a,code=sm_90a -Ikernels -cubin"
 mkdir -p "$DIR"
@@ -28,16 +30,25 @@ upd() {  # tag, -D flags...
 }
 # every variant cubin of the set is checked (except id_*) and benched by tools/device/conv.sh
 case $SET in
-run9)  # the ring with y's store hint / cp.async's L2 hint changed, the copy probes
-  fwd st_wb_s32 -DKERNRT_CONV_STORE=1
-  fwd st_na_s32 -DKERNRT_CONV_STORE=2
-  fwd cp0_s32 -DKERNRT_CONV_CP_L2=0
-  fwd st_wb_cp0_s32 -DKERNRT_CONV_STORE=1 -DKERNRT_CONV_CP_L2=0
-  fwd r2s10_s32 -DKERNRT_CONV_RING_ROWS=2 -DKERNRT_CONV_RING_STAGES=10  # finer refills
-  fwd r6s3_s32 -DKERNRT_CONV_RING_ROWS=6 -DKERNRT_CONV_RING_STAGES=3    # coarser refills
+run9b)  # the shipped ring of runs 3-8 (.cs stores, cp.async .L2::256B) next to the new defaults
+  fwd old_s32 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256
+  fwd ca_s32 -DKERNRT_CONV_CP_CA=1
   fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
-  fwd id_ring_wb_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=1
-  fwd id_ring_cp0_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_CP_L2=0
+  fwd id_ring_old_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256
+  fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
+  ;;
+run9)  # the ring with y's store hint / cp.async's L2 hint changed, the copy probes (as run at
+  # 1f97bf7, whose defaults were STORE=0 CP_L2=256: both named here so the set rebuilds the same)
+  fwd st_wb_s32 -DKERNRT_CONV_STORE=1 -DKERNRT_CONV_CP_L2=256
+  fwd st_na_s32 -DKERNRT_CONV_STORE=2 -DKERNRT_CONV_CP_L2=256
+  fwd cp0_s32 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=0
+  fwd st_wb_cp0_s32 -DKERNRT_CONV_STORE=1 -DKERNRT_CONV_CP_L2=0
+  OLD="-DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256"
+  fwd r2s10_s32 -DKERNRT_CONV_RING_ROWS=2 -DKERNRT_CONV_RING_STAGES=10 $OLD  # finer refills
+  fwd r6s3_s32 -DKERNRT_CONV_RING_ROWS=6 -DKERNRT_CONV_RING_STAGES=3 $OLD    # coarser refills
+  fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1 $OLD
+  fwd id_ring_wb_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=1 -DKERNRT_CONV_CP_L2=256
+  fwd id_ring_cp0_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=0
   fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
   "$NVCC" ${FLAGS/-lineinfo/} -o "$DIR/copy_probe.sm90a.cubin" validation/conv/copy_probe.cu
   ;;
