@@ -4,7 +4,8 @@
 // before a span (`enter_span`). y's store: KERNRT_CONV_STORE 1 plain st.global (default:
 // run 9's copy probes and ring variants ran 0.6-0.8 % faster with it than with .cs), 0
 // st.global.cs (runs 1-8), 2 st.global.L1::no_allocate. Measurement switches:
-// KERNRT_CONV_IDENTITY (y = x) and KERNRT_CONV_TANH_SILU (silu through one tanh.approx).
+// KERNRT_CONV_IDENTITY (y = x), KERNRT_CONV_TANH_SILU (silu through one tanh.approx) and
+// KERNRT_CONV_HALO_NC (the W-1 rows before a span through plain ld.global.nc, not ld_nc_v4).
 //
 // Not checked here: what conv_fwd.cu's header lists (alignment, D % 8, W <= 4, monotone
 // cu_seqlens, non-overlapping initial and final states).
@@ -23,6 +24,9 @@
 #endif
 #ifndef KERNRT_CONV_STORE
 #define KERNRT_CONV_STORE 1
+#endif
+#ifndef KERNRT_CONV_HALO_NC
+#define KERNRT_CONV_HALO_NC 0
 #endif
 
 namespace kernrt_conv {
@@ -185,7 +189,12 @@ __device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W>& k,
   for (int j = 0; j < S; ++j) {
     const int s = t0 - S + j;
     if (s >= start) {
+#if KERNRT_CONV_HALO_NC
+      const uint16_t* row = x + static_cast<int64_t>(s) * p.x_stride_tok;
+      unpack8(tag, __ldg(reinterpret_cast<const uint4*>(row)), k.win[j]);
+#else
       unpack8(tag, ld_nc_v4(x + static_cast<int64_t>(s) * p.x_stride_tok), k.win[j]);
+#endif
     } else if (s - start + S > j) {
       // The state slot that lands at window position j: slot (s - start + S) >= j.
 #pragma unroll

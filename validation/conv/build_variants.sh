@@ -33,6 +33,7 @@ case $SET in
 run9b)  # the shipped ring of runs 3-8 (.cs stores, cp.async .L2::256B) next to the new defaults
   fwd old_s32 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256
   fwd ca_s32 -DKERNRT_CONV_CP_CA=1
+  fwd halo_s32 -DKERNRT_CONV_HALO_NC=1
   fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
   fwd id_ring_old_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256
   fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
