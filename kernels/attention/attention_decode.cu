@@ -192,7 +192,8 @@ struct Feed {
   }
 };
 
-// Probe 3: (entry, stream end, arrival, merge end or 0) into the unused stats rows 6-7 at `at`.
+// Probe 3: (entry, stream end, arrival, merge end or 0) into the unused stats rows 6-7 at `at`;
+// the merging CTA also stamps its steps into the unused partial O row 6 (`mstamp`).
 __device__ __forceinline__ void probe_stamp(float* at, const int* pick, uint32_t merged, int tid) {
   if (tid != 0) return;
   uint32_t* w = reinterpret_cast<uint32_t*>(at);
@@ -594,6 +595,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     return;
   }
   __threadfence();
+  uint32_t* mstamp = reinterpret_cast<uint32_t*>(p.ptr_partial_o + (part_row0 + 6) * kHeadDim);
+  if (kProbe == 3 && tid == 0) mstamp[0] = ptx::globaltimer_lo();
   if (kProbe == 2) {
     if (tid == 0) *arrivals = arrivals[kHeadsKv] = 0;
     return;
@@ -613,6 +616,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // written and read by the warp merge: both ordered before the copy engine's accesses.
   ptx::fence_proxy_async();
   __syncthreads();
+  if (kProbe == 3 && tid == 0) mstamp[1] = ptx::globaltimer_lo();
   if (tid == 0) {
     merge_issue(smem, merge_bar, part_src, group_e, 0);
     if (batches > 1) merge_issue(smem, merge_bar, part_src, group_e, 1);
@@ -654,6 +658,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     }
   }
   __syncthreads();
+  if (kProbe == 3 && tid == 0) mstamp[2] = ptx::globaltimer_lo();
 
   // 6 rows x 64 float4 = 384 float4 outputs, 3 per thread; output idx = row * 64 + dim / 4 is
   // also the float4 index inside one split's 6 KiB in the buffer.
@@ -664,6 +669,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   for (int k = 0; k < kPer; ++k) acc[k] = make_float4(0.f, 0.f, 0.f, 0.f);
   for (int b = 0; b < batches; ++b) {
     ptx::mbarrier_wait(&merge_bar[b & 1], (b >> 1) & 1);
+    if (kProbe == 3 && tid == 0 && b == 0) mstamp[3] = ptx::globaltimer_lo();
     const float4* buf = reinterpret_cast<const float4*>(smem + (b & 1) * kMergeBufBytes);
     const int left = group_e - b * kMergeBatch;
     const int n = left < kMergeBatch ? left : kMergeBatch;
@@ -688,6 +694,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       }
     }
   }
+  if (kProbe == 3 && tid == 0) mstamp[4] = ptx::globaltimer_lo();
 #pragma unroll
   for (int k = 0; k < kPer; ++k) {
     const int idx = tid + k * kThreads;
