@@ -8,8 +8,9 @@
 // ceil(D / (8 * block.x)); grid.y spans of consecutive rows; grid.z = B (dense) or 1
 // (varlen). A thread rebuilds the W-1 inputs before its span (x rows, initial state or
 // zeros), keeps that window in registers and walks the span row by row: x is read once from
-// DRAM (the halo rows are the previous span's rows, L2 hits), y written once (plain stores and
-// unhinted cp.async since run 9: see conv_walk.cuh and conv_async.cuh).
+// DRAM (the halo rows are the previous span's rows, L2 hits, loaded with plain ld.global.nc
+// since run 10), y written once (plain stores and unhinted cp.async since run 9: see
+// conv_walk.cuh and conv_async.cuh).
 // Two walks (KERNRT_CONV_FWD_KERNEL):
 //   1 ring (default), 2 ring with bulk copies: a shared-memory ring of kRingStages stages of
 //     kRingRows rows x the block's channels, so the bytes in flight per SM are bounded by

@@ -3,9 +3,10 @@
 // switch, y, window shift, final state), a block's span bounds (`locate`) and the window
 // before a span (`enter_span`). y's store: KERNRT_CONV_STORE 1 plain st.global (default:
 // run 9's copy probes and ring variants ran 0.6-0.8 % faster with it than with .cs), 0
-// st.global.cs (runs 1-8), 2 st.global.L1::no_allocate. Measurement switches:
-// KERNRT_CONV_IDENTITY (y = x), KERNRT_CONV_TANH_SILU (silu through one tanh.approx) and
-// KERNRT_CONV_HALO_NC (the W-1 rows before a span through plain ld.global.nc, not ld_nc_v4).
+// st.global.cs (runs 1-8), 2 st.global.L1::no_allocate. The W-1 rows before a span:
+// KERNRT_CONV_HALO_NC 1 plain ld.global.nc (default since run 10: 1.8-3.0 % faster in run 9),
+// 0 ld_nc_v4 (.L1::no_allocate.L2::256B, runs 3-9). Measurement switches:
+// KERNRT_CONV_IDENTITY (y = x) and KERNRT_CONV_TANH_SILU (silu through one tanh.approx).
 //
 // Not checked here: what conv_fwd.cu's header lists (alignment, D % 8, W <= 4, monotone
 // cu_seqlens, non-overlapping initial and final states).
@@ -26,7 +27,7 @@
 #define KERNRT_CONV_STORE 1
 #endif
 #ifndef KERNRT_CONV_HALO_NC
-#define KERNRT_CONV_HALO_NC 0
+#define KERNRT_CONV_HALO_NC 1
 #endif
 
 namespace kernrt_conv {

@@ -7,15 +7,16 @@
 # cubins compute y = x over the forward's access pattern (the copy ceiling of that pattern)
 # and are benched, never checked.
 # Does not build the shipped cubins (the cmake build does) or anything for sm_100a.
-# SET picks the variants of one device run: run9b (default: run 9's second call, the
-# runs 3-8 hints beside the new defaults), run9 (store/cp.async hints of the ring, and
+# SET picks the variants of one device run: run10 (default: run 9's shipped build, halo
+# rows through ld_nc_v4, beside the new halo default), run9b (run 9's second call, the
+# runs 3-8 hints beside the then defaults), run9 (store/cp.async hints of the ring, and
 # copy_probe.sm90a.cubin from validation/conv/copy_probe.cu), run8 (walk 4) or run6.
 # Sets other than the newest build on the current defaults (hints included).
 # Usage: [SET=run8] bash validation/conv/build_variants.sh [DIR]
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 DIR=${1:-.peer/conv/variants}
-SET=${SET:-run9b}  # which run's variants
+SET=${SET:-run10}  # which run's variants
 NVCC=${NVCC:-nvcc}
 FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -gencode arch=compute_90a,code=sm_90a -Ikernels -cubin"
 mkdir -p "$DIR"
@@ -30,12 +31,16 @@ upd() {  # tag, -D flags...
 }
 # every variant cubin of the set is checked (except id_*) and benched by tools/device/conv.sh
 case $SET in
+run10)  # run 9's shipped forward (halo rows through ld_nc_v4), the reference of the same run
+  fwd halo0_s32 -DKERNRT_CONV_HALO_NC=0
+  ;;
 run9b)  # the shipped ring of runs 3-8 (.cs stores, cp.async .L2::256B) next to the new defaults
-  fwd old_s32 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256
-  fwd ca_s32 -DKERNRT_CONV_CP_CA=1
+  fwd old_s32 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256 -DKERNRT_CONV_HALO_NC=0
+  fwd ca_s32 -DKERNRT_CONV_CP_CA=1 -DKERNRT_CONV_HALO_NC=0
   fwd halo_s32 -DKERNRT_CONV_HALO_NC=1
-  fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1
-  fwd id_ring_old_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256
+  H0=-DKERNRT_CONV_HALO_NC=0  # the halo default of run 9, so the set rebuilds the same
+  fwd id_ring_s32 -DKERNRT_CONV_IDENTITY=1 $H0
+  fwd id_ring_old_s32 -DKERNRT_CONV_IDENTITY=1 -DKERNRT_CONV_STORE=0 -DKERNRT_CONV_CP_L2=256 $H0
   fwd id_lin_s32 -DKERNRT_CONV_FWD_KERNEL=9
   ;;
 run9)  # the ring with y's store hint / cp.async's L2 hint changed, the copy probes (as run at
@@ -86,6 +91,6 @@ run6)
   upd s4mb4 -DKERNRT_CONV_UPDATE_MIN_BLOCKS=4     # <= 128 registers: 1024 blocks of 64 in one wave
   upd s8 -DKERNRT_CONV_UPDATE_SEQS=8              # 8 sequences per thread: 512 blocks of 64, one wave
   ;;
-*) echo "unknown SET $SET (run9, run8, run6)" >&2; exit 2 ;;
+*) echo "unknown SET $SET (run10, run9b, run9, run8, run6)" >&2; exit 2 ;;
 esac
 ls -l "$DIR"
