@@ -6,10 +6,9 @@
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
 # Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32), ROUNDS (default 2);
 # PIO=0 skips program_io; a carried .peer/attention/base/attention_decode.cu (the previous
-# kernel's source) is built and timed as variant `base`; PROBES=1 adds the timing probes (the
-# decode kernel without its math, without its final merge (wrong results by design), and the
-# shipped kernel with %globaltimer stamps per CTA, summarised as a timeline) and the read-only
-# bandwidth probe.
+# kernel's source) is built and timed as variant `base` (BASE_SMEM, BASE_SPLITS: its launch);
+# PROBES=1 adds the timing probe (the shipped kernel with %globaltimer stamps, summarised as a
+# timeline) and the read-only bandwidth probe.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
 # examples/h200/decode.json and validation/attention/program_io_check.py's integration cases,
 # the long ones (batch 1-32 at 150k-250k) with the KV as a paged state (--tokens, --fill).
@@ -24,17 +23,12 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   nvcc $FLAGS -cubin -o $CUB/attention_decode.sm90a.cubin kernels/attention/attention_decode.cu
   nvcc $FLAGS -cubin -o $CUB/kv_append.sm90a.cubin kernels/kv_append/kv_append.cu
   mkdir -p $CUB/variants
-  # Same source, one knob (v6 = the shipped kernel): v4's longest-first rows of `splits` CTAs
-  # at every batch, also for a one-wave grid.
-  nvcc $FLAGS -DKERNRT_DECODE_SHARES=0 -cubin -o $CUB/variants/decode_v4.sm90a.cubin kernels/attention/attention_decode.cu &
   # The previous kernel for a side-by-side run, when a copy of its source was carried.
   if [ -f .peer/attention/base/attention_decode.cu ]; then
     nvcc $FLAGS -cubin -o $CUB/variants/base.sm90a.cubin .peer/attention/base/attention_decode.cu &
   fi
   if [ "${PROBES:-0}" = 1 ]; then
-    for pr in 1 2 3; do
-      nvcc $FLAGS -DKERNRT_DECODE_PROBE=$pr -cubin -o $CUB/variants/probe$pr.sm90a.cubin kernels/attention/attention_decode.cu &
-    done
+    nvcc $FLAGS -DKERNRT_DECODE_PROBE=3 -cubin -o $CUB/variants/probe3.sm90a.cubin kernels/attention/attention_decode.cu &
     nvcc -O3 -arch=sm_90a -o /tmp/read_ceiling validation/attention/read_ceiling.cu &
   fi
   wait
@@ -75,16 +69,15 @@ if [ "${PIO:-1}" != 0 ] && [ -x .peer/attention/program_io ]; then
 fi
 
 AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
-PROBE_ARGS=()
-[ -f $V/base.sm90a.cubin ] && PROBE_ARGS+=(--variant "base:$V/base.sm90a.cubin:103552:128:33")
+SMEM=$(python3 -c "import json; print(json.load(open('kernels/attention/geometry.json'))['shared_mem'])")
+SPLITS=$(python3 -c "import json; print(json.load(open('kernels/attention/geometry.json'))['splits'])")
+VARS=(--variant "shipped:$AD:$SMEM:128:$SPLITS")
+[ -f $V/base.sm90a.cubin ] && VARS+=(--variant "base:$V/base.sm90a.cubin:${BASE_SMEM:-103552}:128:${BASE_SPLITS:-33}")
 if [ "${PROBES:-0}" = 1 ]; then
   /tmp/read_ceiling | tee "$OUT/read_ceiling.jsonl"
-  PROBE_ARGS+=(--variant "probe-nomath:$V/probe1.sm90a.cubin:103552:128:33"
-              --variant "probe-nomerge:$V/probe2.sm90a.cubin:103552:128:33"
-              --variant "probe-timeline:$V/probe3.sm90a.cubin:103552:128:33")
+  VARS+=(--variant "probe-timeline:$V/probe3.sm90a.cubin:$SMEM:128:$SPLITS")
 fi
-python3 validation/attention/run_attention.py --variant "v7:$AD:103552:128:33" \
-  --variant "v4:$V/decode_v4.sm90a.cubin:103552:128:33" "${PROBE_ARGS[@]}" \
+python3 validation/attention/run_attention.py "${VARS[@]}" \
   --batches "${BATCHES:-1,2,3,4,8,16,32}" --iters 100 --rounds "${ROUNDS:-2}" \
   --out "$OUT" --commit "$COMMIT" --warm-cmd "python3 validation/attention/warm_flashinfer.py" "$@" 2>&1 | tee "$OUT/run.log"
 rc=${PIPESTATUS[0]}

@@ -118,8 +118,9 @@ def replay_times(g, iters):
 
 
 def timeline(dec):
-    """Probe 3's stamps after one more launch: per CTA (entry, stream end, arrival, merge end)
-    as %globaltimer low words in stats rows 6-7; returns a summary in us from the first entry."""
+    """Probe 3's stamps after one more launch: per partial (its CTA's entry, stream end, arrival,
+    merge end or 0) as %globaltimer low words in stats rows 6-7; a summary in us from the first
+    entry."""
     st = dec.stats.view(torch.int32).view(-1, 8, 2)  # [slot][row][max, sum]
     st[:, 6:8, :].zero_()
     dec.run()
@@ -140,22 +141,10 @@ def timeline(dec):
     arrive = sorted(rel(t[2]) for t in stamps)
     merges = [(rel(t[2]), rel(t[3])) for t in stamps if t[3] != 0]
     dur = sorted(b - a for a, b in merges)
-    # The merging CTAs' steps (partial O row 6 of their slot): after the acquire fence, after
-    # the proxy fence, weights ready, first batch landed, all batches summed; then the end.
-    po = dec.partial.view(torch.int32).view(-1, 8, 256)[:, 6, :5].cpu().tolist()
-    slots = [i for i, (a, b) in enumerate(zip(rows, more)) if a[0] != 0 and b[1] != 0]
-    steps = []
-    for i in slots:
-        t2 = rel(more[i][0] & 0xFFFFFFFF)
-        marks = [rel(w & 0xFFFFFFFF) for w in po[i]] + [rel(more[i][1] & 0xFFFFFFFF)]
-        steps.append([round(m - t2, 2) for m in marks])
-    steps.sort(key=lambda x: x[-1])
-    return dict(ctas=len(stamps), entry_max=entry[-1], stream_end_min=end[0],
+    return dict(partials=len(stamps), entry_max=entry[-1], stream_end_min=end[0],
                 stream_end_med=end[len(end) // 2], stream_end_max=end[-1],
                 arrive_max=arrive[-1], merges=len(dur), merge_us_med=dur[len(dur) // 2],
-                merge_us_max=dur[-1], last_merge_end=max(b for _, b in merges),
-                merge_steps_slowest=steps[-1] if steps else None,
-                merge_steps_median=steps[len(steps) // 2] if steps else None)
+                merge_us_max=dur[-1], last_merge_end=max(b for _, b in merges))
 
 
 def small_cases(var, rec):

@@ -1,0 +1,149 @@
+// Shape, shared-memory map, scratch-counter layout and block-wide helpers of the sm_90a paged
+// decode kernel (attention_decode.cu, decode_feed.cuh, decode_merge.cuh).
+//
+// Deliberately does not check: that the pack's head counts, head dim and page size equal the
+// compiled shape below (the kernel trusts the pack), or that the counter scratch holds
+// seqs x 24 ints that were zero before the first launch (the manifest generator sizes it as
+// FlashInfer does: batch x heads_q).
+#pragma once
+
+#include <cstdint>
+
+namespace kernrt::attention {
+
+// ---- compiled shape ------------------------------------------------------------------------
+constexpr int kHeadDim = 256;
+constexpr int kPage = 64;               // tokens per page = rows of one K/V box
+constexpr int kGroup = 6;               // query heads per KV head
+constexpr int kHeadsKv = 4;
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTokensPerWarp = kPage / kWarps;
+static_assert(kTokensPerWarp == 16, "one m16n8k16 k-step of tokens per warp and page");
+
+// ---- shared memory -------------------------------------------------------------------------
+// [0, 96 KiB) three ring stages of one K or V tile (64 tokens x 256 dims, 4 boxes of 64 x 64
+// with the 128B swizzle); [96, 100 KiB) Q (4 boxes of 6 rows in 1 KiB slots, rows 6-7 zero);
+// 128 bytes of barriers and picks; the merge's contributor list and reduction scratch.
+constexpr int kStages = 3;
+constexpr int kBoxBytes = 64 * kPage * 2;
+constexpr int kBoxesPerTile = kHeadDim / 64;
+constexpr int kTileBytes = kBoxesPerTile * kBoxBytes;
+constexpr int kQBoxBytes = 64 * kGroup * 2;  // what one Q box transfers
+constexpr int kQOffset = kStages * kTileBytes;
+constexpr int kBarOffset = kQOffset + kBoxesPerTile * 1024;
+constexpr int kListOffset = kBarOffset + 128;
+constexpr int kListInts = 128 + 16;  // contributors, then 16 ints of reduction scratch
+constexpr int kSmemBytes = kListOffset + kListInts * 4 + 1024;  // + slack to align the base
+static_assert(kTileBytes == 32768, "K (or V) of one page and head");
+static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
+
+// ---- knobs (compile time; tools/device/attention.sh builds variants with -D) ---------------
+#ifndef KERNRT_DECODE_CHUNK_PAGES
+#define KERNRT_DECODE_CHUNK_PAGES 2
+#endif
+#ifndef KERNRT_DECODE_PROBE
+#define KERNRT_DECODE_PROBE 0
+#endif
+constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
+// Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
+// prints the timeline); the results stay correct.
+constexpr int kProbe = KERNRT_DECODE_PROBE;
+static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
+
+// ---- schedule and merge limits -------------------------------------------------------------
+constexpr int kMaxRanked = kThreads;  // batches up to this get length-proportional start shares
+constexpr int kMaxUnits = 96;         // CTAs per KV head: the contributor mask has 3 words
+constexpr int kMergeStride = kHeadDim + 8;                    // padded f32 row, warp merge
+constexpr int kMergeSplitBytes = kGroup * kHeadDim * 4;       // rows 0-5 of one partial
+constexpr int kMergeBatch = 8;                                // partials per merge buffer
+constexpr int kMergeBufBytes = kMergeBatch * kMergeSplitBytes;
+static_assert(2 * kMergeBufBytes <= kStages * kTileBytes, "two merge buffers fit in the ring");
+static_assert(kMaxUnits * 8 * 4 <= kBoxesPerTile * 1024, "merge weights fit in the Q tile");
+static_assert(kMaxUnits <= 128, "contributor list");
+static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
+              "warp merge fits in stages 0-1");
+static_assert(kMaxRanked * 4 + 64 <= kTileBytes, "lengths and scan scratch fit in stage 2");
+
+// ---- counter scratch: 24 ints per sequence b (FlashInfer's batch x heads_q) -----------------
+constexpr int kCounterStride = 24;
+constexpr int kDoneAt = 0;    // [b*24 + h]: pages of (b, h) whose partials are written
+constexpr int kClaimAt = 4;   // [b*24 + 4 + h]: chunks of (b, h) handed out
+constexpr int kMaskAt = 8;    // [b*24 + 8 + 3h + k]: units that wrote a partial of (b, h)
+constexpr int kExitAt = 20;   // [20 + h] of sequence 0: CTAs of head h that finished
+static_assert(kMaskAt + 3 * kHeadsKv <= kExitAt && kExitAt + kHeadsKv <= kCounterStride,
+              "counters fit in 24 ints per sequence");
+
+// Byte offset of the 16-byte chunk `chunk` (0..31 across a 256-dim row) of tile row `row`
+// inside a tile of kBoxesPerTile swizzled boxes: TMA's 128B swizzle XORs the chunk index
+// within a 128-byte row with (row % 8).
+__device__ __forceinline__ uint32_t swz(int row, int chunk) {
+  return static_cast<uint32_t>((chunk >> 3) * kBoxBytes + row * 128 +
+                               (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+// Sum over the block's threads, every thread gets it. `tmp` holds kWarps ints; the caller's
+// next __syncthreads separates a second use of the same `tmp`.
+__device__ __forceinline__ int block_sum(int v, int* tmp, int warp, int lane) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  if (lane == 0) tmp[warp] = v;
+  __syncthreads();
+  int total = 0;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) total += tmp[w];
+  return total;
+}
+
+// Exclusive prefix sum over the block's threads in thread order (same contract as block_sum).
+__device__ __forceinline__ int block_exclusive_scan(int v, int* tmp, int warp, int lane) {
+  int x = v;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const int y = __shfl_up_sync(0xffffffffu, x, o);
+    if (lane >= o) x += y;
+  }
+  if (lane == 31) tmp[warp] = x;
+  __syncthreads();
+  for (int w = 0; w < warp; ++w) x += tmp[w];
+  return x - v;
+}
+
+// The block's (value, index) with the largest value, ties to the smaller index; every thread
+// gets the index. `tmp` holds 2 x kWarps ints (same contract as block_sum).
+__device__ __forceinline__ int block_argmax(int v, int idx, int* tmp, int warp, int lane) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const int v2 = __shfl_xor_sync(0xffffffffu, v, o);
+    const int i2 = __shfl_xor_sync(0xffffffffu, idx, o);
+    if (v2 > v || (v2 == v && i2 < idx)) {
+      v = v2;
+      idx = i2;
+    }
+  }
+  if (lane == 0) {
+    tmp[2 * warp] = v;
+    tmp[2 * warp + 1] = idx;
+  }
+  __syncthreads();
+  int bv = tmp[0], bi = tmp[1];
+#pragma unroll
+  for (int w = 1; w < kWarps; ++w) {
+    if (tmp[2 * w] > bv || (tmp[2 * w] == bv && tmp[2 * w + 1] < bi)) {
+      bv = tmp[2 * w];
+      bi = tmp[2 * w + 1];
+    }
+  }
+  return bi;
+}
+
+// Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds. PTX allows %nsmid
+// to exceed the SMs present (sparse SM ids); then "one wave" is overestimated, which costs
+// speed (some CTAs wait for a slot), never correctness: no CTA waits for another.
+__device__ __forceinline__ int sm_count() {
+  uint32_t n;
+  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
+  return static_cast<int>(n);
+}
+
+}  // namespace kernrt::attention
