@@ -8,16 +8,19 @@
 //
 // Schedule: one wave of persistent CTAs with work stealing. Per KV head (blockIdx.y) the grid
 // holds units u = z * grid.x + x; the first U = min(units in the grid, 2 per SM, slots@1156,
-// 96) work and the rest leave at once, before any load. Every working CTA derives its first
+// 128) work and the rest leave at once, before any load. Every working CTA derives its first
 // sequence from the lengths (up to 128 sequences: consecutive units in proportion to the
 // pages, so the sequences start with work in proportion; beyond: unit u starts at sequence
 // u * B / U). The CTAs on one (sequence, head) take its pages in chunks from a shared
 // counter (decode_feed.cuh), so faster CTAs take more; a CTA whose sequence runs dry writes
-// its partial and joins the sequence with the most unclaimed chunks, until none is left. No CTA ever waits for another. Unit u's partial of sequence b lives in
-// slot (head * B + b) * slots + u; the CTA whose pages complete b's page count (done counter)
-// merges the units named in b's contributor mask (decode_merge.cuh) and writes O. The last
-// CTA of a head to finish puts the head's claim counters back to zero; the merger resets
-// done and mask: all counters are zero again for the next launch or graph replay.
+// its partial and joins the sequence with the most unclaimed chunks, until none is left.
+// A CTA's partial of sequence b takes the next slot of (b, head) (slot counter), so a group's
+// partials are slots 0..n-1 from (head * B + b) * slots. The CTA whose pages complete b's
+// page count (done counter) merges, by query-head row (decode_merge.cuh); CTAs with no stream
+// work left claim rows of complete groups too, but only once every CTA of the head has
+// started: then each group completes with running CTAs and its completer merges any row
+// nobody claimed, so that wait ends. No other wait between CTAs exists. The last CTA of a
+// head to finish puts the head's counters back to zero for the next launch or graph replay.
 //
 // Per segment (one sequence): warp 0 loads Q (4 TMA boxes) and feeds a 3-stage ring of
 // 32 KiB tiles alternating K and V of one page (lane 0 issues TMA); a sentinel tile (page -1)
@@ -66,6 +69,30 @@ __device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
   w[3] = pick[4];
 }
 
+// Claims rows of the final merge of (seq, head) until none is left and merges each (whole
+// CTA). The CTA that finishes the group's last row counts the group as merged.
+__device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem, uint64_t* bar,
+                                           uint32_t& phase, int* flag, int seq, int head,
+                                           int tid, int warp, int lane) {
+  int* ctr = p.ptr_multi_ctas_kv_counter + seq * kCounterStride;
+  const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
+                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
+  for (;;) {
+    if (tid == 0) *flag = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
+    __syncthreads();
+    const int row = *flag;
+    if (row >= kMergeSlices) break;
+    const int n = __ldcg(ctr + kAllocAt + head);
+    merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+    if (tid == 0) {
+      const int fin = ((atomicAdd(ctr + kSliceAt + head, kSliceDone) >> 8) & 0xff) + 1;
+      if (fin == kMergeSlices) atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kMerged);
+    }
+  }
+  __syncthreads();  // every thread has read the flag
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
@@ -89,13 +116,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* full = reinterpret_cast<uint64_t*>(smem + kBarOffset);
   uint64_t* empty = full + kStages;
   uint64_t* q_bar = empty + kStages;
-  uint64_t* merge_bar = q_bar + 1;                         // [2]: the merge's two buffers
-  int* tile_page = reinterpret_cast<int*>(merge_bar + 2);  // [stage]: logical page or -1
+  uint64_t* merge_bar = q_bar + 1;                         // the final merge's bulk copies
+  int* tile_page = reinterpret_cast<int*>(merge_bar + 1);  // [stage]: logical page or -1
   int* flag = tile_page + kStages;                         // a CTA-wide decision
-  int* pick = flag + 1;  // [0] sequence, [1] pages done here, [4..7] probe 3's stamps
-  static_assert(2 * kStages * 8 + 3 * 8 + (kStages + 9) * 4 <= 128, "barrier area");
-  int* list = reinterpret_cast<int*>(smem + kListOffset);  // merge contributors
-  int* tmp = list + 128;                                   // 16 ints of reduction scratch
+  int* pick = flag + 1;  // [0] sequence, [1] pages done here, [2] partial slot, [4..7] probe 3
+  static_assert(2 * kStages * 8 + 2 * 8 + (kStages + 9) * 4 <= 128, "barrier area");
+  int* tmp = reinterpret_cast<int*>(smem + kTmpOffset);  // 16 ints of reduction scratch
   if (kProbe == 3 && tid == 0) pick[5] = ptx::globaltimer_lo();
 
   // ---- barrier init -----------------------------------------------------------------------
@@ -108,11 +134,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       ptx::mbarrier_init(&empty[i], kWarps);
     }
     ptx::mbarrier_init(q_bar, 1);
-    ptx::mbarrier_init(&merge_bar[0], 1);
-    ptx::mbarrier_init(&merge_bar[1], 1);
+    ptx::mbarrier_init(merge_bar, 1);
     ptx::fence_mbarrier_init();
     pick[0] = -1;  // stays -1 for a unit the start shares leave over: it joins at once
     pick[4] = 0;
+    atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kStarted);
   }
 
   // ---- first sequence; zeros for empty sequences (sequence b by unit b % U) ----------------
@@ -162,7 +188,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   int issued = 0, seg_first = 0, feed_done = 0, cur_phys = 0, cur_logical = 0;  // warp 0
   int cons = 0;       // the next ring tile the consumers take
   uint32_t seg = 0;   // segments started (Q barrier phase)
-  uint32_t merge_batches = 0;
+  uint32_t merge_phase = 0;  // waits on merge_bar so far
 
   // Issues tiles up to index `upto` (K at even offsets from the segment's first tile, V of
   // the same page at odd ones). Warp 0 only.
@@ -335,7 +361,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 
       if (npages > 0) {
         // ---- epilogue: merge the 4 warps in shared memory (no TMA is in flight) -----------
-        if (kProbe == 3 && tid == 0) pick[6] = ptx::globaltimer_lo();
+        if (tid == 0) {
+          if (kProbe == 3) pick[6] = ptx::globaltimer_lo();
+          // This CTA's partial slot in the group (one per CTA and sequence: a CTA never
+          // returns to a sequence it left, whose chunks were gone).
+          pick[2] = atomicAdd(counters + pick[0] * kCounterStride + kAllocAt + head, 1);
+        }
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
         float* merge_o = reinterpret_cast<float*>(smem);
@@ -358,7 +389,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         // in registers across the main loop costs the loop some.
         const int seq_e = pick[0];
         const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq_e) * p.max_num_ctas_kv;
-        const int64_t part_row0 = (slot0 + unit) * 8;
+        const int64_t part_row0 = (slot0 + pick[2]) * 8;
         // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
         for (int pair = tid; pair < kGroup * kHeadDim / 2; pair += kThreads) {
           const int row = pair / (kHeadDim / 2);
@@ -386,9 +417,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         }
         if (kProbe == 3 && tid == 0) pick[4] = 0;
 
-        // ---- arrival: name this unit in the mask, then count its pages -------------------
+        // ---- arrival: count this CTA's pages; the one that completes the group merges -----
         int* ctr = counters + seq_e * kCounterStride;
-        if (tid == 0) atomicOr(ctr + kMaskAt + 3 * head + unit / 32, 1 << (unit % 32));
         __threadfence();
         __syncthreads();
         if (tid == 0) {
@@ -398,24 +428,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           if (kProbe == 3) pick[7] = ptx::globaltimer_lo();
         }
         __syncthreads();
-        if (*flag) {
+        const bool completes = *flag;
+        __syncthreads();  // every thread has read the flag before merge_rows reuses it
+        if (completes) {
           __threadfence();
-          __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
-                               (static_cast<int64_t>(seq_e) * p.num_hidden_elts_o +
-                                head * kGroup * kHeadDim);
-          merge_partials(p, smem, merge_bar, merge_batches, list, ctr + kMaskAt + 3 * head, slot0,
-                         out, tid, warp, lane);
-          if (tid == 0) {  // ready for the next launch or graph replay
-            ctr[kDoneAt + head] = 0;
-            for (int k = 0; k < 3; ++k) ctr[kMaskAt + 3 * head + k] = 0;
-            if (kProbe == 3) pick[4] = static_cast<int>(ptx::globaltimer_lo());
-          }
-          __syncthreads();  // every thread is done with the weights in the Q tile
-          // The weights overwrote the Q tile's padding rows (TMA writes rows 0-5 only).
-          if (tid < kBoxesPerTile * 16) {
-            reinterpret_cast<uint4*>(q_tile + (tid >> 4) * 1024 + kGroup * 128)[tid & 15] =
-                make_uint4(0, 0, 0, 0);
-          }
+          merge_rows(p, smem, merge_bar, merge_phase, flag, seq_e, head, tid, warp, lane);
+          if (kProbe == 3 && tid == 0) pick[4] = static_cast<int>(ptx::globaltimer_lo());
         }
         if (kProbe == 3) {
           __syncthreads();
@@ -444,14 +462,60 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // the argmax scratch and pick[0] before their next use
   }
 
-  // ---- exit: the last CTA of the head puts the head's claim counters back to zero ----------
+  // ---- no stream work left: share the final merges while a group of the head is unmerged --
+  // Waiting is safe only when every CTA of the head has started: then each group completes
+  // (its pages are with running CTAs) and its completer merges whatever rows are unclaimed.
+  if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
   __syncthreads();
-  if (tid == 0) *flag = atomicAdd(counters + kExitAt + head, 1) == units - 1;
+  const bool may_wait = *flag;
+  __syncthreads();  // every thread has read the flag before it is reused
+  if (may_wait) {
+    int nonempty = 0;
+    for (int b = tid; b < batch; b += kThreads) nonempty += p.ptr_seq_lens_kv[b] > 0 ? 1 : 0;
+    nonempty = block_sum(nonempty, tmp + 8, warp, lane);
+    for (;;) {
+      int ready = 0, ready_seq = batch;  // a complete group with unclaimed rows
+      for (int b = tid; b < batch && !ready; b += kThreads) {
+        const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
+        const int* ctr = counters + b * kCounterStride;
+        if (pages_b > 0 && __ldcg(ctr + kDoneAt + head) == pages_b &&
+            (__ldcg(ctr + kSliceAt + head) & 0xff) < kMergeSlices) {
+          ready = 1;
+          ready_seq = b;
+        }
+      }
+      const int b = block_argmax(ready, ready_seq, tmp, warp, lane);
+      __syncthreads();  // the argmax scratch before its next use
+      if (b < batch) {
+        __threadfence();
+        merge_rows(p, smem, merge_bar, merge_phase, flag, b, head, tid, warp, lane);
+        continue;
+      }
+      if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) >> 16) >= nonempty;
+      __syncthreads();
+      const bool all_merged = *flag;
+      __syncthreads();
+      if (all_merged) break;
+      __nanosleep(256);
+    }
+  }
+
+  // ---- exit: the last CTA of the head puts the head's counters back to zero ----------------
+  if (tid == 0) {
+    *flag = ((atomicAdd(counters + kHeadAt + head, kFinished) >> 8) & 0xff) + 1 == units;
+  }
   __syncthreads();
   if (*flag) {
     __threadfence();
-    for (int b = tid; b < batch; b += kThreads) counters[b * kCounterStride + kClaimAt + head] = 0;
-    if (tid == 0) counters[kExitAt + head] = 0;
+    for (int b = tid; b < batch; b += kThreads) {
+      int* ctr = counters + b * kCounterStride;
+      ctr[kDoneAt + head] = 0;
+      ctr[kClaimAt + head] = 0;
+      ctr[kAllocAt + head] = 0;
+      ctr[kSliceAt + head] = 0;
+    }
+    __syncthreads();
+    if (tid == 0) counters[kHeadAt + head] = 0;
   }
 }
 

@@ -24,7 +24,7 @@ static_assert(kTokensPerWarp == 16, "one m16n8k16 k-step of tokens per warp and 
 // ---- shared memory -------------------------------------------------------------------------
 // [0, 96 KiB) three ring stages of one K or V tile (64 tokens x 256 dims, 4 boxes of 64 x 64
 // with the 128B swizzle); [96, 100 KiB) Q (4 boxes of 6 rows in 1 KiB slots, rows 6-7 zero);
-// 128 bytes of barriers and picks; the merge's contributor list and reduction scratch.
+// 128 bytes of barriers and picks; the merge's weights, half-sums and reduction ints.
 constexpr int kStages = 3;
 constexpr int kBoxBytes = 64 * kPage * 2;
 constexpr int kBoxesPerTile = kHeadDim / 64;
@@ -33,7 +33,7 @@ constexpr int kQBoxBytes = 64 * kGroup * 2;  // what one Q box transfers
 constexpr int kQOffset = kStages * kTileBytes;
 constexpr int kBarOffset = kQOffset + kBoxesPerTile * 1024;
 constexpr int kListOffset = kBarOffset + 128;
-constexpr int kListInts = 128 + 16;  // contributors, then 16 ints of reduction scratch
+constexpr int kListInts = 128 + 256 + 16;  // the merge's weights, half-sums, reduction ints
 constexpr int kSmemBytes = kListOffset + kListInts * 4 + 1024;  // + slack to align the base
 static_assert(kTileBytes == 32768, "K (or V) of one page and head");
 static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
@@ -53,26 +53,36 @@ static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices liv
 
 // ---- schedule and merge limits -------------------------------------------------------------
 constexpr int kMaxRanked = kThreads;  // batches up to this get length-proportional start shares
-constexpr int kMaxUnits = 96;         // CTAs per KV head: the contributor mask has 3 words
-constexpr int kMergeStride = kHeadDim + 8;                    // padded f32 row, warp merge
-constexpr int kMergeSplitBytes = kGroup * kHeadDim * 4;       // rows 0-5 of one partial
-constexpr int kMergeBatch = 8;                                // partials per merge buffer
-constexpr int kMergeBufBytes = kMergeBatch * kMergeSplitBytes;
-static_assert(2 * kMergeBufBytes <= kStages * kTileBytes, "two merge buffers fit in the ring");
-static_assert(kMaxUnits * 8 * 4 <= kBoxesPerTile * 1024, "merge weights fit in the Q tile");
-static_assert(kMaxUnits <= 128, "contributor list");
+constexpr int kMaxUnits = 128;        // CTAs per KV head (8-bit counts, 4 weights per lane)
+constexpr int kMergeStride = kHeadDim + 8;             // padded f32 row, warp merge
+constexpr int kMergeSlices = kGroup;                   // the final merge goes by query-head row
+constexpr int kSliceBytes = kHeadDim * 4;              // one row of one partial
+constexpr int kSliceBatch = kStages * kTileBytes / kSliceBytes;  // partial rows per batch: 96
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
-static_assert(kMaxRanked * 4 + 64 <= kTileBytes, "lengths and scan scratch fit in stage 2");
+
+// ---- merge scratch after the barriers: weights, the half-sums, reduction ints --------------
+constexpr int kFacOffset = kListOffset;                        // kMaxUnits floats
+constexpr int kHalfOffset = kFacOffset + kMaxUnits * 4;        // 64 float4 of one half
+constexpr int kTmpOffset = kHalfOffset + (kHeadDim / 4) * 16;  // 16 ints
+static_assert(kTmpOffset + 16 * 4 <= kListOffset + kListInts * 4, "merge scratch fits");
 
 // ---- counter scratch: 24 ints per sequence b (FlashInfer's batch x heads_q) -----------------
+// Per (b, h): pages whose partials are written, chunks handed out, partial slots handed out,
+// and the final merge's row slices (bits 0-7 claimed, 8-15 finished). Per head h, one word in
+// sequence 0's row: bits 0-7 CTAs started, 8-15 CTAs finished, 16-31 (b, h) merged.
 constexpr int kCounterStride = 24;
-constexpr int kDoneAt = 0;    // [b*24 + h]: pages of (b, h) whose partials are written
-constexpr int kClaimAt = 4;   // [b*24 + 4 + h]: chunks of (b, h) handed out
-constexpr int kMaskAt = 8;    // [b*24 + 8 + 3h + k]: units that wrote a partial of (b, h)
-constexpr int kExitAt = 20;   // [20 + h] of sequence 0: CTAs of head h that finished
-static_assert(kMaskAt + 3 * kHeadsKv <= kExitAt && kExitAt + kHeadsKv <= kCounterStride,
+constexpr int kDoneAt = 0;
+constexpr int kClaimAt = 4;
+constexpr int kAllocAt = 8;
+constexpr int kSliceAt = 12;
+constexpr int kHeadAt = 20;
+static_assert(kSliceAt + kHeadsKv <= kHeadAt && kHeadAt + kHeadsKv <= kCounterStride,
               "counters fit in 24 ints per sequence");
+constexpr int kStarted = 1;
+constexpr int kFinished = 1 << 8;
+constexpr int kMerged = 1 << 16;
+constexpr int kSliceDone = 1 << 8;
 
 // Byte offset of the 16-byte chunk `chunk` (0..31 across a 256-dim row) of tile row `row`
 // inside a tile of kBoxesPerTile swizzled boxes: TMA's 128B swizzle XORs the chunk index

@@ -7,6 +7,7 @@
 # Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32), ROUNDS (default 2);
 # PIO=0 skips program_io; a carried .peer/attention/base/attention_decode.cu (the previous
 # kernel's source) is built and timed as variant `base` (BASE_SMEM, BASE_SPLITS: its launch);
+# DEFS="name=-DKNOB=value ..." adds builds of the shipped source with compile-time knobs;
 # PROBES=1 adds the timing probe (the shipped kernel with %globaltimer stamps, summarised as a
 # timeline) and the read-only bandwidth probe.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
@@ -27,6 +28,10 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   if [ -f .peer/attention/base/attention_decode.cu ]; then
     nvcc $FLAGS -cubin -o $CUB/variants/base.sm90a.cubin .peer/attention/base/attention_decode.cu &
   fi
+  # DEFS="name=-DKNOB=value ..." builds the shipped source with each knob as variant `name`.
+  for def in ${DEFS:-}; do
+    nvcc $FLAGS ${def#*=} -cubin -o $CUB/variants/${def%%=*}.sm90a.cubin kernels/attention/attention_decode.cu &
+  done
   if [ "${PROBES:-0}" = 1 ]; then
     nvcc $FLAGS -DKERNRT_DECODE_PROBE=3 -cubin -o $CUB/variants/probe3.sm90a.cubin kernels/attention/attention_decode.cu &
     nvcc -O3 -arch=sm_90a -o /tmp/read_ceiling validation/attention/read_ceiling.cu &
@@ -72,6 +77,7 @@ AD=$CUB/attention_decode.sm90a.cubin V=$CUB/variants
 SMEM=$(python3 -c "import json; print(json.load(open('kernels/attention/geometry.json'))['shared_mem'])")
 SPLITS=$(python3 -c "import json; print(json.load(open('kernels/attention/geometry.json'))['splits'])")
 VARS=(--variant "shipped:$AD:$SMEM:128:$SPLITS")
+for def in ${DEFS:-}; do VARS+=(--variant "${def%%=*}:$V/${def%%=*}.sm90a.cubin:$SMEM:128:$SPLITS"); done
 [ -f $V/base.sm90a.cubin ] && VARS+=(--variant "base:$V/base.sm90a.cubin:${BASE_SMEM:-103552}:128:${BASE_SPLITS:-33}")
 if [ "${PROBES:-0}" = 1 ]; then
   /tmp/read_ceiling | tee "$OUT/read_ceiling.jsonl"
