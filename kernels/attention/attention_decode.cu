@@ -78,16 +78,21 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
   const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
   __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
                        (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
+  const int n = __ldcg(ctr + kAllocAt + head);
+  const int parts = merge_parts(n);
   for (;;) {
     if (tid == 0) *flag = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
     __syncthreads();
     const int row = *flag;
-    if (row >= kMergeSlices) break;
-    const int n = __ldcg(ctr + kAllocAt + head);
-    merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+    if (row >= parts) break;
+    if (parts == 1) {
+      merge_whole(p, smem, bar, phase, slot0, n, out, tid, warp, lane);
+    } else {
+      merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+    }
     if (tid == 0) {
       const int fin = ((atomicAdd(ctr + kSliceAt + head, kSliceDone) >> 8) & 0xff) + 1;
-      if (fin == kMergeSlices) atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kMerged);
+      if (fin == parts) atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kMerged);
     }
   }
   __syncthreads();  // every thread has read the flag
@@ -104,7 +109,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   const int batch = p.batch_size;
   const int slots = p.max_num_ctas_kv;
   const int unit = static_cast<int>(blockIdx.z * gridDim.x + blockIdx.x);
-  const int units = min(min(static_cast<int>(gridDim.x * gridDim.z), 2 * sm_count() / kHeadsKv),
+  // One sequence: one CTA per SM. Its U partials per head merge on the critical path (~0.1
+  // us each) and one CTA per SM still streams at the read ceiling there (run 16).
+  const int per_sm = batch == 1 ? 1 : 2;
+  const int units = min(min(static_cast<int>(gridDim.x * gridDim.z), per_sm * sm_count() / kHeadsKv),
                         min(slots, kMaxUnits));
   if (unit >= units || batch <= 0) return;
 
@@ -479,7 +487,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
         const int* ctr = counters + b * kCounterStride;
         if (pages_b > 0 && __ldcg(ctr + kDoneAt + head) == pages_b &&
-            (__ldcg(ctr + kSliceAt + head) & 0xff) < kMergeSlices) {
+            (__ldcg(ctr + kSliceAt + head) & 0xff) < merge_parts(__ldcg(ctr + kAllocAt + head))) {
           ready = 1;
           ready_seq = b;
         }

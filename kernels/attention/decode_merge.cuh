@@ -121,4 +121,67 @@ __device__ __forceinline__ void merge_slice(const KernelParams& p, uint8_t* smem
   __syncthreads();
 }
 
+// Small groups (n <= kWholeMergeMax partials) merge all 6 rows in one pass by one CTA: the
+// per-row passes' fixed costs (a bulk-copy round trip each) outweigh splitting 12-96 KiB.
+// Same contract as merge_slice; writes the 6 x 256 outputs at `out`.
+__device__ __forceinline__ void merge_whole(const KernelParams& p, uint8_t* smem, uint64_t* bar,
+                                            uint32_t& phase, int64_t slot0, int n,
+                                            __nv_bfloat16* out, int tid, int warp, int lane) {
+  float* fac = reinterpret_cast<float*>(smem + kFacOffset);  // [partial][8 rows]
+  ptx::fence_proxy_async();
+  __syncthreads();
+  if (tid == 0) {
+    ptx::mbarrier_arrive_expect_tx(bar, n * kGroup * kSliceBytes);
+    for (int j = 0; j < n; ++j) {
+      ptx::bulk_load(smem + j * kGroup * kSliceBytes, p.ptr_partial_o + (slot0 + j) * 8 * kHeadDim,
+                     kGroup * kSliceBytes, bar);
+    }
+  }
+  // Weights: warp w reduces rows w and w + 4, lanes over partials.
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = warp + r * kWarps;
+    if (row >= kGroup) continue;
+    float m = -INFINITY, ms = -INFINITY, ls = 0.f;
+    if (lane < n) {
+      const float2 st = __ldcg(
+          reinterpret_cast<const float2*>(p.ptr_partial_stats + ((slot0 + lane) * 8 + row) * 2));
+      ms = st.x;
+      ls = st.y;
+    }
+    m = ms;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    const float f = ms == -INFINITY ? 0.f : exp2f(ms - m);
+    float l = ls * f;
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) l += __shfl_xor_sync(0xffffffffu, l, o);
+    if (lane < n) fac[lane * 8 + row] = l > 0.f ? f / l : 0.f;
+  }
+  __syncthreads();
+  constexpr int kPer = kGroup * kHeadDim / 4 / kThreads;  // 3 float4 outputs per thread
+  static_assert(kPer * kThreads == kGroup * kHeadDim / 4, "outputs split evenly");
+  ptx::mbarrier_wait(bar, phase & 1);
+  ++phase;
+  const float4* buf = reinterpret_cast<const float4*>(smem);
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const int idx = tid + k * kThreads;  // row * 64 + dim / 4, also the float4 in a partial
+    const int row = idx / (kHeadDim / 4);
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int j = 0; j < n; ++j) {
+      const float w = fac[j * 8 + row];
+      const float4 x = buf[j * (kGroup * kSliceBytes / 16) + idx];
+      acc.x += x.x * w;
+      acc.y += x.y * w;
+      acc.z += x.z * w;
+      acc.w += x.w * w;
+    }
+    __nv_bfloat162* dst = reinterpret_cast<__nv_bfloat162*>(out + idx * 4);
+    dst[0] = __floats2bfloat162_rn(acc.x, acc.y);
+    dst[1] = __floats2bfloat162_rn(acc.z, acc.w);
+  }
+  __syncthreads();
+}
+
 }  // namespace kernrt::attention

@@ -58,6 +58,11 @@ constexpr int kMergeStride = kHeadDim + 8;             // padded f32 row, warp m
 constexpr int kMergeSlices = kGroup;                   // the final merge goes by query-head row
 constexpr int kSliceBytes = kHeadDim * 4;              // one row of one partial
 constexpr int kSliceBatch = kStages * kTileBytes / kSliceBytes;  // partial rows per batch: 96
+constexpr int kWholeMergeMax = 16;  // groups up to this many partials merge in one pass
+static_assert(kWholeMergeMax * kGroup * kSliceBytes <= kStages * kTileBytes, "one batch");
+static_assert(kWholeMergeMax <= 32 && kWholeMergeMax * 8 <= kMaxUnits, "weights per lane");
+// Claims of a group's final merge: rows one by one for large groups, the whole at once else.
+__device__ __forceinline__ int merge_parts(int n) { return n <= kWholeMergeMax ? 1 : kMergeSlices; }
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
 
