@@ -6,9 +6,9 @@
 // page table@1000, partial O@1008, partial stats@1016, seq lens@1080, batch@1116, partial
 // slots per (sequence, head)@1156, page-table row length@1160, softmax scale (log2)@1220.
 //
-// Schedule: one wave of persistent CTAs with work stealing. Per KV head (blockIdx.y) the grid
-// holds units u = z * grid.x + x; the first U = min(units in the grid, 2 per SM, slots@1156,
-// 128) work and the rest leave at once, before any load. Every working CTA derives its first
+// Schedule: one wave of persistent CTAs with work stealing. U = min(grid.x * grid.z, 2 per SM
+// (1 for a single sequence), slots@1156, 128) units per KV head work: the first 4U blocks in
+// launch order, head = linear / U; the rest leave at once, before any load. Every working CTA derives its first
 // sequence from the lengths (up to 128 sequences: consecutive units in proportion to the
 // pages, so the sequences start with work in proportion; beyond: unit u starts at sequence
 // u * B / U). The CTAs on one (sequence, head) take its pages in chunks from a shared
@@ -102,19 +102,22 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
 
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  const int head = blockIdx.y;
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int tid = threadIdx.x;
   const int batch = p.batch_size;
   const int slots = p.max_num_ctas_kv;
-  const int unit = static_cast<int>(blockIdx.z * gridDim.x + blockIdx.x);
   // One sequence: one CTA per SM. Its U partials per head merge on the critical path (~0.1
-  // us each) and one CTA per SM still streams at the read ceiling there (run 16).
+  // us each) and one CTA per SM still streams at the read ceiling there.
   const int per_sm = batch == 1 ? 1 : 2;
   const int units = min(min(static_cast<int>(gridDim.x * gridDim.z), per_sm * sm_count() / kHeadsKv),
                         min(slots, kMaxUnits));
-  if (unit >= units || batch <= 0) return;
+  // The workers are the first 4U blocks in launch order, so the block scheduler spreads them
+  // over the SMs (taken from blockIdx.x alone, half the SMs got two at batch 1 and half none).
+  const int linear = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  if (linear >= kHeadsKv * units || batch <= 0) return;
+  const int head = linear / units;
+  const int unit = linear % units;
 
   // ---- smem layout ------------------------------------------------------------------------
   extern __shared__ uint8_t smem_raw[];
