@@ -107,9 +107,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   const int tid = threadIdx.x;
   const int batch = p.batch_size;
   const int slots = p.max_num_ctas_kv;
-  // One sequence: one CTA per SM. Its U partials per head merge on the critical path (~0.1
-  // us each) and one CTA per SM still streams at the read ceiling there.
-  const int per_sm = batch == 1 ? 1 : 2;
+  // One sequence: kSingleSeqPerSm CTAs per SM. Its U partials per head merge on the critical
+  // path (~0.1 us each).
+  const int per_sm = batch == 1 ? kSingleSeqPerSm : 2;
   const int units = min(min(static_cast<int>(gridDim.x * gridDim.z), per_sm * sm_count() / kHeadsKv),
                         min(slots, kMaxUnits));
   // The workers are the first 4U blocks in launch order, so the block scheduler spreads them

@@ -45,11 +45,16 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 #ifndef KERNRT_DECODE_PROBE
 #define KERNRT_DECODE_PROBE 0
 #endif
+#ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
+#define KERNRT_DECODE_SINGLE_SEQ_PER_SM 1
+#endif
 constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
+constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
 // Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
 // prints the timeline); the results stay correct.
 constexpr int kProbe = KERNRT_DECODE_PROBE;
 static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
+static_assert(kSingleSeqPerSm == 1 || kSingleSeqPerSm == 2, "one or two CTAs per SM");
 
 // ---- schedule and merge limits -------------------------------------------------------------
 constexpr int kMaxRanked = kThreads;  // batches up to this get length-proportional start shares
