@@ -6,8 +6,8 @@
 // page table@1000, partial O@1008, partial stats@1016, seq lens@1080, batch@1116, partial
 // slots per (sequence, head)@1156, page-table row length@1160, softmax scale (log2)@1220.
 //
-// Schedule: one wave of persistent CTAs with work stealing. U = min(grid.x * grid.z, 2 per SM
-// (1 for a single sequence), slots@1156, 128) units per KV head work: the first 4U blocks in
+// Schedule: one wave of persistent CTAs with work stealing. U = min(grid.x * grid.z, 2 per SM,
+// slots@1156, 128) units per KV head work: the first 4U blocks in
 // launch order, head = linear / U; the rest leave at once, before any load. Every working CTA derives its first
 // sequence from the lengths (up to 128 sequences: consecutive units in proportion to the
 // pages, so the sequences start with work in proportion; beyond: unit u starts at sequence
@@ -107,8 +107,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   const int tid = threadIdx.x;
   const int batch = p.batch_size;
   const int slots = p.max_num_ctas_kv;
-  // One sequence: kSingleSeqPerSm CTAs per SM. Its U partials per head merge on the critical
-  // path (~0.1 us each).
+  // One sequence: kSingleSeqPerSm CTAs per SM (2: one per SM measured 197.1 vs 203.9 us at
+  // 200k, validation/attention/notes.md).
   const int per_sm = batch == 1 ? kSingleSeqPerSm : 2;
   const int units = min(min(static_cast<int>(gridDim.x * gridDim.z), per_sm * sm_count() / kHeadsKv),
                         min(slots, kMaxUnits));

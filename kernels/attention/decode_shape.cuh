@@ -46,7 +46,7 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 #define KERNRT_DECODE_PROBE 0
 #endif
 #ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
-#define KERNRT_DECODE_SINGLE_SEQ_PER_SM 1
+#define KERNRT_DECODE_SINGLE_SEQ_PER_SM 2
 #endif
 constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
