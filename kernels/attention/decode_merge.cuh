@@ -4,7 +4,7 @@
 //
 // The merge goes by rows so that several CTAs can share it (the CTA that completes a group
 // and CTAs with no stream work left claim rows from a counter): one SM drew the partials at
-// ~40-60 GB/s from L2 (validation/attention/notes.md, runs 15-16), so a whole group of 66
+// ~40-60 GB/s from L2 (validation/attention/notes.md, runs 16-18), so a whole group of 66
 // partials took one CTA 11 us. A row's partials (1 KiB each) stream into the ring stages by
 // 1-D bulk copies, 96 per batch, while warp 0 reduces the row's weights.
 // Deliberately does not check: that no TMA is in flight into the ring (callers merge between

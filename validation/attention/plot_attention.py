@@ -2,7 +2,7 @@
 microseconds of ours, the peer and the bandwidth floor, plus achieved fraction of the floor.
 Usage: python3 plot_attention.py attention.jsonl attention_decode.png [variant]
 (the latest commit's bench rows of `variant` with ascending 150k-250k lengths, the first row
-per batch when a commit was run twice; default variant: `v6`)
+per batch when a commit was run twice; default variant: `shipped`)
 Deliberately does not check: the JSONL's provenance (date/commit are printed in the title).
 """
 import json
@@ -18,7 +18,7 @@ bench = [r for r in rows if r.get("kind") == "bench"]
 if not bench:
     sys.exit("no bench rows")
 latest = bench[-1]["commit"]
-variant = sys.argv[3] if len(sys.argv) > 3 else "v6"
+variant = sys.argv[3] if len(sys.argv) > 3 else "shipped"
 first = {}
 for r in bench:
     if (r["commit"] == latest and r.get("variant") == variant
