@@ -7,8 +7,8 @@
 // slots per (sequence, head)@1156, page-table row length@1160, softmax scale (log2)@1220.
 //
 // Schedule: one wave of persistent CTAs with work stealing. U = min(grid.x * grid.z, 2 per SM,
-// slots@1156, 128) units per KV head work: the first 4U blocks in
-// launch order, head = linear / U; the rest leave at once, before any load. Every working CTA derives its first
+// slots@1156, 128) units per KV head work: the first 4U blocks in launch order, head =
+// linear / U; the rest leave at once, before any load. Every working CTA derives its first
 // sequence from the lengths (up to 128 sequences: consecutive units in proportion to the
 // pages, so the sequences start with work in proportion; beyond: unit u starts at sequence
 // u * B / U). The CTAs on one (sequence, head) take its pages in chunks from a shared
@@ -70,7 +70,7 @@ __device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
 }
 
 // Claims rows of the final merge of (seq, head) until none is left and merges each (whole
-// CTA). The CTA that finishes the group's last row counts the group as merged.
+// CTA).
 __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem, uint64_t* bar,
                                            uint32_t& phase, int* flag, int seq, int head,
                                            int tid, int warp, int lane) {
@@ -90,10 +90,6 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
     } else {
       merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
     }
-    if (tid == 0) {
-      const int fin = ((atomicAdd(ctr + kSliceAt + head, kSliceDone) >> 8) & 0xff) + 1;
-      if (fin == parts) atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kMerged);
-    }
   }
   __syncthreads();  // every thread has read the flag
 }
@@ -110,11 +106,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // One sequence: kSingleSeqPerSm CTAs per SM (2: one per SM measured 197.1 vs 203.9 us at
   // 200k, validation/attention/notes.md).
   const int per_sm = batch == 1 ? kSingleSeqPerSm : 2;
-  const int units = min(min(static_cast<int>(gridDim.x * gridDim.z), per_sm * sm_count() / kHeadsKv),
-                        min(slots, kMaxUnits));
+  const int grid_units = static_cast<int>(gridDim.x * gridDim.z);
+  const int units = min(min(grid_units, per_sm * sm_count() / kHeadsKv), min(slots, kMaxUnits));
   // The workers are the first 4U blocks in launch order, so the block scheduler spreads them
   // over the SMs (taken from blockIdx.x alone, half the SMs got two at batch 1 and half none).
-  const int linear = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  const int linear =
+      static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
   if (linear >= kHeadsKv * units || batch <= 0) return;
   const int head = linear / units;
   const int unit = linear % units;
@@ -399,7 +396,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         // The sequence and counts again from shared memory and parameter space: holding them
         // in registers across the main loop costs the loop some.
         const int seq_e = pick[0];
-        const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq_e) * p.max_num_ctas_kv;
+        const int64_t slot0 =
+            (static_cast<int64_t>(head) * p.batch_size + seq_e) * p.max_num_ctas_kv;
         const int64_t part_row0 = (slot0 + pick[2]) * 8;
         // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
         for (int pair = tid; pair < kGroup * kHeadDim / 2; pair += kThreads) {
@@ -460,8 +458,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     int best = 0, best_seq = batch;
     for (int b = tid; b < batch; b += kThreads) {
       const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
-      const int left =
-          (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(counters + b * kCounterStride + kClaimAt + head);
+      const int* ctr = counters + b * kCounterStride;
+      const int left = (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(ctr + kClaimAt + head);
       if (left > best) {
         best = left;
         best_seq = b;
@@ -473,40 +471,38 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // the argmax scratch and pick[0] before their next use
   }
 
-  // ---- no stream work left: share the final merges while a group of the head is unmerged --
+  // ---- no stream work left: claim rows of the final merges while any may still come -------
   // Waiting is safe only when every CTA of the head has started: then each group completes
   // (its pages are with running CTAs) and its completer merges whatever rows are unclaimed.
+  // A CTA leaves once every group is complete and every row claimed: the claimers finish them.
   if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
   __syncthreads();
   const bool may_wait = *flag;
   __syncthreads();  // every thread has read the flag before it is reused
   if (may_wait) {
-    int nonempty = 0;
-    for (int b = tid; b < batch; b += kThreads) nonempty += p.ptr_seq_lens_kv[b] > 0 ? 1 : 0;
-    nonempty = block_sum(nonempty, tmp + 8, warp, lane);
     for (;;) {
       int ready = 0, ready_seq = batch;  // a complete group with unclaimed rows
-      for (int b = tid; b < batch && !ready; b += kThreads) {
+      bool incomplete = false;           // a group still streaming
+      for (int b = tid; b < batch; b += kThreads) {
         const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
+        if (pages_b == 0) continue;
         const int* ctr = counters + b * kCounterStride;
-        if (pages_b > 0 && __ldcg(ctr + kDoneAt + head) == pages_b &&
-            (__ldcg(ctr + kSliceAt + head) & 0xff) < merge_parts(__ldcg(ctr + kAllocAt + head))) {
+        if (__ldcg(ctr + kDoneAt + head) != pages_b) {
+          incomplete = true;
+        } else if (!ready && (__ldcg(ctr + kSliceAt + head) & 0xff) <
+                                 merge_parts(__ldcg(ctr + kAllocAt + head))) {
           ready = 1;
           ready_seq = b;
         }
       }
       const int b = block_argmax(ready, ready_seq, tmp, warp, lane);
-      __syncthreads();  // the argmax scratch before its next use
       if (b < batch) {
+        __syncthreads();  // the argmax scratch before its next use
         __threadfence();
         merge_rows(p, smem, merge_bar, merge_phase, flag, b, head, tid, warp, lane);
         continue;
       }
-      if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) >> 16) >= nonempty;
-      __syncthreads();
-      const bool all_merged = *flag;
-      __syncthreads();
-      if (all_merged) break;
+      if (!__syncthreads_or(incomplete)) break;
       __nanosleep(256);
     }
   }

@@ -26,7 +26,7 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   mkdir -p $CUB/variants
   # The previous kernel for a side-by-side run, when a copy of its source was carried.
   if [ -f .peer/attention/base/attention_decode.cu ]; then
-    nvcc $FLAGS -cubin -o $CUB/variants/base.sm90a.cubin .peer/attention/base/attention_decode.cu &
+    nvcc -I.peer/attention/base $FLAGS -cubin -o $CUB/variants/base.sm90a.cubin .peer/attention/base/attention_decode.cu &
   fi
   # DEFS="name=-DKNOB=value ..." builds the shipped source with each knob as variant `name`.
   for def in ${DEFS:-}; do
