@@ -70,7 +70,7 @@ __device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
 }
 
 // Claims rows of the final merge of (seq, head) until none is left and merges each (whole
-// CTA).
+// CTA). The CTA that finishes the group's last row counts the group as merged.
 __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem, uint64_t* bar,
                                            uint32_t& phase, int* flag, int seq, int head,
                                            int tid, int warp, int lane) {
@@ -89,6 +89,10 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
       merge_whole(p, smem, bar, phase, slot0, n, out, tid, warp, lane);
     } else {
       merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+    }
+    if (tid == 0) {
+      const int fin = ((atomicAdd(ctr + kSliceAt + head, kSliceDone) >> 8) & 0xff) + 1;
+      if (fin == parts) atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kMerged);
     }
   }
   __syncthreads();  // every thread has read the flag
@@ -471,38 +475,40 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     __syncthreads();  // the argmax scratch and pick[0] before their next use
   }
 
-  // ---- no stream work left: claim rows of the final merges while any may still come -------
+  // ---- no stream work left: share the final merges while a group of the head is unmerged --
   // Waiting is safe only when every CTA of the head has started: then each group completes
   // (its pages are with running CTAs) and its completer merges whatever rows are unclaimed.
-  // A CTA leaves once every group is complete and every row claimed: the claimers finish them.
   if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
   __syncthreads();
   const bool may_wait = *flag;
   __syncthreads();  // every thread has read the flag before it is reused
   if (may_wait) {
+    int nonempty = 0;
+    for (int b = tid; b < batch; b += kThreads) nonempty += p.ptr_seq_lens_kv[b] > 0 ? 1 : 0;
+    nonempty = block_sum(nonempty, tmp + 8, warp, lane);
     for (;;) {
       int ready = 0, ready_seq = batch;  // a complete group with unclaimed rows
-      bool incomplete = false;           // a group still streaming
-      for (int b = tid; b < batch; b += kThreads) {
+      for (int b = tid; b < batch && !ready; b += kThreads) {
         const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
-        if (pages_b == 0) continue;
         const int* ctr = counters + b * kCounterStride;
-        if (__ldcg(ctr + kDoneAt + head) != pages_b) {
-          incomplete = true;
-        } else if (!ready && (__ldcg(ctr + kSliceAt + head) & 0xff) <
-                                 merge_parts(__ldcg(ctr + kAllocAt + head))) {
+        if (pages_b > 0 && __ldcg(ctr + kDoneAt + head) == pages_b &&
+            (__ldcg(ctr + kSliceAt + head) & 0xff) < merge_parts(__ldcg(ctr + kAllocAt + head))) {
           ready = 1;
           ready_seq = b;
         }
       }
       const int b = block_argmax(ready, ready_seq, tmp, warp, lane);
+      __syncthreads();  // the argmax scratch before its next use
       if (b < batch) {
-        __syncthreads();  // the argmax scratch before its next use
         __threadfence();
         merge_rows(p, smem, merge_bar, merge_phase, flag, b, head, tid, warp, lane);
         continue;
       }
-      if (!__syncthreads_or(incomplete)) break;
+      if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) >> 16) >= nonempty;
+      __syncthreads();
+      const bool all_merged = *flag;
+      __syncthreads();
+      if (all_merged) break;
       __nanosleep(256);
     }
   }
