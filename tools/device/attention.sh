@@ -6,7 +6,8 @@
 # Usage: bash tools/device/attention.sh <commit> [extra run_attention.py args...]
 # Env: BATCHES (run_attention.py --batches, default 1,2,3,4,8,16,32), ROUNDS (default 2);
 # PIO=0 skips program_io; a carried .peer/attention/base/attention_decode.cu (the previous
-# kernel's source) is built and timed as variant `base` (BASE_SMEM, BASE_SPLITS: its launch);
+# kernel's source) is built and timed as variant `base` (BASE_SMEM, BASE_SPLITS: its launch,
+# by default the shipped geometry);
 # DEFS="name=-DKNOB=value ..." adds builds of the shipped source with compile-time knobs;
 # PROBES=1 adds the timing probe (the shipped kernel with %globaltimer stamps, summarised as a
 # timeline) and the read-only bandwidth probe.
@@ -78,7 +79,7 @@ SMEM=$(python3 -c "import json; print(json.load(open('kernels/attention/geometry
 SPLITS=$(python3 -c "import json; print(json.load(open('kernels/attention/geometry.json'))['splits'])")
 VARS=(--variant "shipped:$AD:$SMEM:128:$SPLITS")
 for def in ${DEFS:-}; do VARS+=(--variant "${def%%=*}:$V/${def%%=*}.sm90a.cubin:$SMEM:128:$SPLITS"); done
-[ -f $V/base.sm90a.cubin ] && VARS+=(--variant "base:$V/base.sm90a.cubin:${BASE_SMEM:-103552}:128:${BASE_SPLITS:-33}")
+[ -f $V/base.sm90a.cubin ] && VARS+=(--variant "base:$V/base.sm90a.cubin:${BASE_SMEM:-$SMEM}:128:${BASE_SPLITS:-$SPLITS}")
 if [ "${PROBES:-0}" = 1 ]; then
   /tmp/read_ceiling | tee "$OUT/read_ceiling.jsonl"
   VARS+=(--variant "probe-timeline:$V/probe3.sm90a.cubin:$SMEM:128:$SPLITS")

@@ -160,11 +160,14 @@ def small_cases(var, rec):
         ("pages in order (not shuffled) lens [5000, 3], layer 1/2", [5000, 3], 1, 1.0,
          {"contiguous": True}),
         ("empty sequences (length 0) in a batch [0, 100, 0, 70]", [0, 100, 0, 70], 1, 1.0, {}),
+        # More sequences than the 128 that get start shares (v8: unit u starts at u * B / U).
+        ("ragged batch 200 (1..3000), layer 0/2", None, 0, 1.0, {"ragged": 200, "max": 3000}),
     ]
     gen = torch.Generator().manual_seed(5)
     for name, lens, layer, qs, opt in cases:
         if lens is None:
-            lens = torch.randint(1, 20001, (opt["ragged"],), generator=gen).tolist()
+            lens = torch.randint(1, opt.get("max", 20000) + 1, (opt["ragged"],),
+                                 generator=gen).tolist()
         bt = fx.batch(lens, layer, seed=len(name), q_scale=qs,
                       contiguous_pages=opt.get("contiguous", False))
         ref = bt.reference()
