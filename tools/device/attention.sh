@@ -8,7 +8,8 @@
 # PIO=0 skips program_io; a carried .peer/attention/base/attention_decode.cu (the previous
 # kernel's source) is built and timed as variant `base` (BASE_SMEM, BASE_SPLITS: its launch,
 # by default the shipped geometry);
-# DEFS="name=-DKNOB=value ..." adds builds of the shipped source with compile-time knobs;
+# DEFS="name=-DKNOB=value[,-DKNOB2=value] ..." adds builds of the shipped source with
+# compile-time knobs (a name starting "probe-timeline" also prints its timeline);
 # PROBES=1 adds the timing probe (the shipped kernel with %globaltimer stamps, summarised as a
 # timeline) and the read-only bandwidth probe.
 # program_io (a host build carried as .peer/attention/program_io) runs the generated
@@ -31,7 +32,7 @@ FLAGS="-O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v -gencode arch=compute
   fi
   # DEFS="name=-DKNOB=value ..." builds the shipped source with each knob as variant `name`.
   for def in ${DEFS:-}; do
-    nvcc $FLAGS ${def#*=} -cubin -o $CUB/variants/${def%%=*}.sm90a.cubin kernels/attention/attention_decode.cu &
+    nvcc $FLAGS $(echo "${def#*=}" | tr , ' ') -cubin -o $CUB/variants/${def%%=*}.sm90a.cubin kernels/attention/attention_decode.cu &
   done
   if [ "${PROBES:-0}" = 1 ]; then
     nvcc $FLAGS -DKERNRT_DECODE_PROBE=3 -cubin -o $CUB/variants/probe3.sm90a.cubin kernels/attention/attention_decode.cu &

@@ -344,7 +344,7 @@ def main():
                        order="descending" if x.endswith("d") else "ascending")
             if peer_us is not None:
                 row.update(peer=peer_name, peer_us=peer_us, speedup_vs_peer=peer_us / ours_us)
-            if var.name == "probe-timeline":
+            if var.name.startswith("probe-timeline"):
                 tl = timeline(dec) or {}
                 log(f"[timeline] {lab}: " + json.dumps(
                     {k: round(v, 2) if isinstance(v, float) else v for k, v in tl.items()}))
