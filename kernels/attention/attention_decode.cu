@@ -70,7 +70,7 @@ __device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
 }
 
 // Claims rows of the final merge of (seq, head) until none is left and merges each (whole
-// CTA). The CTA that finishes the group's last row counts the group as merged.
+// CTA).
 __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem, uint64_t* bar,
                                            uint32_t& phase, int* flag, int seq, int head,
                                            int tid, int warp, int lane) {
@@ -90,10 +90,7 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
     } else {
       merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
     }
-    if (tid == 0) {
-      const int fin = ((atomicAdd(ctr + kSliceAt + head, kSliceDone) >> 8) & 0xff) + 1;
-      if (fin == parts) atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kMerged);
-    }
+    if (row == parts - 1) break;  // rows go out in order: none is left after the last
   }
   __syncthreads();  // every thread has read the flag
 }
@@ -458,59 +455,54 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    // ---- next: the sequence with the most unclaimed chunks, while any has one ---------------
-    int best = 0, best_seq = batch;
+    // ---- next: one pass over the head's counters decides ------------------------------------
+    // Join the sequence with the most unclaimed chunks; else claim rows of a complete group's
+    // final merge; else wait while a group still streams; else leave (the row claimers finish
+    // the merges). Waiting is safe only once every CTA of the head has started: then each
+    // group completes (its pages are with running CTAs) and its completer merges whatever
+    // rows are unclaimed. All counters are read in one round trip: at the end of a launch
+    // every round trip between the last merge and the last exit is on the critical path.
+    int best = 0, best_seq = batch, ready = 0, ready_seq = batch;
+    bool streaming = false;
+    if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
     for (int b = tid; b < batch; b += kThreads) {
       const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
+      if (pages_b == 0) continue;
       const int* ctr = counters + b * kCounterStride;
-      const int left = (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(ctr + kClaimAt + head);
+      const int claimed = __ldcg(ctr + kClaimAt + head);
+      const int done = __ldcg(ctr + kDoneAt + head);
+      const int rows = __ldcg(ctr + kSliceAt + head) & 0xff;
+      const int parts = merge_parts(__ldcg(ctr + kAllocAt + head));
+      const int left = (pages_b + kChunkPages - 1) / kChunkPages - claimed;
       if (left > best) {
         best = left;
         best_seq = b;
       }
+      if (done != pages_b) {
+        streaming = true;
+      } else if (!ready && rows < parts) {
+        ready = 1;
+        ready_seq = b;
+      }
     }
     seq = block_argmax(best, best_seq, tmp, warp, lane);
-    if (seq >= batch) break;
-    if (tid == 0) pick[0] = seq;
-    __syncthreads();  // the argmax scratch and pick[0] before their next use
-  }
-
-  // ---- no stream work left: share the final merges while a group of the head is unmerged --
-  // Waiting is safe only when every CTA of the head has started: then each group completes
-  // (its pages are with running CTAs) and its completer merges whatever rows are unclaimed.
-  if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
-  __syncthreads();
-  const bool may_wait = *flag;
-  __syncthreads();  // every thread has read the flag before it is reused
-  if (may_wait) {
-    int nonempty = 0;
-    for (int b = tid; b < batch; b += kThreads) nonempty += p.ptr_seq_lens_kv[b] > 0 ? 1 : 0;
-    nonempty = block_sum(nonempty, tmp + 8, warp, lane);
-    for (;;) {
-      int ready = 0, ready_seq = batch;  // a complete group with unclaimed rows
-      for (int b = tid; b < batch && !ready; b += kThreads) {
-        const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
-        const int* ctr = counters + b * kCounterStride;
-        if (pages_b > 0 && __ldcg(ctr + kDoneAt + head) == pages_b &&
-            (__ldcg(ctr + kSliceAt + head) & 0xff) < merge_parts(__ldcg(ctr + kAllocAt + head))) {
-          ready = 1;
-          ready_seq = b;
-        }
-      }
-      const int b = block_argmax(ready, ready_seq, tmp, warp, lane);
-      __syncthreads();  // the argmax scratch before its next use
-      if (b < batch) {
-        __threadfence();
-        merge_rows(p, smem, merge_bar, merge_phase, flag, b, head, tid, warp, lane);
-        continue;
-      }
-      if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) >> 16) >= nonempty;
+    const int help = block_argmax(ready, ready_seq, tmp + 2 * kWarps, warp, lane);
+    const bool may_wait = *flag;
+    // Also orders every read of the flag and the argmax scratch before their next use.
+    const bool any_streaming = __syncthreads_or(streaming);
+    if (seq < batch) {
+      if (tid == 0) pick[0] = seq;
       __syncthreads();
-      const bool all_merged = *flag;
-      __syncthreads();
-      if (all_merged) break;
-      __nanosleep(256);
+      continue;
     }
+    seq = -1;
+    if (help < batch) {
+      __threadfence();
+      merge_rows(p, smem, merge_bar, merge_phase, flag, help, head, tid, warp, lane);
+      continue;
+    }
+    if (!may_wait || !any_streaming) break;
+    __nanosleep(256);
   }
 
   // ---- exit: the last CTA of the head puts the head's counters back to zero ----------------

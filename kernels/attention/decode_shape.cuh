@@ -40,7 +40,7 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 
 // ---- knobs (compile time; tools/device/attention.sh builds variants with -D) ---------------
 #ifndef KERNRT_DECODE_CHUNK_PAGES
-#define KERNRT_DECODE_CHUNK_PAGES 2
+#define KERNRT_DECODE_CHUNK_PAGES 1
 #endif
 #ifndef KERNRT_DECODE_PROBE
 #define KERNRT_DECODE_PROBE 0
@@ -79,8 +79,8 @@ static_assert(kTmpOffset + 16 * 4 <= kListOffset + kListInts * 4, "merge scratch
 
 // ---- counter scratch: 24 ints per sequence b (FlashInfer's batch x heads_q) -----------------
 // Per (b, h): pages whose partials are written, chunks handed out, partial slots handed out,
-// and the final merge's row slices (bits 0-7 claimed, 8-15 finished). Per head h, one word in
-// sequence 0's row: bits 0-7 CTAs started, 8-15 CTAs finished, 16-31 (b, h) merged.
+// and the final merge's rows claimed. Per head h, one word in
+// sequence 0's row: bits 0-7 CTAs started, 8-15 CTAs finished.
 constexpr int kCounterStride = 24;
 constexpr int kDoneAt = 0;
 constexpr int kClaimAt = 4;
@@ -91,8 +91,6 @@ static_assert(kSliceAt + kHeadsKv <= kHeadAt && kHeadAt + kHeadsKv <= kCounterSt
               "counters fit in 24 ints per sequence");
 constexpr int kStarted = 1;
 constexpr int kFinished = 1 << 8;
-constexpr int kMerged = 1 << 16;
-constexpr int kSliceDone = 1 << 8;
 
 // Byte offset of the 16-byte chunk `chunk` (0..31 across a 256-dim row) of tile row `row`
 // inside a tile of kBoxesPerTile swizzled boxes: TMA's 128B swizzle XORs the chunk index
