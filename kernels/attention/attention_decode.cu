@@ -455,47 +455,52 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    // ---- next: one pass over the head's counters decides ------------------------------------
-    // Join the sequence with the most unclaimed chunks; else claim rows of a complete group's
-    // final merge; else wait while a group still streams; else leave (the row claimers finish
-    // the merges). Waiting is safe only once every CTA of the head has started: then each
-    // group completes (its pages are with running CTAs) and its completer merges whatever
-    // rows are unclaimed. All counters are read in one round trip: at the end of a launch
-    // every round trip between the last merge and the last exit is on the critical path.
-    int best = 0, best_seq = batch, ready = 0, ready_seq = batch;
-    bool streaming = false;
-    if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
+    // ---- next: the sequence with the most unclaimed chunks, while any has one ---------------
+    // (Claims are never handed back, so once none is left none comes back.)
+    int best = 0, best_seq = batch;
     for (int b = tid; b < batch; b += kThreads) {
       const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
-      if (pages_b == 0) continue;
       const int* ctr = counters + b * kCounterStride;
-      const int claimed = __ldcg(ctr + kClaimAt + head);
-      const int done = __ldcg(ctr + kDoneAt + head);
-      const int rows = __ldcg(ctr + kSliceAt + head) & 0xff;
-      const int parts = merge_parts(__ldcg(ctr + kAllocAt + head));
-      const int left = (pages_b + kChunkPages - 1) / kChunkPages - claimed;
+      const int left = (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(ctr + kClaimAt + head);
       if (left > best) {
         best = left;
         best_seq = b;
       }
-      if (done != pages_b) {
+    }
+    seq = block_argmax(best, best_seq, tmp, warp, lane);
+    if (seq >= batch) break;
+    if (tid == 0) pick[0] = seq;
+    __syncthreads();  // the argmax scratch and pick[0] before their next use
+  }
+
+  // ---- no stream work left: one pass over the head's counters decides ----------------------
+  // Claim rows of a complete group's final merge; else wait while a group still streams; else
+  // leave (the row claimers finish the merges). Waiting is safe only once every CTA of the
+  // head has started: then each group completes (its pages are with running CTAs) and its
+  // completer merges whatever rows are unclaimed. The counters are read in one round trip: at
+  // the end of a launch each round trip from the last merge to the last exit is on the
+  // critical path.
+  for (;;) {
+    int ready = 0, ready_seq = batch;
+    bool streaming = false;
+    if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
+    for (int b = tid; b < batch; b += kThreads) {
+      const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
+      const int* ctr = counters + b * kCounterStride;
+      const int done = __ldcg(ctr + kDoneAt + head);
+      const int rows = __ldcg(ctr + kSliceAt + head) & 0xff;
+      const int parts = merge_parts(__ldcg(ctr + kAllocAt + head));
+      if (pages_b > 0 && done != pages_b) {
         streaming = true;
-      } else if (!ready && rows < parts) {
+      } else if (pages_b > 0 && !ready && rows < parts) {
         ready = 1;
         ready_seq = b;
       }
     }
-    seq = block_argmax(best, best_seq, tmp, warp, lane);
-    const int help = block_argmax(ready, ready_seq, tmp + 2 * kWarps, warp, lane);
+    const int help = block_argmax(ready, ready_seq, tmp, warp, lane);
     const bool may_wait = *flag;
     // Also orders every read of the flag and the argmax scratch before their next use.
     const bool any_streaming = __syncthreads_or(streaming);
-    if (seq < batch) {
-      if (tid == 0) pick[0] = seq;
-      __syncthreads();
-      continue;
-    }
-    seq = -1;
     if (help < batch) {
       __threadfence();
       merge_rows(p, smem, merge_bar, merge_phase, flag, help, head, tid, warp, lane);
