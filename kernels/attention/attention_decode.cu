@@ -44,7 +44,6 @@
 #include "attention/decode_feed.cuh"
 #include "attention/decode_merge.cuh"
 #include "attention/decode_shape.cuh"
-#include "attention/decode_start.cuh"
 #include "attention/params.h"
 #include "attention/warp_mma.cuh"
 #include "common/ptx.cuh"
@@ -71,25 +70,19 @@ __device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
 }
 
 // Claims rows of the final merge of (seq, head) until none is left and merges each (whole
-// CTA). The group is complete: the caller saw its done count after a fence. `n` (partials)
-// is read with the first claim, in the same round trip.
+// CTA).
 __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem, uint64_t* bar,
-                                           uint32_t& phase, int* flag, int* n_at, int seq,
-                                           int head, int tid, int warp, int lane) {
+                                           uint32_t& phase, int* flag, int seq, int head,
+                                           int tid, int warp, int lane) {
   int* ctr = p.ptr_multi_ctas_kv_counter + seq * kCounterStride;
   const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
   __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
                        (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
-  if (tid == 0) {
-    const int n = __ldcg(ctr + kAllocAt + head);
-    const int row = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
-    *n_at = n;
-    *flag = row;
-  }
-  __syncthreads();
-  const int n = *n_at;
+  const int n = __ldcg(ctr + kAllocAt + head);
   const int parts = merge_parts(n);
   for (;;) {
+    if (tid == 0) *flag = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
+    __syncthreads();
     const int row = *flag;
     if (row >= parts) break;
     if (parts == 1) {
@@ -98,8 +91,6 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
       merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
     }
     if (row == parts - 1) break;  // rows go out in order: none is left after the last
-    if (tid == 0) *flag = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
-    __syncthreads();
   }
   __syncthreads();  // every thread has read the flag
 }
@@ -137,10 +128,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* merge_bar = q_bar + 1;                         // the final merge's bulk copies
   int* tile_page = reinterpret_cast<int*>(merge_bar + 1);  // [stage]: logical page or -1
   int* flag = tile_page + kStages;                         // a CTA-wide decision
-  // [0] sequence, [1] pages done here, [2] partial slot, [3] claim-free chunks of the sequence,
-  // [4..7] probe 3, [8] this CTA's first claim-free chunk or -1, [9] the merge's partials
-  int* pick = flag + 1;
-  static_assert(2 * kStages * 8 + 2 * 8 + (kStages + 11) * 4 <= 128, "barrier area");
+  int* pick = flag + 1;  // [0] sequence, [1] pages done here, [2] partial slot, [4..7] probe 3
+  static_assert(2 * kStages * 8 + 2 * 8 + (kStages + 9) * 4 <= 128, "barrier area");
   int* tmp = reinterpret_cast<int*>(smem + kTmpOffset);  // 16 ints of reduction scratch
   if (kProbe == 3 && tid == 0) pick[5] = ptx::globaltimer_lo();
 
@@ -158,31 +147,37 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     ptx::fence_mbarrier_init();
     pick[0] = -1;  // stays -1 for a unit the start shares leave over: it joins at once
     pick[4] = 0;
-    pick[8] = -1;
     atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kStarted);
   }
 
-  // ---- first sequence and its claim-free chunks; zeros for empty sequences (by unit b % U) --
-  // pick[3]: chunks the starters of the sequence take without a claim; pick[8]: this CTA's
-  // first such chunk, -1 when it has none (a joiner).
-  const int pages_t =
-      tid < batch ? (max(p.ptr_seq_lens_kv[tid], 0) + kPage - 1) / kPage : 0;  // tid < 128
-  for (int b = tid; b < batch; b += kThreads) {
-    if (b % units == unit && p.ptr_seq_lens_kv[b] <= 0) zero_rows(p, b, head);
-  }
-  if (batch <= units) {
-    const int n = start_share(pages_t, batch, units, tmp, warp, lane);
-    const int start = block_exclusive_scan(n, tmp + 2 * kWarps, warp, lane);
-    if (tid < batch && unit >= start && unit < start + n) {
-      pick[0] = tid;
-      pick[3] = kStartChunks * n;
-      pick[8] = kStartChunks * (unit - start);
+  // ---- first sequence; zeros for empty sequences (sequence b by unit b % U) ----------------
+  if (batch <= kMaxRanked) {
+    const int len_t = tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
+    const int pages_t = tid < batch ? (max(len_t, 0) + kPage - 1) / kPage : 0;
+    if (tid < batch && len_t <= 0 && tid % units == unit) zero_rows(p, tid, head);
+    if (batch <= units) {
+      // Nearest share (at least 1); if those overshoot the units, floor shares of what is
+      // left after one unit each, which never do.
+      const int total = block_sum(pages_t, tmp, warp, lane);
+      int n = 0;
+      if (tid < batch) {
+        const int64_t near =
+            total > 0 ? (2 * static_cast<int64_t>(pages_t) * units + total) / (2 * total) : 1;
+        n = static_cast<int>(near < 1 ? 1 : near);
+      }
+      if (block_sum(n, tmp + kWarps, warp, lane) > units && tid < batch) {
+        n = 1 + static_cast<int>(static_cast<int64_t>(pages_t) * (units - batch) / total);
+      }
+      const int start = block_exclusive_scan(n, tmp + 2 * kWarps, warp, lane);
+      if (tid < batch && unit >= start && unit < start + n) pick[0] = tid;
+    } else if (tid == 0) {
+      pick[0] = static_cast<int>(static_cast<int64_t>(unit) * batch / units);
     }
-  } else if (tid == 0) {
-    const int b = static_cast<int>(static_cast<int64_t>(unit) * batch / units);
-    pick[0] = b;
-    pick[3] = kStartChunks * starters_rr(b, batch, units);
-    pick[8] = kStartChunks * (unit - first_unit_rr(b, batch, units));
+  } else {
+    for (int b = tid; b < batch; b += kThreads) {
+      if (b % units == unit && p.ptr_seq_lens_kv[b] <= 0) zero_rows(p, b, head);
+    }
+    if (tid == 0) pick[0] = static_cast<int>(static_cast<int64_t>(unit) * batch / units);
   }
   // Rows 6 and 7 of each Q box are padding rows of the mma; TMA writes rows 0-5 only.
   if (tid < kBoxesPerTile * 16) {
@@ -246,7 +241,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         }
         feed.init(p.ptr_page_idx_kv + static_cast<int64_t>(seq) * p.max_num_pages_per_seq_kv,
                   counters + seq * kCounterStride + kClaimAt + head,
-                  (max(len, 0) + kPage - 1) / kPage, pick[3], pick[8]);
+                  (max(len, 0) + kPage - 1) / kPage);
         seg_first = issued;
         feed_done = 0;
       }
@@ -447,7 +442,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         __syncthreads();  // every thread has read the flag before merge_rows reuses it
         if (completes) {
           __threadfence();
-          merge_rows(p, smem, merge_bar, merge_phase, flag, pick + 9, seq_e, head, tid, warp, lane);
+          merge_rows(p, smem, merge_bar, merge_phase, flag, seq_e, head, tid, warp, lane);
           if (kProbe == 3 && tid == 0) pick[4] = static_cast<int>(ptx::globaltimer_lo());
         }
         if (kProbe == 3) {
@@ -462,28 +457,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 
     // ---- next: the sequence with the most unclaimed chunks, while any has one ---------------
     // (Claims are never handed back, so once none is left none comes back.)
-    const int n_t = batch <= units ? start_share(pages_t, batch, units, tmp, warp, lane) : 0;
-    int best = 0, best_seq = batch, best_reserved = 0;
+    int best = 0, best_seq = batch;
     for (int b = tid; b < batch; b += kThreads) {
       const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
       const int* ctr = counters + b * kCounterStride;
-      const int reserved = kStartChunks * (batch <= units ? n_t : starters_rr(b, batch, units));
-      const int left = (pages_b + kChunkPages - 1) / kChunkPages - reserved -
-                       __ldcg(ctr + kClaimAt + head);
+      const int left = (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(ctr + kClaimAt + head);
       if (left > best) {
         best = left;
         best_seq = b;
-        best_reserved = reserved;
       }
     }
-    seq = block_argmax(best, best_seq, tmp + 2 * kWarps, warp, lane);
+    seq = block_argmax(best, best_seq, tmp, warp, lane);
     if (seq >= batch) break;
-    if (best_seq == seq) pick[3] = best_reserved;  // the one thread that scanned seq
-    if (tid == 0) {
-      pick[0] = seq;
-      pick[8] = -1;
-    }
-    __syncthreads();  // the argmax scratch and picks before their next use
+    if (tid == 0) pick[0] = seq;
+    __syncthreads();  // the argmax scratch and pick[0] before their next use
   }
 
   // ---- no stream work left: one pass over the head's counters decides ----------------------
@@ -516,7 +503,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     const bool any_streaming = __syncthreads_or(streaming);
     if (help < batch) {
       __threadfence();
-      merge_rows(p, smem, merge_bar, merge_phase, flag, pick + 9, help, head, tid, warp, lane);
+      merge_rows(p, smem, merge_bar, merge_phase, flag, help, head, tid, warp, lane);
       continue;
     }
     if (!may_wait || !any_streaming) break;

@@ -1,7 +1,6 @@
 // Warp 0's page feed for one (sequence, KV head) segment of the sm_90a decode kernel: chunks
 // of kChunkPages pages handed out by an atomic counter shared by every CTA working on the
-// same (sequence, head), after the chunks its starters take without a claim
-// (decode_start.cuh), with the page-table entries of a chunk loaded one per lane.
+// same (sequence, head), with the page-table entries of a chunk loaded one per lane.
 //
 // Deliberately does not check: that page-table entries are inside the pool the K/V
 // tensormaps span (the kernel trusts the table), or that the counter starts at zero (the
@@ -21,7 +20,6 @@ struct Feed {
   const int32_t* table;  // this sequence's page-table row
   int* claims;           // per-(seq, head) chunk counter
   int pages;             // pages of the sequence
-  int reserved;          // chunks its starters take without a claim: claims count from here
   int cur_chunk, cur_n, cur_pos, cur_pg;
   int nxt_chunk, nxt_n, nxt_pg;
   int claim;             // lane 0: the chunk its outstanding atomicAdd claimed
@@ -33,18 +31,14 @@ struct Feed {
   __device__ __forceinline__ int load(int c, int n) const {
     return lane < n ? table[c * kChunkPages + lane] : 0;
   }
-  // Two chunks, the third claimed right after: a starter's first two are `first` and the next
-  // (no atomic before its first page), a joiner's come from one atomic (first < 0).
-  __device__ __forceinline__ void init(const int32_t* row, int* counter, int n_pages,
-                                       int n_reserved, int first) {
+  // Two chunks with one atomic (one round trip before the first page), the third right after.
+  __device__ __forceinline__ void init(const int32_t* row, int* counter, int n_pages) {
     table = row;
     claims = counter;
     pages = n_pages;
-    reserved = n_reserved;
-    if (first < 0) {
-      if (lane == 0) first = atomicAdd(claims, 2);
-      first = __shfl_sync(0xffffffffu, first, 0) + reserved;
-    }
+    int first = 0;
+    if (lane == 0) first = atomicAdd(claims, 2);
+    first = __shfl_sync(0xffffffffu, first, 0);
     cur_chunk = first;
     cur_n = chunk_len(first);
     cur_pos = 0;
@@ -63,7 +57,7 @@ struct Feed {
       cur_n = nxt_n;
       cur_pg = nxt_pg;
       cur_pos = 0;
-      const int c = __shfl_sync(0xffffffffu, claim, 0) + reserved;
+      const int c = __shfl_sync(0xffffffffu, claim, 0);
       nxt_chunk = c;
       nxt_n = chunk_len(c);
       nxt_pg = load(c, nxt_n);

@@ -57,6 +57,7 @@ static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices liv
 static_assert(kSingleSeqPerSm == 1 || kSingleSeqPerSm == 2, "one or two CTAs per SM");
 
 // ---- schedule and merge limits -------------------------------------------------------------
+constexpr int kMaxRanked = kThreads;  // batches up to this get length-proportional start shares
 constexpr int kMaxUnits = 128;        // CTAs per KV head (8-bit counts, 4 weights per lane)
 constexpr int kMergeStride = kHeadDim + 8;             // padded f32 row, warp merge
 constexpr int kMergeSlices = kGroup;                   // the final merge goes by query-head row
