@@ -95,6 +95,40 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
   __syncthreads();  // every thread has read the flag
 }
 
+// Claims a row of the final merge of (seq, head) while the group still streams, waits for it
+// to complete and merges the row: the merge then starts one poll after the last arrival, not
+// after a pass and a claim. Only for a group with more than kWholeMergeMax partials already
+// (it merges by rows whatever arrives later) and only when waiting is safe (see the caller).
+// Returns whether it merged a row.
+__device__ __forceinline__ bool merge_row_ahead(const KernelParams& p, uint8_t* smem,
+                                                uint64_t* bar, uint32_t& phase, int* flag,
+                                                int* n_at, int seq, int head, int tid, int warp,
+                                                int lane) {
+  int* ctr = p.ptr_multi_ctas_kv_counter + seq * kCounterStride;
+  if (tid == 0) {
+    const int row = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
+    int n = -1;
+    if (row < kMergeSlices) {
+      const int pages = (max(p.ptr_seq_lens_kv[seq], 0) + kPage - 1) / kPage;
+      while (__ldcg(ctr + kDoneAt + head) != pages) __nanosleep(32);
+      __threadfence();
+      n = __ldcg(ctr + kAllocAt + head);
+    }
+    *flag = row;
+    *n_at = n;
+  }
+  __syncthreads();
+  const int row = *flag;
+  const int n = *n_at;
+  __syncthreads();  // both read before either is reused
+  if (row >= kMergeSlices) return false;
+  const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
+                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
+  merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+  return true;
+}
+
 }  // namespace
 
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
@@ -128,7 +162,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   uint64_t* merge_bar = q_bar + 1;                         // the final merge's bulk copies
   int* tile_page = reinterpret_cast<int*>(merge_bar + 1);  // [stage]: logical page or -1
   int* flag = tile_page + kStages;                         // a CTA-wide decision
-  int* pick = flag + 1;  // [0] sequence, [1] pages done here, [2] partial slot, [4..7] probe 3
+  int* pick = flag + 1;  // [0] sequence, [1] pages done here, [2] partial slot, [3] a merge's
+                        // partials, [4..7] probe 3
   static_assert(2 * kStages * 8 + 2 * 8 + (kStages + 9) * 4 <= 128, "barrier area");
   int* tmp = reinterpret_cast<int*>(smem + kTmpOffset);  // 16 ints of reduction scratch
   if (kProbe == 3 && tid == 0) pick[5] = ptx::globaltimer_lo();
@@ -481,7 +516,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   // the end of a launch each round trip from the last merge to the last exit is on the
   // critical path.
   for (;;) {
-    int ready = 0, ready_seq = batch;
+    int ready = 0, ready_seq = batch, ahead = 0, ahead_seq = batch;
     bool streaming = false;
     if (tid == 0) *flag = (__ldcg(counters + kHeadAt + head) & 0xff) == units;
     for (int b = tid; b < batch; b += kThreads) {
@@ -489,15 +524,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       const int* ctr = counters + b * kCounterStride;
       const int done = __ldcg(ctr + kDoneAt + head);
       const int rows = __ldcg(ctr + kSliceAt + head) & 0xff;
-      const int parts = merge_parts(__ldcg(ctr + kAllocAt + head));
+      const int slots_b = __ldcg(ctr + kAllocAt + head);
       if (pages_b > 0 && done != pages_b) {
         streaming = true;
-      } else if (pages_b > 0 && !ready && rows < parts) {
+        if (!ahead && slots_b > kWholeMergeMax && rows < kMergeSlices) {
+          ahead = 1;
+          ahead_seq = b;
+        }
+      } else if (pages_b > 0 && !ready && rows < merge_parts(slots_b)) {
         ready = 1;
         ready_seq = b;
       }
     }
     const int help = block_argmax(ready, ready_seq, tmp, warp, lane);
+    const int early = block_argmax(ahead, ahead_seq, tmp + 2 * kWarps, warp, lane);
     const bool may_wait = *flag;
     // Also orders every read of the flag and the argmax scratch before their next use.
     const bool any_streaming = __syncthreads_or(streaming);
@@ -507,6 +547,11 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       continue;
     }
     if (!may_wait || !any_streaming) break;
+    if (early < batch &&
+        merge_row_ahead(p, smem, merge_bar, merge_phase, flag, pick + 3, early, head, tid, warp,
+                        lane)) {
+      continue;
+    }
     __nanosleep(256);
   }
 
