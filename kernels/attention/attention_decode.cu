@@ -95,11 +95,12 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
   __syncthreads();  // every thread has read the flag
 }
 
-// Claims a row of the final merge of (seq, head) while the group still streams, waits for it
-// to complete and merges the row: the merge then starts one poll after the last arrival, not
-// after a pass and a claim. Only for a group with more than kWholeMergeMax partials already
-// (it merges by rows whatever arrives later) and only when waiting is safe (see the caller).
-// Returns whether it merged a row.
+// Claims a part of the final merge of (seq, head) while the group still streams, waits for
+// the group to complete and merges the part: the merge then starts one poll after the last
+// arrival, not after the arrival's claim round trips. Claims are indices: which part one
+// means (the whole group, or a query-head row) is known once the group is complete and its
+// partials counted; a claim past the parts merges nothing. Only when waiting is safe (see
+// the caller). Returns whether the claim was one of the parts.
 __device__ __forceinline__ bool merge_row_ahead(const KernelParams& p, uint8_t* smem,
                                                 uint64_t* bar, uint32_t& phase, int* flag,
                                                 int* n_at, int seq, int head, int tid, int warp,
@@ -107,7 +108,7 @@ __device__ __forceinline__ bool merge_row_ahead(const KernelParams& p, uint8_t* 
   int* ctr = p.ptr_multi_ctas_kv_counter + seq * kCounterStride;
   if (tid == 0) {
     const int row = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
-    int n = -1;
+    int n = 0;
     if (row < kMergeSlices) {
       const int pages = (max(p.ptr_seq_lens_kv[seq], 0) + kPage - 1) / kPage;
       while (__ldcg(ctr + kDoneAt + head) != pages) __nanosleep(32);
@@ -121,11 +122,16 @@ __device__ __forceinline__ bool merge_row_ahead(const KernelParams& p, uint8_t* 
   const int row = *flag;
   const int n = *n_at;
   __syncthreads();  // both read before either is reused
-  if (row >= kMergeSlices) return false;
+  const int parts = merge_parts(n);
+  if (row >= parts) return false;
   const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
   __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
                        (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
-  merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+  if (parts == 1) {
+    merge_whole(p, smem, bar, phase, slot0, n, out, tid, warp, lane);
+  } else {
+    merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
+  }
   return true;
 }
 
@@ -464,9 +470,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 
         // ---- arrival: count this CTA's pages; the one that completes the group merges -----
         int* ctr = counters + seq_e * kCounterStride;
-        __threadfence();
+        if (!kOneFence) __threadfence();
         __syncthreads();
         if (tid == 0) {
+          // One thread's fence after the barrier orders the whole CTA's partial (the fence is
+          // cumulative over what the barrier ordered before it).
+          if (kOneFence) __threadfence();
           const int done = pick[1];
           const int pages = (max(p.ptr_seq_lens_kv[seq_e], 0) + kPage - 1) / kPage;
           *flag = atomicAdd(ctr + kDoneAt + head, done) + done == pages;
@@ -509,12 +518,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   }
 
   // ---- no stream work left: one pass over the head's counters decides ----------------------
-  // Claim rows of a complete group's final merge; else wait while a group still streams; else
-  // leave (the row claimers finish the merges). Waiting is safe only once every CTA of the
-  // head has started: then each group completes (its pages are with running CTAs) and its
-  // completer merges whatever rows are unclaimed. The counters are read in one round trip: at
-  // the end of a launch each round trip from the last merge to the last exit is on the
-  // critical path.
+  // Claim parts of a complete group's final merge; else, if waiting is safe, claim a part of a
+  // still-streaming group's merge ahead and wait for it (merge_row_ahead), or just wait while
+  // a group streams; else leave (the claimers finish the merges). Waiting is safe only once
+  // every CTA of the head has started: then each group completes (its pages are with running
+  // CTAs) and its completer merges whatever parts are unclaimed. The counters are read in one
+  // round trip: at the end of a launch each round trip from the last arrival to the last exit
+  // is on the critical path.
   for (;;) {
     int ready = 0, ready_seq = batch, ahead = 0, ahead_seq = batch;
     bool streaming = false;
@@ -524,10 +534,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       const int* ctr = counters + b * kCounterStride;
       const int done = __ldcg(ctr + kDoneAt + head);
       const int rows = __ldcg(ctr + kSliceAt + head) & 0xff;
-      const int slots_b = __ldcg(ctr + kAllocAt + head);
+      const int slots_b = __ldcg(ctr + kAllocAt + head);  // final once the group is complete
       if (pages_b > 0 && done != pages_b) {
         streaming = true;
-        if (!ahead && slots_b > kWholeMergeMax && rows < kMergeSlices) {
+        if (!ahead && rows < kMergeSlices) {
           ahead = 1;
           ahead_seq = b;
         }

@@ -45,11 +45,15 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 #ifndef KERNRT_DECODE_PROBE
 #define KERNRT_DECODE_PROBE 0
 #endif
+#ifndef KERNRT_DECODE_ONE_FENCE
+#define KERNRT_DECODE_ONE_FENCE 0
+#endif
 #ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
 #define KERNRT_DECODE_SINGLE_SEQ_PER_SM 2
 #endif
 constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
+constexpr bool kOneFence = KERNRT_DECODE_ONE_FENCE != 0;  // arrival: tid 0 fences, not all
 // Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
 // prints the timeline); the results stay correct.
 constexpr int kProbe = KERNRT_DECODE_PROBE;
