@@ -411,11 +411,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 
       if (npages > 0) {
         // ---- epilogue: merge the 4 warps in shared memory (no TMA is in flight) -----------
+        // A CTA that did every page of the sequence writes the output itself: no partial and
+        // no merge (the group's partial count stays 0, and 0 partials make no merge part).
+        const bool alone = npages == (max(len, 0) + kPage - 1) / kPage;
         if (tid == 0) {
           if (kProbe == 3) pick[6] = ptx::globaltimer_lo();
           // This CTA's partial slot in the group (one per CTA and sequence: a CTA never
           // returns to a sequence it left, whose chunks were gone).
-          pick[2] = atomicAdd(counters + pick[0] * kCounterStride + kAllocAt + head, 1);
+          if (!alone) pick[2] = atomicAdd(counters + pick[0] * kCounterStride + kAllocAt + head, 1);
         }
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
@@ -459,6 +462,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
             ox += ow.x * f;
             oy += ow.y * f;
           }
+          if (alone) {
+            const float inv = 1.f / l;  // l >= 1: the row's largest score adds 2^0
+            *reinterpret_cast<__nv_bfloat162*>(
+                static_cast<__nv_bfloat16*>(p.ptr_o) + static_cast<int64_t>(seq_e) *
+                p.num_hidden_elts_o + (head * kGroup + row) * kHeadDim + d) =
+                __floats2bfloat162_rn(ox * inv, oy * inv);
+            continue;
+          }
           __stcg(reinterpret_cast<float2*>(p.ptr_partial_o + (part_row0 + row) * kHeadDim + d),
                  make_float2(ox, oy));
           if (d == 0) {
@@ -469,29 +480,31 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         if (kProbe == 3 && tid == 0) pick[4] = 0;
 
         // ---- arrival: count this CTA's pages; the one that completes the group merges -----
-        int* ctr = counters + seq_e * kCounterStride;
-        if (!kOneFence) __threadfence();
-        __syncthreads();
-        if (tid == 0) {
-          // One thread's fence after the barrier orders the whole CTA's partial (the fence is
-          // cumulative over what the barrier ordered before it).
-          if (kOneFence) __threadfence();
-          const int done = pick[1];
-          const int pages = (max(p.ptr_seq_lens_kv[seq_e], 0) + kPage - 1) / kPage;
-          *flag = atomicAdd(ctr + kDoneAt + head, done) + done == pages;
-          if (kProbe == 3) pick[7] = ptx::globaltimer_lo();
-        }
-        __syncthreads();
-        const bool completes = *flag;
-        __syncthreads();  // every thread has read the flag before merge_rows reuses it
-        if (completes) {
+        if (alone) {
+          // Nothing to publish: the count only tells the other CTAs the group is complete.
+          if (tid == 0) atomicAdd(counters + seq_e * kCounterStride + kDoneAt + head, npages);
+        } else {
+          int* ctr = counters + seq_e * kCounterStride;
           __threadfence();
-          merge_rows(p, smem, merge_bar, merge_phase, flag, seq_e, head, tid, warp, lane);
-          if (kProbe == 3 && tid == 0) pick[4] = static_cast<int>(ptx::globaltimer_lo());
-        }
-        if (kProbe == 3) {
           __syncthreads();
-          if (tid == 0) probe_stamp(p.ptr_partial_stats + (part_row0 + 6) * 2, pick);
+          if (tid == 0) {
+            const int done = pick[1];
+            const int pages = (max(p.ptr_seq_lens_kv[seq_e], 0) + kPage - 1) / kPage;
+            *flag = atomicAdd(ctr + kDoneAt + head, done) + done == pages;
+            if (kProbe == 3) pick[7] = ptx::globaltimer_lo();
+          }
+          __syncthreads();
+          const bool completes = *flag;
+          __syncthreads();  // every thread has read the flag before merge_rows reuses it
+          if (completes) {
+            __threadfence();
+            merge_rows(p, smem, merge_bar, merge_phase, flag, seq_e, head, tid, warp, lane);
+            if (kProbe == 3 && tid == 0) pick[4] = static_cast<int>(ptx::globaltimer_lo());
+          }
+          if (kProbe == 3) {
+            __syncthreads();
+            if (tid == 0) probe_stamp(p.ptr_partial_stats + (part_row0 + 6) * 2, pick);
+          }
         }
         // The warp merge and the weights wrote ring stages and the Q tile through the generic
         // proxy; the next segment's TMA writes them (the argmax below synchronises).

@@ -45,15 +45,11 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 #ifndef KERNRT_DECODE_PROBE
 #define KERNRT_DECODE_PROBE 0
 #endif
-#ifndef KERNRT_DECODE_ONE_FENCE
-#define KERNRT_DECODE_ONE_FENCE 0
-#endif
 #ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
 #define KERNRT_DECODE_SINGLE_SEQ_PER_SM 2
 #endif
 constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
-constexpr bool kOneFence = KERNRT_DECODE_ONE_FENCE != 0;  // arrival: tid 0 fences, not all
 // Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
 // prints the timeline); the results stay correct.
 constexpr int kProbe = KERNRT_DECODE_PROBE;
@@ -71,7 +67,10 @@ constexpr int kWholeMergeMax = 16;  // groups up to this many partials merge in 
 static_assert(kWholeMergeMax * kGroup * kSliceBytes <= kStages * kTileBytes, "one batch");
 static_assert(kWholeMergeMax <= 32 && kWholeMergeMax * 8 <= kMaxUnits, "weights per lane");
 // Claims of a group's final merge: rows one by one for large groups, the whole at once else.
-__device__ __forceinline__ int merge_parts(int n) { return n <= kWholeMergeMax ? 1 : kMergeSlices; }
+// No partials (the group's one CTA wrote the output itself): nothing to merge.
+__device__ __forceinline__ int merge_parts(int n) {
+  return n == 0 ? 0 : n <= kWholeMergeMax ? 1 : kMergeSlices;
+}
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
 
