@@ -513,19 +513,24 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     }
 
     // ---- next: the sequence with the most unclaimed chunks, while any has one ---------------
-    // (Claims are never handed back, so once none is left none comes back.)
-    int best = 0, best_seq = batch;
+    // (Claims are never handed back, so once none is left none comes back.) Ties go to the
+    // first sequence from this unit's own start point on, so that CTAs running dry together
+    // spread over equally long sequences instead of all joining the lowest-numbered one.
+    const int from = static_cast<int>(static_cast<int64_t>(unit) * batch / units);
+    int best = 0, best_at = batch;  // best_at: the sequence's place counted from `from`
     for (int b = tid; b < batch; b += kThreads) {
       const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
       const int* ctr = counters + b * kCounterStride;
       const int left = (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(ctr + kClaimAt + head);
-      if (left > best) {
+      const int at = b >= from ? b - from : b - from + batch;
+      if (left > best || (left == best && left > 0 && at < best_at)) {
         best = left;
-        best_seq = b;
+        best_at = at;
       }
     }
-    seq = block_argmax(best, best_seq, tmp, warp, lane);
-    if (seq >= batch) break;
+    const int at = block_argmax(best, best_at, tmp, warp, lane);
+    if (at >= batch) break;
+    seq = at + from < batch ? at + from : at + from - batch;
     if (tid == 0) pick[0] = seq;
     __syncthreads();  // the argmax scratch and pick[0] before their next use
   }
