@@ -11,9 +11,9 @@
 // linear / U; the rest leave at once, before any load. Every working CTA derives its first
 // sequence from the lengths (up to 128 sequences: consecutive units in proportion to the
 // pages, so the sequences start with work in proportion; beyond: unit u starts at sequence
-// u * B / U). The CTAs on one (sequence, head) take its pages one by one from a shared
+// u * B / U). The CTAs on one (sequence, head) take its pages in chunks from a shared
 // counter (decode_feed.cuh), so faster CTAs take more; a CTA whose sequence runs dry writes
-// its partial and joins the sequence with the most unclaimed pages, until none is left.
+// its partial and joins the sequence with the most unclaimed chunks, until none is left.
 // A CTA's partial of sequence b takes the next slot of (b, head) (slot counter), so a group's
 // partials are slots 0..n-1 from (head * B + b) * slots. The CTA whose pages complete b's
 // page count (done counter) merges, by query-head row (decode_merge.cuh); CTAs with no stream
@@ -33,7 +33,7 @@
 // Deliberately does not check: that the pack's head counts, page size and head dim equal the
 // compiled shape, that page indices are inside the pool the K/V tensormaps span, that the
 // scratch holds seqs x 4 x slots partials and seqs x 24 counters that were zero before the
-// first launch, or that the summation order is reproducible: which CTA takes which page
+// first launch, or that the summation order is reproducible: which CTA takes which chunk
 // depends on timing, so results may differ in the last bits between runs. An empty sequence
 // (length <= 0) gets zeros.
 #include <cuda.h>
@@ -247,11 +247,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       const int ti = issued;
       const int stage = ti % kStages;
       const bool is_k = ((ti - seg_first) & 1) == 0;
-      if (is_k) {
-        cur_logical = feed.next(cur_phys);
-      } else {
-        feed.mid();  // the V tile of a page: the claim made at its K tile is read
-      }
+      if (is_k) cur_logical = feed.next(cur_phys);
       if (lane == 0) {
         if (ti >= kStages) ptx::mbarrier_wait(&empty[stage], ((ti / kStages) - 1) & 1);
         if (cur_logical < 0) {
@@ -383,7 +379,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           uint8_t* v_tile = smem + sv * kTileBytes;
           if (tok0 + kTokensPerWarp > len) {
             // Tail slice: zero V rows past the length so that P = 0 never meets a NaN there.
-            // Pages are claimed in order, so no later TMA of this segment writes this stage
+            // Chunks are claimed in order, so no later TMA of this segment writes this stage
             // before the consumers release it.
             for (int idx = lane; idx < kTokensPerWarp * 32; idx += 32) {
               const int r = idx >> 5;
@@ -421,7 +417,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         if (tid == 0) {
           if (kProbe == 3) pick[6] = ptx::globaltimer_lo();
           // This CTA's partial slot in the group (one per CTA and sequence: a CTA never
-          // returns to a sequence it left, whose pages were gone).
+          // returns to a sequence it left, whose chunks were gone).
           if (!alone) pick[2] = atomicAdd(counters + pick[0] * kCounterStride + kAllocAt + head, 1);
         }
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
@@ -516,7 +512,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    // ---- next: the sequence with the most unclaimed pages, while any has one ---------------
+    // ---- next: the sequence with the most unclaimed chunks, while any has one ---------------
     // (Claims are never handed back, so once none is left none comes back.) Ties go to the
     // first sequence from this unit's own start point on, so that CTAs running dry together
     // spread over equally long sequences instead of all joining the lowest-numbered one.
@@ -525,10 +521,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     for (int b = tid; b < batch; b += kThreads) {
       const int pages_b = (max(p.ptr_seq_lens_kv[b], 0) + kPage - 1) / kPage;
       const int* ctr = counters + b * kCounterStride;
-      const int claimed = __ldcg(ctr + kClaimAt + head);
-      // A sequence some CTA works on is worth joining only for kMinJoinPages pages or more
-      // (a join costs a partial, a Q load and two round trips); one nobody started always is.
-      const int left = claimed == 0 || pages_b - claimed >= kMinJoinPages ? pages_b - claimed : 0;
+      const int left = (pages_b + kChunkPages - 1) / kChunkPages - __ldcg(ctr + kClaimAt + head);
       const int at = b >= from ? b - from : b - from + batch;
       if (left > best || (left == best && left > 0 && at < best_at)) {
         best = left;

@@ -39,8 +39,8 @@ static_assert(kTileBytes == 32768, "K (or V) of one page and head");
 static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 
 // ---- knobs (compile time; tools/device/attention.sh builds variants with -D) ---------------
-#ifndef KERNRT_DECODE_MIN_JOIN_PAGES
-#define KERNRT_DECODE_MIN_JOIN_PAGES 1
+#ifndef KERNRT_DECODE_CHUNK_PAGES
+#define KERNRT_DECODE_CHUNK_PAGES 1
 #endif
 #ifndef KERNRT_DECODE_PROBE
 #define KERNRT_DECODE_PROBE 0
@@ -48,11 +48,12 @@ static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 #ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
 #define KERNRT_DECODE_SINGLE_SEQ_PER_SM 2
 #endif
+constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
 constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
-constexpr int kMinJoinPages = KERNRT_DECODE_MIN_JOIN_PAGES;  // see the join scan
 // Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
 // prints the timeline); the results stay correct.
 constexpr int kProbe = KERNRT_DECODE_PROBE;
+static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
 static_assert(kSingleSeqPerSm == 1 || kSingleSeqPerSm == 2, "one or two CTAs per SM");
 
 // ---- schedule and merge limits -------------------------------------------------------------
@@ -80,7 +81,7 @@ constexpr int kTmpOffset = kHalfOffset + (kHeadDim / 4) * 16;  // 16 ints
 static_assert(kTmpOffset + 16 * 4 <= kListOffset + kListInts * 4, "merge scratch fits");
 
 // ---- counter scratch: 24 ints per sequence b (FlashInfer's batch x heads_q) -----------------
-// Per (b, h): pages whose partials are written, pages handed out, partial slots handed out,
+// Per (b, h): pages whose partials are written, chunks handed out, partial slots handed out,
 // and the final merge's rows claimed. Per head h, one word in
 // sequence 0's row: bits 0-7 CTAs started, 8-15 CTAs finished.
 constexpr int kCounterStride = 24;
