@@ -9,18 +9,22 @@
 // Schedule: one wave of persistent CTAs with work stealing. U = min(grid.x * grid.z, 2 per SM,
 // slots@1156, 128) units per KV head work: the first 4U blocks in launch order, head =
 // linear / U; the rest leave at once, before any load. Every working CTA derives its first
-// sequence from the lengths (up to 128 sequences: consecutive units in proportion to the
+// sequence from the lengths (up to U sequences: consecutive units in proportion to the
 // pages, so the sequences start with work in proportion; beyond: unit u starts at sequence
-// u * B / U). The CTAs on one (sequence, head) take its pages in chunks from a shared
-// counter (decode_feed.cuh), so faster CTAs take more; a CTA whose sequence runs dry writes
-// its partial and joins the sequence with the most unclaimed chunks, until none is left.
-// A CTA's partial of sequence b takes the next slot of (b, head) (slot counter), so a group's
-// partials are slots 0..n-1 from (head * B + b) * slots. The CTA whose pages complete b's
-// page count (done counter) merges, by query-head row (decode_merge.cuh); CTAs with no stream
-// work left claim rows of complete groups too, but only once every CTA of the head has
-// started: then each group completes with running CTAs and its completer merges any row
-// nobody claimed, so that wait ends. No other wait between CTAs exists. The last CTA of a
-// head to finish puts the head's counters back to zero for the next launch or graph replay.
+// u * B / U). The CTAs on one (sequence, head) take its pages one at a time from a shared
+// counter, each claimed a page ahead (decode_feed.cuh), so faster CTAs take more; a CTA
+// whose sequence runs dry joins the sequence with the most unclaimed pages (ties from its own
+// start point on), until none is left. A CTA that did every page of a sequence writes the
+// output itself; otherwise its partial takes the next slot of (b, head) (slot counter), so a
+// group's partials are slots 0..n-1 from (head * B + b) * slots. The final merge of a group
+// goes in parts (the whole group up to 16 partials, else by query-head row,
+// decode_merge.cuh) claimed from a counter: by the CTA whose pages complete the group (done
+// counter) and by CTAs with no stream work left, which also claim a part of a still-streaming
+// group ahead and wait for it to complete, but only once every CTA of the head has started:
+// then each group completes with running CTAs and its completer merges any part nobody
+// claimed, so that wait ends. No other wait between CTAs exists. A CTA leaves once nothing
+// is left to claim; the last CTA of a head to leave puts the head's counters back to zero
+// for the next launch or graph replay.
 //
 // Per segment (one sequence): warp 0 loads Q (4 TMA boxes) and feeds a 3-stage ring of
 // 32 KiB tiles alternating K and V of one page (lane 0 issues TMA); a sentinel tile (page -1)
@@ -33,7 +37,7 @@
 // Deliberately does not check: that the pack's head counts, page size and head dim equal the
 // compiled shape, that page indices are inside the pool the K/V tensormaps span, that the
 // scratch holds seqs x 4 x slots partials and seqs x 24 counters that were zero before the
-// first launch, or that the summation order is reproducible: which CTA takes which chunk
+// first launch, or that the summation order is reproducible: which CTA takes which page
 // depends on timing, so results may differ in the last bits between runs. An empty sequence
 // (length <= 0) gets zeros.
 #include <cuda.h>
