@@ -105,10 +105,10 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem,
 // means (the whole group, or a query-head row) is known once the group is complete and its
 // partials counted; a claim past the parts merges nothing. Only when waiting is safe (see
 // the caller). Returns whether the claim was one of the parts.
-__device__ __forceinline__ bool merge_row_ahead(const KernelParams& p, uint8_t* smem,
-                                                uint64_t* bar, uint32_t& phase, int* flag,
-                                                int* n_at, int seq, int head, int tid, int warp,
-                                                int lane) {
+__device__ __forceinline__ bool merge_part_ahead(const KernelParams& p, uint8_t* smem,
+                                                 uint64_t* bar, uint32_t& phase, int* flag,
+                                                 int* n_at, int seq, int head, int tid, int warp,
+                                                 int lane) {
   int* ctr = p.ptr_multi_ctas_kv_counter + seq * kCounterStride;
   if (tid == 0) {
     const int row = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
@@ -516,7 +516,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       }
     }
 
-    // ---- next: the sequence with the most unclaimed chunks, while any has one ---------------
+    // ---- next: the sequence with the most unclaimed pages, while any has one ----------------
     // (Claims are never handed back, so once none is left none comes back.) Ties go to the
     // first sequence from this unit's own start point on, so that CTAs running dry together
     // spread over equally long sequences instead of all joining the lowest-numbered one.
@@ -541,7 +541,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 
   // ---- no stream work left: one pass over the head's counters decides ----------------------
   // Claim parts of a complete group's final merge; else, if waiting is safe, claim a part of a
-  // still-streaming group's merge ahead and wait for it (merge_row_ahead), or just wait while
+  // still-streaming group's merge ahead and wait for it (merge_part_ahead), or just wait while
   // a group streams; else leave (the claimers finish the merges). Waiting is safe only once
   // every CTA of the head has started: then each group completes (its pages are with running
   // CTAs) and its completer merges whatever parts are unclaimed. The counters are read in one
@@ -580,8 +580,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     }
     if (!may_wait || !any_streaming) break;
     if (early < batch &&
-        merge_row_ahead(p, smem, merge_bar, merge_phase, flag, pick + 3, early, head, tid, warp,
-                        lane)) {
+        merge_part_ahead(p, smem, merge_bar, merge_phase, flag, pick + 3, early, head, tid, warp,
+                         lane)) {
       continue;
     }
     __nanosleep(256);
