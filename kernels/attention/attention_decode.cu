@@ -73,28 +73,36 @@ __device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
   w[3] = pick[4];
 }
 
-// Claims rows of the final merge of (seq, head) until none is left and merges each (whole
+// Merges part `part` of the `parts` = merge_parts(n) of the final merge of (seq, head), whose
+// n partials are written: the whole group when it is one part, else query-head row `part`.
+__device__ __forceinline__ void merge_part(const KernelParams& p, uint8_t* smem, uint64_t* bar,
+                                           uint32_t& phase, int seq, int head, int n, int parts,
+                                           int part, int tid, int warp, int lane) {
+  const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
+  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
+                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
+  if (parts == 1) {
+    merge_whole(p, smem, bar, phase, slot0, n, out, tid, warp, lane);
+  } else {
+    merge_slice(p, smem, bar, phase, slot0, n, part, out + part * kHeadDim, tid, warp, lane);
+  }
+}
+
+// Claims parts of the final merge of (seq, head) until none is left and merges each (whole
 // CTA).
 __device__ __forceinline__ void merge_rows(const KernelParams& p, uint8_t* smem, uint64_t* bar,
                                            uint32_t& phase, int* flag, int seq, int head,
                                            int tid, int warp, int lane) {
   int* ctr = p.ptr_multi_ctas_kv_counter + seq * kCounterStride;
-  const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
-  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
-                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
   const int n = __ldcg(ctr + kAllocAt + head);
   const int parts = merge_parts(n);
   for (;;) {
     if (tid == 0) *flag = atomicAdd(ctr + kSliceAt + head, 1) & 0xff;
     __syncthreads();
-    const int row = *flag;
-    if (row >= parts) break;
-    if (parts == 1) {
-      merge_whole(p, smem, bar, phase, slot0, n, out, tid, warp, lane);
-    } else {
-      merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
-    }
-    if (row == parts - 1) break;  // rows go out in order: none is left after the last
+    const int part = *flag;
+    if (part >= parts) break;
+    merge_part(p, smem, bar, phase, seq, head, n, parts, part, tid, warp, lane);
+    if (part == parts - 1) break;  // parts go out in order: none is left after the last
   }
   __syncthreads();  // every thread has read the flag
 }
@@ -128,14 +136,7 @@ __device__ __forceinline__ bool merge_part_ahead(const KernelParams& p, uint8_t*
   __syncthreads();  // both read before either is reused
   const int parts = merge_parts(n);
   if (row >= parts) return false;
-  const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
-  __nv_bfloat16* out = static_cast<__nv_bfloat16*>(p.ptr_o) +
-                       (static_cast<int64_t>(seq) * p.num_hidden_elts_o + head * kGroup * kHeadDim);
-  if (parts == 1) {
-    merge_whole(p, smem, bar, phase, slot0, n, out, tid, warp, lane);
-  } else {
-    merge_slice(p, smem, bar, phase, slot0, n, row, out + row * kHeadDim, tid, warp, lane);
-  }
+  merge_part(p, smem, bar, phase, seq, head, n, parts, row, tid, warp, lane);
   return true;
 }
 
