@@ -11,9 +11,11 @@
 //   conv_fwd_strip8_sm90a_<dtype>_w<W>  register strip, 8 channels per thread, groups of
 //                                       kStrip8Group rows loaded before their math
 //   conv_fwd_strip4_sm90a_<dtype>_w<W>  the same with 4 channels per thread (8-byte vectors)
+//   conv_fwd_strip4g4_sm90a_<dtype>_w<W> strip4 with groups of 4 rows (more warps, fewer
+//                                        rows in flight each)
 //
-// Grid/block: block.x = kThreads threads, one per N channels; grid.x = ceil(D / (N *
-// kThreads)); grid.y spans of ceil(tokens / grid.y) consecutive rows (any grid.y covers the
+// Grid/block: block.x = kThreads threads (the strips take any block.x), one per N channels;
+// grid.x = ceil(D / (N * block.x)); grid.y spans of ceil(tokens / grid.y) consecutive rows (any grid.y covers the
 // rows); grid.z = B (dense) or 1 (varlen). A thread rebuilds the W-1 inputs before its span
 // (x rows, initial-state slots or zeros), keeps that window in registers and walks the span
 // row by row (conv_walk.cuh): x is read once from DRAM (the halo rows are the previous
@@ -51,6 +53,7 @@ constexpr int kRingRows = 4;      // rows per ring stage (2 x 10 and 6 x 3 ran 0
 constexpr int kRingStages = 5;
 constexpr int kStrip8Group = 8;   // rows loaded together, 8 channels per thread
 constexpr int kStrip4Group = 8;   // rows loaded together, 4 channels per thread
+constexpr int kStrip4SmallGroup = 4;
 
 // ---- ring ------------------------------------------------------------------------------
 // buf[stage][row][thread] holds the thread's 16-byte vector of that row.
@@ -183,13 +186,18 @@ template <typename E, int W>
 __device__ __forceinline__ void fwd_strip4(const ConvFwdParams& p) {
   conv_fwd_strip<E, W, 4, kStrip4Group>(p);
 }
+template <typename E, int W>
+__device__ __forceinline__ void fwd_strip4g4(const ConvFwdParams& p) {
+  conv_fwd_strip<E, W, 4, kStrip4SmallGroup>(p);
+}
 
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
 // Register budgets (bf16 W4, sm_90a, no spills): the ring and strip8 at 4 blocks of 128 per SM
 // (<= 128 registers; strip8 spills 172 bytes at 5), strip4 at 7 (<= 72: 28 warps, up to 8
-// rows of 8 bytes in flight per lane).
+// rows of 8 bytes in flight per lane), strip4g4 at 8 (<= 64: 32 warps, 4 rows each). The
+// strips take any block.x (the ring needs kThreads).
 #define KERNRT_CONV_FWD_ENTRY(name, blocks, dtype, tag, w)                                   \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)              \
       conv_fwd_##name##_sm90a_##dtype##_w##w(                                               \
@@ -199,7 +207,8 @@ __device__ __forceinline__ void fwd_strip4(const ConvFwdParams& p) {
 #define KERNRT_CONV_FWD_ENTRIES(dtype, tag, w)   \
   KERNRT_CONV_FWD_ENTRY(ring, 4, dtype, tag, w)   \
   KERNRT_CONV_FWD_ENTRY(strip8, 4, dtype, tag, w) \
-  KERNRT_CONV_FWD_ENTRY(strip4, 7, dtype, tag, w)
+  KERNRT_CONV_FWD_ENTRY(strip4, 7, dtype, tag, w)  \
+  KERNRT_CONV_FWD_ENTRY(strip4g4, 8, dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRIES(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRIES(bf16, Bf16, 3)
