@@ -16,8 +16,11 @@ it a fresh machine autotunes every check shape). Writes OUT/conv.jsonl (one row 
 DESIGN.md's schema) as it goes and prints the table last. Peers import lazily; a missing or
 failing one is recorded as "peer unavailable: <why>", and kernel-fun's is_supported reason
 when it would fall back to fla (then its column is fla's kernel, and the row says so).
-A watchdog thread ends the process at --budget + 30 s whatever it is stuck in (rows
-already written stay); the phases themselves stop starting work at the budget.
+A watchdog thread ends the process at --budget + 60 s whatever it is stuck in (rows
+already written stay); the phases themselves stop starting work at the budget. Expect
+60-90 s with a warm TRITON_CACHE_DIR (fla's compiles and autotune results, kernel-fun's
+compiles; kernel-fun re-benchmarks its 18 configs per shape, ~2-3 s each), about a minute
+more on a cold one.
 
 Does not build anything (BUILD must hold lib/libkernrt.so and cubins/run/), install peers
 (PYTHONPATH must have them), or compare with earlier runs.
@@ -42,7 +45,8 @@ UPDATE_LOADERS = ["s4", "s4wave", "s1"]
 
 def fwd_candidates(g, quick):
     """label -> (loader, span, block) of every forward timing: each loader at its own span
-    and block, the strips also at 128 rows, strip4 also in blocks of 64."""
+    and block, the strips also at 128 rows, strip4 also in blocks of 64 and 32 (kernel-fun's
+    autotune picks among 1, 2 and 4 warps), strip8 in blocks of 64."""
     out = {}
     for k in FWD_LOADERS:
         _, threads, span = g.FWD_KERNELS[k]
@@ -50,6 +54,8 @@ def fwd_candidates(g, quick):
             out[f"{k}_s{s}"] = (k, s, threads)
     if not quick:
         out["strip4_s64_b64"] = ("strip4", 64, 64)
+        out["strip4_s64_b32"] = ("strip4", 64, 32)
+        out["strip8_s64_b64"] = ("strip8", 64, 64)
     return out
 
 
@@ -101,11 +107,13 @@ def main():
     ap.add_argument("--out", required=True, help="directory for conv.jsonl")
     ap.add_argument("--commit", required=True)
     ap.add_argument("--quick", action="store_true", help="fewer candidates and reps")
-    ap.add_argument("--budget", type=float, default=90.0, help="seconds for the whole run")
+    ap.add_argument("--budget", type=float, default=120.0,
+                    help="seconds after which no new shape or case starts (the watchdog ends the "
+                         "process 60 s later)")
     a = ap.parse_args()
     t0 = time.monotonic()
     deadline = t0 + a.budget
-    faulthandler.dump_traceback_later(a.budget + 30, exit=True)
+    faulthandler.dump_traceback_later(a.budget + 60, exit=True)
     build = os.path.abspath(a.build)
     cubins = os.path.join(build, "cubins", "run")
     os.environ.setdefault("KERNRT_LIBRARY", os.path.join(build, "lib", "libkernrt.so"))
