@@ -13,6 +13,8 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "conv/conv_ptx.cuh"
+
 namespace kernrt::conv {
 
 struct Bf16 {};  // x/y/state element tags
@@ -59,10 +61,13 @@ template <int N>
 __device__ __forceinline__ Vec<N> ld(const void* p) {
   return *reinterpret_cast<const Vec<N>*>(p);
 }
-// Plain vector store: 0.6-0.8 % faster than st.global.cs for y on the H200 (notes.md).
+// Plain vector store (one instruction, see conv_ptx.cuh): 0.6-0.8 % faster than
+// st.global.cs for y on the H200 (notes.md).
+__device__ __forceinline__ void st_vec(void* p, const uint4& v) { ptx::st_global_v4_b32(p, v); }
+__device__ __forceinline__ void st_vec(void* p, const uint2& v) { ptx::st_global_v2_b32(p, v); }
 template <int N>
 __device__ __forceinline__ void st(void* p, const Vec<N>& v) {
-  *reinterpret_cast<Vec<N>*>(p) = v;
+  st_vec(p, v);
 }
 
 // 16-bit float <-> fp32. bf16 -> f32 is exact (a shift); f32 -> 16-bit rounds to nearest even.

@@ -87,6 +87,13 @@ __device__ __forceinline__ void write_final(E tag, const ConvFwdParams& p, const
   }
 }
 
+// Row t's activated outputs from its fp32 values (conv_dot's order, then act).
+template <int W, int N>
+__device__ __forceinline__ void row_out(const Walk<W, N>& k, const float (&cur)[N], float (&out)[N]) {
+#pragma unroll
+  for (int c = 0; c < N; ++c) out[c] = activate(conv_dot<W, N>(k.w, k.win, cur, k.b, c), k.silu);
+}
+
 // Row t's output from its fp32 values: y = act(z) (plus the residual row, when there is
 // one). `y` and `res` point at the thread's channels of the batch row (dense) or row 0.
 template <typename E, int W, int N>
@@ -95,8 +102,7 @@ __device__ __forceinline__ void emit_row(const ConvFwdParams& p, const Walk<W, N
                                          const uint16_t* res, int t) {
   const E tag{};
   float out[N];
-#pragma unroll
-  for (int c = 0; c < N; ++c) out[c] = activate(conv_dot<W, N>(k.w, k.win, cur, k.b, c), k.silu);
+  row_out(k, cur, out);
   if (res != nullptr) {  // fla: y = act(z) + residual in fp32, one rounding
     float r[N];
     unpack(tag, ld_nc<N>(res + static_cast<int64_t>(t) * p.res_stride_tok), r);
