@@ -40,6 +40,7 @@ UPDATE_KERNELS = {"s4": (4, 64, True, True), "s4wave": (4, 64, False, False),
                   "s1": (1, 64, True, True)}
 FWD_KERNEL = "ring"      # what the shipped manifests launch
 UPDATE_KERNEL = "s4"
+FLA_UPDATE_KERNEL = "s4"  # the decode loader the drop-ins use over fla's [N, D, W] cache
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
 LAYOUTS = ("lines", "fla")  # state lines [D, W-1] (ours) or [D, W] (fla's cache)
