@@ -45,12 +45,13 @@ UPDATE_LOADERS = ["s4", "s4wave", "s1"]
 
 def fwd_candidates(g, quick):
     """label -> (loader, span, block) of every forward timing: each loader at its own span
-    and block, the strips also at 128 rows, strip4 also in blocks of 64 and 32 (kernel-fun's
-    autotune picks among 1, 2 and 4 warps), strip8 in blocks of 64."""
+    and block, the strips also at 32 and 128 rows (shorter blocks shorten the last wave's
+    tail, longer ones halve the halo re-reads), strip4 also in blocks of 64 and 32
+    (kernel-fun's autotune picks among 1, 2 and 4 warps), strip8 in blocks of 64."""
     out = {}
     for k in FWD_LOADERS:
         _, threads, span = g.FWD_KERNELS[k]
-        for s in [span] + ([] if quick or k == "ring" else [128]):
+        for s in [span] + ([] if quick or k == "ring" else [32, 128]):
             out[f"{k}_s{s}"] = (k, s, threads)
     if not quick:
         out["strip4_s64_b64"] = ("strip4", 64, 64)
