@@ -4,8 +4,8 @@
 // x~[s < 0] taken from an optional initial state, optional final state output, both in our
 // [D, W-1] lines or fla's [D, W] (kFlagStateFull).
 // Entries, one `const __grid_constant__ ConvFwdParams` each, for dtype in {bf16, f16} and
-// W in {2, 3, 4}, one per loader (two candidates are measured side by side on the device;
-// the loser goes to git history):
+// W in {2, 3, 4}, one per loader (the candidates are measured side by side on the device;
+// the losers go to git history):
 //   conv_fwd_ring_sm90a_<dtype>_w<W>    shared-memory ring filled by cp.async, 8 channels
 //                                       per thread (the loader shipped since Nov 2026)
 //   conv_fwd_strip8_sm90a_<dtype>_w<W>  register strip, 8 channels per thread, groups of
@@ -15,8 +15,8 @@
 //                                        rows in flight each)
 //
 // Grid/block: block.x = kThreads threads (the strips take any block.x), one per N channels;
-// grid.x = ceil(D / (N * block.x)); grid.y spans of ceil(tokens / grid.y) consecutive rows (any grid.y covers the
-// rows); grid.z = B (dense) or 1 (varlen). A thread rebuilds the W-1 inputs before its span
+// grid.x = ceil(D / (N * block.x)); grid.y spans of ceil(tokens / grid.y) consecutive rows
+// (any grid.y covers the rows); grid.z = B (dense) or 1 (varlen). A thread rebuilds the W-1 inputs before its span
 // (x rows, initial-state slots or zeros), keeps that window in registers and walks the span
 // row by row (conv_walk.cuh): x is read once from DRAM (the halo rows are the previous
 // span's rows, L2 hits), y written once.
@@ -27,17 +27,18 @@
 // (commit/wait groups, no barrier: a thread only reads what it copied), so 32 KB per block
 // are in flight whatever the math is doing.
 // Strip: no shared memory; a thread issues the loads of G rows, then computes them (the
-// shape of kernel-fun's Triton `cconv` forward, 72.3 us at B8 T4096 D2048 on the H200 in
-// issue 12 where the ring ran 80.5): bytes in flight come from many resident warps, so the
-// per-thread state is kept small (4 channels: 32 fp32 registers of weights and window).
+// shape of kernel-fun's Triton `cconv` forward, which ran B8 T4096 D2048 in 72.3 us on the
+// H200 where the ring ran 80.5 and the ring without its math 75.7): bytes in flight come
+// from many resident warps, so the per-thread state is kept small (4 channels: 32 fp32
+// registers of weights and window). A whole group without a residual runs straight-line.
 //
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
 // PDL only the weight loads precede griddepcontrol.wait. The residual row is loaded when
 // its row is computed (supported, not overlapped with other rows' loads).
 //
 // Not checked here (the manifest and the runtime's load check them, see README.md): D % 8,
-// 16-byte alignment of every pointer/stride, block.x == kThreads (the ring is sized for
-// it; every manifest launches 128), W <= 4 (one entry per W), cu_seqlens being
+// 16-byte alignment of every pointer/stride, block.x == kThreads for the ring (its shared
+// ring is sized for it), W <= 4 (one entry per W), cu_seqlens being
 // monotone with cu[0] = 0, sequence lengths >= 1 where a final state is wanted, and that the
 // initial and final states do not overlap (a tile reading an initial state may run after
 // the tile that writes the final state).
