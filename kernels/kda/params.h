@@ -136,4 +136,102 @@ static_assert(step_record(true, 16, 16, 128).bytes == 8 * (16 * 128 * 4 * 2 + 16
 static_assert(step_record(false, 16, 32, 128).v == 8 * (16 * 128 * 4 + 32 * 4 + 32 * 4),
               "record offsets, GDN");
 
+// ---- chunked forward (prefill) -----------------------------------------------------------
+constexpr int kChunk = 16;         // tokens per chunk
+constexpr int kVTile = 128;        // value rows (of V) per block
+constexpr int kChunkThreads = 384; // 8 state warps (16 value rows each) + 4 prep warps
+
+// Flag bits of KdaChunkParams::flags beyond the shared kFlag* above.
+constexpr int32_t kFlagNoOutput = 128;    // o is not written (context-parallel transitions)
+
+// q, k [B, T, H, K] (dense; cu_seqlens null, sequence n = batch row n, `tokens` = T) or
+// [1, total, H, K] with cu_seqlens [seqs + 1] i32 prefix sums (varlen); v, o [.., HV, V]; g
+// [.., HV, K] (KDA) or [.., HV] (GDN); beta [.., HV]. Strides in elements (the head stride
+// is implicit). States as in KdaStepParams: sequence n's initial state is the line
+// h0_lines ? h0_lines[n] : n of `h0` (null: zeros; with a line table, line 0 reads zeros),
+// its final state the line of `ht` (null: not written; line 0 with a table: not written).
+// Context parallel (seg_chunks > 0): a sequence is cut into cp_segs segments of seg_chunks
+// chunks, grid.z = seqs * cp_segs; cp_phase 1 computes every segment's state from zero and its
+// transition (kernels/kda/README.md "Long sequences"), 2 (kda_cp_combine) chains them, 3
+// computes the outputs of segments 1.. from their combined initial states; all use cp_scratch.
+struct KdaChunkParams {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* g;
+  const void* beta;
+  const float* A_log;        // [HV]; null: exp(A_log) = 1
+  const float* dt_bias;      // [HV * K] (KDA) or [HV] (GDN); null: 0
+  void* o;
+  const void* h0;
+  void* ht;
+  const int32_t* h0_lines;
+  const int32_t* ht_lines;
+  const int32_t* cu_seqlens;
+  void* cp_scratch;
+  int64_t qk_stride_seq;
+  int64_t qk_stride_tok;
+  int64_t v_stride_seq;
+  int64_t v_stride_tok;
+  int64_t g_stride_seq;
+  int64_t g_stride_tok;
+  int64_t beta_stride_seq;
+  int64_t beta_stride_tok;
+  int64_t o_stride_seq;
+  int64_t o_stride_tok;
+  int64_t h0_stride;         // bytes per line
+  int64_t ht_stride;
+  int32_t tokens;            // T (dense)
+  int32_t seqs;
+  int32_t heads;
+  int32_t value_heads;
+  int32_t dim_v;             // a multiple of kVTile
+  int32_t flags;
+  float scale;
+  float lower_bound;
+  int32_t seg_chunks;
+  int32_t cp_phase;          // 0 none, 1 transitions, 2 combine, 3 outputs
+  int32_t cp_segs;           // segments per sequence (grid.z of phases 1 and 3 = seqs * cp_segs)
+  int32_t reserved;
+};
+
+static_assert(offsetof(KdaChunkParams, q) == 0, "pack layout");
+static_assert(offsetof(KdaChunkParams, k) == 8, "pack layout");
+static_assert(offsetof(KdaChunkParams, v) == 16, "pack layout");
+static_assert(offsetof(KdaChunkParams, g) == 24, "pack layout");
+static_assert(offsetof(KdaChunkParams, beta) == 32, "pack layout");
+static_assert(offsetof(KdaChunkParams, A_log) == 40, "pack layout");
+static_assert(offsetof(KdaChunkParams, dt_bias) == 48, "pack layout");
+static_assert(offsetof(KdaChunkParams, o) == 56, "pack layout");
+static_assert(offsetof(KdaChunkParams, h0) == 64, "pack layout");
+static_assert(offsetof(KdaChunkParams, ht) == 72, "pack layout");
+static_assert(offsetof(KdaChunkParams, h0_lines) == 80, "pack layout");
+static_assert(offsetof(KdaChunkParams, ht_lines) == 88, "pack layout");
+static_assert(offsetof(KdaChunkParams, cu_seqlens) == 96, "pack layout");
+static_assert(offsetof(KdaChunkParams, cp_scratch) == 104, "pack layout");
+static_assert(offsetof(KdaChunkParams, qk_stride_seq) == 112, "pack layout");
+static_assert(offsetof(KdaChunkParams, qk_stride_tok) == 120, "pack layout");
+static_assert(offsetof(KdaChunkParams, v_stride_seq) == 128, "pack layout");
+static_assert(offsetof(KdaChunkParams, v_stride_tok) == 136, "pack layout");
+static_assert(offsetof(KdaChunkParams, g_stride_seq) == 144, "pack layout");
+static_assert(offsetof(KdaChunkParams, g_stride_tok) == 152, "pack layout");
+static_assert(offsetof(KdaChunkParams, beta_stride_seq) == 160, "pack layout");
+static_assert(offsetof(KdaChunkParams, beta_stride_tok) == 168, "pack layout");
+static_assert(offsetof(KdaChunkParams, o_stride_seq) == 176, "pack layout");
+static_assert(offsetof(KdaChunkParams, o_stride_tok) == 184, "pack layout");
+static_assert(offsetof(KdaChunkParams, h0_stride) == 192, "pack layout");
+static_assert(offsetof(KdaChunkParams, ht_stride) == 200, "pack layout");
+static_assert(offsetof(KdaChunkParams, tokens) == 208, "pack layout");
+static_assert(offsetof(KdaChunkParams, seqs) == 212, "pack layout");
+static_assert(offsetof(KdaChunkParams, heads) == 216, "pack layout");
+static_assert(offsetof(KdaChunkParams, value_heads) == 220, "pack layout");
+static_assert(offsetof(KdaChunkParams, dim_v) == 224, "pack layout");
+static_assert(offsetof(KdaChunkParams, flags) == 228, "pack layout");
+static_assert(offsetof(KdaChunkParams, scale) == 232, "pack layout");
+static_assert(offsetof(KdaChunkParams, lower_bound) == 236, "pack layout");
+static_assert(offsetof(KdaChunkParams, seg_chunks) == 240, "pack layout");
+static_assert(offsetof(KdaChunkParams, cp_phase) == 244, "pack layout");
+static_assert(offsetof(KdaChunkParams, cp_segs) == 248, "pack layout");
+static_assert(sizeof(KdaChunkParams) == 256, "pack size");
+
 }  // namespace kernrt_kda

@@ -52,13 +52,27 @@ class GenerationRefusals(unittest.TestCase):
 class PackMatchesParamsH(unittest.TestCase):
     """The offsets the generator writes are the ones params.h asserts."""
 
-    def asserted(self):
+    def asserted(self, struct="KdaStepParams"):
         with open(PARAMS_H) as f:
             text = f.read()
         off = {m.group(2): int(m.group(3)) for m in re.finditer(
-            r"offsetof\((\w+), (\w+)\) == (\d+)", text) if m.group(1) == "KdaStepParams"}
-        size = int(re.search(r"sizeof\(KdaStepParams\) == (\d+)", text).group(1))
+            r"offsetof\((\w+), (\w+)\) == (\d+)", text) if m.group(1) == struct}
+        size = int(re.search(r"sizeof\(%s\) == (\d+)" % struct, text).group(1))
         return off, size
+
+    def test_chunk_pack_and_smem(self):
+        off, size = self.asserted("KdaChunkParams")
+        self.assertEqual(size, g.CHUNK_PACK)
+        want = {"q": 0, "o": 56, "h0": 64, "ht": 72, "h0_lines": 80, "ht_lines": 88,
+                "cu_seqlens": 96, "cp_scratch": 104, "qk_stride_seq": 112, "o_stride_tok": 184,
+                "h0_stride": 192, "ht_stride": 200, "tokens": 208, "seqs": 212, "heads": 216,
+                "value_heads": 220, "dim_v": 224, "flags": 228, "scale": 232,
+                "lower_bound": 236, "seg_chunks": 240, "cp_phase": 244, "cp_segs": 248}
+        for name, at in want.items():
+            self.assertEqual(off[name], at, name)
+        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk_smem.cuh")) as f:
+            smem = int(re.search(r"kChunkSmemBytes = (\d+);", f.read()).group(1))
+        self.assertEqual(smem, g.CHUNK_SMEM)
 
     def test_step_pack(self):
         off, size = self.asserted()

@@ -28,6 +28,13 @@ MAX_STEPS = 8             # kMaxSteps
 STEP_ROWS = 32            # kStepRows: value rows per decode/verify/commit block
 STEP_THREADS = 128
 STEP_PACK = 224           # sizeof(KdaStepParams)
+CHUNK = 16                # kChunk: tokens per chunk of the prefill
+VTILE = 128               # kVTile: value rows per prefill block
+CHUNK_THREADS = 384       # kChunkThreads
+CHUNK_SMEM = 146112       # kChunkSmemBytes (chunk_smem.cuh)
+CHUNK_PACK = 256          # sizeof(KdaChunkParams)
+COMBINE_THREADS = 256
+FLAG_NO_OUTPUT = 128
 FLAG_GATE, FLAG_LOWER_BOUND, FLAG_BETA_SIGMOID, FLAG_NEG_EIGVAL = 1, 2, 4, 8
 FLAG_L2NORM, FLAG_G_F32, FLAG_BETA_F32 = 16, 32, 64
 ESIZE = {"bf16": 2, "f32": 4, "i32": 4}
@@ -202,8 +209,82 @@ def commit_op(p, steps, slot_bytes):
         _launch("kda_step", p.entry("commit"), STEP_PACK, fields, grid, STEP_THREADS)]}}
 
 
+def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=None,
+               slot_bytes=None, cp_segs=0, seg_chunks=0):
+    """The chunked forward as one op.
+    state="pool": `inout state` + lines [1, seqs] (slot_bytes: the pool's bytes_per_seq);
+    init reads each sequence's line first (a continued prefill), else sequences start from
+    zero; the final state replaces the line. state="dense": `in buffer<f32>` h0 (init) and
+    `out buffer<f32>` ht (final), [seqs, HV, V, K].
+    varlen: q.. are [tokens, heads, dim] with cu_seqlens [seqs + 1] i32 (param after o); else
+    dense [seqs, max_tokens, heads, dim] with T = the `tokens` var.
+    cp_segs >= 2: context parallel, each sequence cut into cp_segs segments of seg_chunks
+    chunks (three launches: transitions, combine, outputs; scratch `cp`)."""
+    if state not in ("pool", "dense"):
+        raise GenError(f"state `{state}` is not supported: expected pool or dense")
+    if not varlen and not max_tokens:
+        raise GenError("a dense prefill needs max_tokens (the row stride of its buffers)")
+    if state == "pool" and not slot_bytes:
+        raise GenError("a pool prefill needs slot_bytes (the pool's bytes_per_seq)")
+    if cp_segs and (cp_segs < 2 or seg_chunks < 1):
+        raise GenError(f"context parallel needs >= 2 segments of >= 1 chunk, got {cp_segs} x {seg_chunks}")
+    params = list(p.head())
+    fields = _head_fields(p)
+    n = len(params)
+    if varlen:
+        params.append("in buffer<i32>")
+        fields.append({"at": 96, "param": n})
+        n += 1
+    if state == "pool":
+        params += ["inout state", "in buffer<i32>"]
+        if init:
+            fields += [{"at": 64, "param": n}, {"at": 80, "param": n + 1}]
+        if final:
+            fields += [{"at": 72, "param": n}, {"at": 88, "param": n + 1}]
+        stride = slot_bytes
+    else:
+        if init:
+            params.append("in buffer<f32>")
+            fields.append({"at": 64, "param": n})
+            n += 1
+        if final:
+            params.append("out buffer<f32>")
+            fields.append({"at": 72, "param": n})
+        stride = p.state_bytes
+    hk, vv, gw = p.heads * K, p.value_heads * p.dim_v, p.value_heads * p.g_width
+    T = 0 if varlen else max_tokens
+    strides = [T * hk, hk, T * vv, vv, T * gw, gw, T * p.value_heads, p.value_heads, T * vv, vv]
+    fields += [{"at": 112 + 8 * i, "i64": v} for i, v in enumerate(strides)]
+    fields += [{"at": 192, "i64": stride if init else 0}, {"at": 200, "i64": stride if final else 0},
+               {"at": 208, "i32": 0} if varlen else {"at": 208, "var": "tokens"},
+               {"at": 212, "var": "seqs"}, {"at": 216, "i32": p.heads},
+               {"at": 220, "i32": p.value_heads}, {"at": 224, "i32": p.dim_v},
+               {"at": 228, "i32": p.flags}, {"at": 232, "f32": p.scale}]
+    if p.lower_bound is not None:
+        fields.append({"at": 236, "f32": float(p.lower_bound)})
+    entry = f"{p.kind}_chunk_sm90a_bf16_k128"
+    nt = p.dim_v // VTILE
+    if not cp_segs:
+        ln = _launch("kda_chunk", entry, CHUNK_PACK, fields, [nt, p.value_heads, "seqs"], CHUNK_THREADS)
+        ln["shared_mem"] = CHUNK_SMEM
+        return {"params": params, "impl": {"launches": [ln]}}
+    cp = [{"at": 104, "scratch": "cp"}, {"at": 240, "i32": seg_chunks}, {"at": 248, "i32": cp_segs}]
+    z = {"mul": ["seqs", cp_segs]}
+    ph1 = _launch("kda_chunk", entry, CHUNK_PACK, fields + cp + [{"at": 244, "i32": 1}],
+                  [nt + 1, p.value_heads, z], CHUNK_THREADS)
+    comb = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", CHUNK_PACK,
+                   fields + cp + [{"at": 244, "i32": 2}], [p.dim_v // 8, p.value_heads, "seqs"],
+                   COMBINE_THREADS)
+    ph3 = _launch("kda_chunk", entry, CHUNK_PACK, fields + cp + [{"at": 244, "i32": 3}],
+                  [nt, p.value_heads, z], CHUNK_THREADS)
+    ph1["shared_mem"] = ph3["shared_mem"] = CHUNK_SMEM
+    scratch = {"cp": {"dtype": "f32", "shape": ["seqs", cp_segs * p.value_heads * (2 * p.dim_v + K) * K]}}
+    return {"params": params, "impl": {"scratch": scratch, "launches": [ph1, comb, ph3]}}
+
+
 MODULES = {
     "kda_step": {"source": "kda_step.sm90a.cubin", "sha256": "@SHA256:kda_step.sm90a@"},
+    "kda_chunk": {"source": "kda_chunk.sm90a.cubin", "sha256": "@SHA256:kda_chunk.sm90a@"},
 }
 
 # ---- complete manifests ----------------------------------------------------------------------
@@ -231,49 +312,109 @@ def _head_bufs(p, prefix, lead, bufs):
     return args
 
 
-def serving_manifest(p, max_seqs, steps=4, model=None):
-    """decode -> verify -> commit over one pool `kda` (one layer: state + verify record per
-    slot). Programs: decode, verify, commit (one call each) and main (all three in order)."""
+def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, seg_chunks=0):
+    """A prefill -> decode -> verify -> commit chain over one pool `kda` (one layer: state +
+    verify record per slot). Programs: prefill (packed fresh sequences, final states into
+    their lines), prefill_cont (continues each line's state), decode, verify, commit (one
+    call each) and main (prefill, decode, verify, commit in order)."""
     slot = p.region_bytes(verify=True)
     bufs = {"lines": _buf("i32", [1, "seqs"], "input", domain={"index_into": "kda", "stride": slot}),
-            "accepted": _buf("i32", ["seqs"], "input", domain={"min": 0, "max": steps})}
-    ops = {"decode": step_op(p, "decode", 1, slot), "verify": step_op(p, "verify", steps, slot),
+            "accepted": _buf("i32", ["seqs"], "input", domain={"min": 0, "max": steps}),
+            "cu_seqlens": _buf("i32", [max_seqs + 1], "input", fill="cu_seqlens",
+                               domain={"min": 0, "max": "tokens", "monotone": True})}
+    ops = {"prefill": prefill_op(p, "pool", init=False, slot_bytes=slot, cp_segs=cp_segs,
+                                 seg_chunks=seg_chunks),
+           "prefill_cont": prefill_op(p, "pool", init=True, slot_bytes=slot, cp_segs=cp_segs,
+                                      seg_chunks=seg_chunks),
+           "decode": step_op(p, "decode", 1, slot), "verify": step_op(p, "verify", steps, slot),
            "commit": commit_op(p, steps, slot)}
     pool = [{"state": "kda"}, {"buf": "lines"}]
+    pre = _head_bufs(p, "pre", ["tokens"], bufs) + [{"buf": "cu_seqlens"}] + pool
     calls = {
+        "prefill": {"label": "prefill", "op": "prefill", "args": pre},
+        "prefill_cont": {"label": "prefill_cont", "op": "prefill_cont", "args": pre},
         "decode": {"label": "decode", "op": "decode", "args": _head_bufs(p, "dec", ["seqs"], bufs) + pool},
         "verify": {"label": "verify", "op": "verify",
                    "args": _head_bufs(p, "ver", ["seqs", steps], bufs) + pool},
         "commit": {"label": "commit", "op": "commit", "args": pool + [{"buf": "accepted"}]},
     }
     programs = {name: {"calls": [c]} for name, c in calls.items()}
-    programs["main"] = {"calls": [calls["decode"], calls["verify"], calls["commit"]]}
+    programs["main"] = {"calls": [calls[c] for c in ("prefill", "decode", "verify", "commit")]}
     return {"schema_version": 4, "model": model or f"kernrt-kda-{p.tag}",
-            "vars": {"seqs": {"max": max_seqs}},
+            "vars": {"tokens": {"max": max_tokens}, "seqs": {"max": max_seqs}},
             "states": {"kda": {"bytes_per_seq": slot}},
             "buffers": bufs, "modules": dict(MODULES), "ops": ops, "programs": programs}
 
 
+def dense_prefill_manifest(p, batch, tokens, init=True, final=True, cp_segs=0, seg_chunks=0):
+    """One dense prefill of exactly [batch, tokens] (program `prefill`): buffers q, k, v, g,
+    beta, [A_log, dt_bias], o, and h0 / ht [batch, HV, V, K] (the drop-in's and the bench's
+    form; strides are those of contiguous tensors of this shape)."""
+    bufs = {}
+    args = _head_bufs(p, "x", ["seqs", tokens], bufs)
+    bufs = {k[2:] if k.startswith("x_") else k: v for k, v in bufs.items()}
+    args = [{"buf": a["buf"][2:] if a["buf"].startswith("x_") else a["buf"]} for a in args]
+    for name, on in (("h0", init), ("ht", final)):
+        if on:
+            bufs[name] = _buf("f32", ["seqs", p.value_heads, p.dim_v, K],
+                              "input" if name == "h0" else "output")
+            args.append({"buf": name})
+    op = prefill_op(p, "dense", init=init, final=final, varlen=False, max_tokens=tokens,
+                    cp_segs=cp_segs, seg_chunks=seg_chunks)
+    return {"schema_version": 4, "model": f"kernrt-kda-prefill-{p.tag}-b{batch}-t{tokens}",
+            "vars": {"tokens": {"max": tokens}, "seqs": {"max": batch}},
+            "buffers": bufs, "modules": {"kda_chunk": MODULES["kda_chunk"]},
+            "ops": {"prefill": op}, "programs": {"prefill": {"calls": [{"op": "prefill", "args": args}]}}}
+
+
+def varlen_prefill_manifest(p, max_tokens, max_seqs, init=True, final=True, cp_segs=0,
+                            seg_chunks=0):
+    """One packed prefill: q.. [tokens, heads, dim], cu_seqlens [max_seqs + 1] i32, h0 / ht
+    [seqs, HV, V, K] dense (program `prefill`)."""
+    bufs = {}
+    args = _head_bufs(p, "x", ["tokens"], bufs)
+    bufs = {k[2:] if k.startswith("x_") else k: v for k, v in bufs.items()}
+    args = [{"buf": a["buf"][2:] if a["buf"].startswith("x_") else a["buf"]} for a in args]
+    bufs["cu_seqlens"] = _buf("i32", [max_seqs + 1], "input", fill="cu_seqlens",
+                              domain={"min": 0, "max": "tokens", "monotone": True})
+    args.append({"buf": "cu_seqlens"})
+    for name, on in (("h0", init), ("ht", final)):
+        if on:
+            bufs[name] = _buf("f32", ["seqs", p.value_heads, p.dim_v, K],
+                              "input" if name == "h0" else "output")
+            args.append({"buf": name})
+    op = prefill_op(p, "dense", init=init, final=final, varlen=True, cp_segs=cp_segs,
+                    seg_chunks=seg_chunks)
+    return {"schema_version": 4, "model": f"kernrt-kda-varlen-{p.tag}",
+            "vars": {"tokens": {"max": max_tokens}, "seqs": {"max": max_seqs}},
+            "buffers": bufs, "modules": {"kda_chunk": MODULES["kda_chunk"]},
+            "ops": {"prefill": op}, "programs": {"prefill": {"calls": [{"op": "prefill", "args": args}]}}}
+
+
 def dense_decode_manifest(p, max_seqs):
     """One decode step on caller state buffers h0 -> ht [seqs, HV, V, K] (the drop-in's form:
-    fla's fused_recurrent_kda returns a new state)."""
+    fla's fused_recurrent_kda returns a new state), program `decode`."""
     bufs = {"h0": _buf("f32", ["seqs", p.value_heads, p.dim_v, K], "input"),
             "ht": _buf("f32", ["seqs", p.value_heads, p.dim_v, K], "output")}
     args = _head_bufs(p, "dec", ["seqs"], bufs) + [{"buf": "h0"}, {"buf": "ht"}]
     return {"schema_version": 4, "model": f"kernrt-kda-dense-decode-{p.tag}",
-            "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs, "modules": dict(MODULES),
+            "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs,
+            "modules": {"kda_step": MODULES["kda_step"]},
             "ops": {"decode": step_op(p, "decode", 1, dense=True)},
             "programs": {"decode": {"calls": [{"op": "decode", "args": args}]}}}
 
 
 def examples():
-    """name -> manifest of the committed examples (small: 4 sequences, H 2)."""
+    """name -> manifest of the committed examples (small: 4 sequences, H 2; kda_cp splits
+    each of 2 sequences into 4 segments of 64 tokens)."""
     kda = Profile("kda", heads=2, value_heads=4, dim_v=128, gate="softplus", beta="bf16",
                   beta_sigmoid=True)
     gdn = Profile("gdn", heads=2, value_heads=2, dim_v=256, g="bf16", gate="lower_bound",
                   lower_bound=-5.0)
-    return {"kda_chain": serving_manifest(kda, 4, steps=4, model="kernrt-kda-example"),
-            "gdn_chain": serving_manifest(gdn, 4, steps=3, model="kernrt-gdn-example")}
+    return {"kda_chain": serving_manifest(kda, 4, 160, steps=4, model="kernrt-kda-example"),
+            "gdn_chain": serving_manifest(gdn, 4, 160, steps=3, model="kernrt-gdn-example"),
+            "kda_cp": serving_manifest(kda, 2, 512, steps=2, model="kernrt-kda-cp-example",
+                                       cp_segs=4, seg_chunks=4)}
 
 # ---- check: kda calls whose buffers or pool cannot be right -----------------------------------
 
