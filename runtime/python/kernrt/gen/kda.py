@@ -312,11 +312,13 @@ def _head_bufs(p, prefix, lead, bufs):
     return args
 
 
-def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, seg_chunks=0):
+def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, seg_chunks=0,
+                     rotate=False):
     """A prefill -> decode -> verify -> commit chain over one pool `kda` (one layer: state +
     verify record per slot). Programs: prefill (packed fresh sequences, final states into
     their lines), prefill_cont (continues each line's state), decode, verify, commit (one
-    call each) and main (prefill, decode, verify, commit in order)."""
+    call each) and main (prefill, decode, verify, commit in order); rotate adds decode_x8 and
+    verify_commit_x4 over two line tables (`lines`, `lines_b`)."""
     slot = p.region_bytes(verify=True)
     bufs = {"lines": _buf("i32", [1, "seqs"], "input", domain={"index_into": "kda", "stride": slot}),
             "accepted": _buf("i32", ["seqs"], "input", domain={"min": 0, "max": steps}),
@@ -340,6 +342,15 @@ def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, se
     }
     programs = {name: {"calls": [c]} for name, c in calls.items()}
     programs["main"] = {"calls": [calls[c] for c in ("prefill", "decode", "verify", "commit")]}
+    if rotate:
+        # Benchmark programs: 8 decode steps / 4 verify + commit rounds alternating two line
+        # tables (two pools' worth of state, so a round trip leaves the 60 MB L2).
+        bufs["lines_b"] = dict(bufs["lines"])
+        alt = lambda c, i: dict(c, args=[dict(a, buf="lines_b") if a.get("buf") == "lines" and i % 2
+                                         else a for a in c["args"]], label=f"{c['label']}{i}")
+        programs["decode_x8"] = {"calls": [alt(calls["decode"], i) for i in range(8)]}
+        programs["verify_commit_x4"] = {"calls": [alt(calls[n], i) for i in range(4)
+                                                  for n in ("verify", "commit")]}
     return {"schema_version": 4, "model": model or f"kernrt-kda-{p.tag}",
             "vars": {"tokens": {"max": max_tokens}, "seqs": {"max": max_seqs}},
             "states": {"kda": {"bytes_per_seq": slot}},
