@@ -170,6 +170,8 @@ def fla_prefill(case, kda_mod=None, gdn_mod=None):
     cu = None if c.cu is None else c.cu_t.long()
     kw = dict(scale=K ** -0.5, initial_state=c.h0, output_final_state=True,
               use_qk_l2norm_in_kernel=True, state_v_first=True, cu_seqlens=cu)
+    if cu is not None:  # host copy: fla builds its chunk table without a device sync
+        kw["cu_seqlens_cpu"] = cu.cpu()
     if c.gate is not None:
         kw.update(use_gate_in_kernel=True, A_log=c.A_log, dt_bias=c.dt_bias)
     if c.beta_mode == "logit":

@@ -76,7 +76,7 @@ def main():
     ceil = bench.floors(rec)
     peers, why = import_peers(args.no_peer)
 
-    ok = checks.run_prefill_checks(rec, args.build, peers, args.quick)
+    ok = checks.run_prefill_checks(rec, args.build, peers, args.quick, bench.T0 + args.budget * 0.5)
     bench.log("prefill checks:", "PASS" if ok else "FAIL")
     ok &= checks.run_serving_checks(rec, args.build, peers, args.quick)
     bench.log("serving checks:", "PASS" if ok else "FAIL")
