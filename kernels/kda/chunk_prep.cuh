@@ -9,8 +9,9 @@
 //      alpha_u (never exp of a cumulative sum: every factor is <= 1, so no gate overflows),
 //      and the f16 operands q^ a, k^ a, k^ b, gamma = a_15, v^T in fp32;
 //   4. Aqk[i][j] = sum_c q^_i k^_j prod_{t=j+1..i} alpha_t (i >= j) and Akk (i > j, times
-//      beta_i), pair by pair in fp32: warp w takes columns j in {w, 7-w, 8+w, 15-w} (34 pairs
-//      each), lane l channels 4l..4l+3, one reduce-scatter of 32 partial sums per column;
+//      beta_i); KDA pair by pair in fp32 (warp w takes columns j in {w, 7-w, 8+w, 15-w}, 34
+//      pairs each, lane l channels 4l..4l+3, one reduce-scatter of 32 partial sums per
+//      column); GDN as bf16 Gram matrices on tensor cores times fp32 norms and decays;
 //   5. Tm = (I + Akk)^-1 by forward substitution (warp 0, lane j = column j), Tm Diag(beta).
 //
 // Not checked here: what kda_chunk.cu guarantees (128 prep threads, span and stage indices).
@@ -136,7 +137,10 @@ __device__ __forceinline__ void prep_tokens(const KdaChunkParams& p, const Span&
         make_float4(k[4 * j] * rk, k[4 * j + 1] * rk, k[4 * j + 2] * rk, k[4 * j + 3] * rk);
     *reinterpret_cast<float4*>(&ps.al[t][ch]) = make_float4(al[0], al[1], al[2], al[3]);
   }
-  if (th.sub == 0) ps.beta[t] = ok ? beta_of(st.beta[t], p.flags) : 0.f;
+  if (th.sub == 0) {
+    ps.beta[t] = ok ? beta_of(st.beta[t], p.flags) : 0.f;
+    ps.rq[t] = rq, ps.rk[t] = rk;
+  }
 }
 
 // Step 3: thread = key channel (and value column) `th.tid`: cumulative products, the f16
@@ -217,6 +221,41 @@ __device__ __forceinline__ void prep_column(const PrepScratch& ps, int j, int la
   scatter_step<2>(x, lane);
   scatter_step<1>(x, lane);
   out = x[0];
+}
+
+// Step 4 for GDN (one decay per head): the Gram matrices of the raw bf16 q, k on tensor cores
+// (exact products, fp32 sums; warp 0: q k^T, warp 1: k k^T), then per element the l2norm
+// factors, beta and E[i][j] = prod_{t=j+1..i} alpha_t in fp32.
+__device__ __forceinline__ void prep_gram(const RawStage& st, PrepScratch& ps, Operands& op,
+                                          int warp, int lane) {
+  if (warp > 1) return;
+  const uint16_t* a_tile = warp == 0 ? &st.q[0][0] : &st.k[0][0];
+  float acc[2][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < 8; ++ks) {
+    uint32_t a[4], b[4];
+    const int r = (lane & 7) + ((lane >> 4) << 3), c = 16 * ks + (((lane >> 3) & 1) << 3);
+    ldmatrix_x4(a, smem_addr(a_tile + r * kRowH + c));
+    ldmatrix_x4(b, smem_addr(&st.k[0][0] + r * kRowH + c));
+    const uint32_t af[4] = {a[0], a[2], a[1], a[3]};  // (lo,lo) (hi,lo) (lo,hi) (hi,hi)
+    mma_bf16(acc[0], af, b[0], b[1]);
+    mma_bf16(acc[1], af, b[2], b[3]);
+  }
+  const int g = lane >> 2, q = lane & 3;
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = g + 8 * (e >> 1), j = 8 * n + 2 * q + (e & 1);
+      float E = 1.f;
+      for (int t = j + 1; t <= i; ++t) E *= ps.al[t][0];
+      const float base = acc[n][e] * ps.rk[j] * E;
+      if (warp == 0) {
+        op.aqk[i][j] = __float2half_rn(i >= j ? base * ps.rq[i] : 0.f);
+      } else {
+        ps.akk[i][j] = i > j ? base * ps.rk[i] * ps.beta[i] : 0.f;
+      }
+    }
 }
 
 // Step 5: column j = lane (< 16) of (I + Akk)^-1 by forward substitution, times beta_j.

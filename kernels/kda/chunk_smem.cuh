@@ -2,7 +2,7 @@
 // (kda_chunk.cu). Owns the layout every role reads and writes, the named-barrier ids and the
 // mapping of a block to its sequence (or context-parallel segment), head and value tile.
 //
-// Layout per block (dynamic shared memory, 146112 bytes):
+// Layout per block (dynamic shared memory, 146240 bytes):
 //   raw[3]   the inputs of one chunk as loaded by cp.async (three chunks in flight)
 //   prep     the prep warps' fp32 scratch: normalized q, k, alpha = exp(log decay), Akk
 //   op[2]    one chunk's tensor-core operands, double buffered between prep and state warps
@@ -55,6 +55,8 @@ struct PrepScratch {
   float al[kChunk][kRowF];          // exp(log decay), 1 past the span
   float akk[kChunk][kChunk];        // beta_i sum_c k_i k_j prod alpha (strictly lower)
   float beta[kChunk];               // effective beta, 0 past the span
+  float rq[kChunk];                 // GDN: scale / |q_t| (0 past the span)
+  float rk[kChunk];                 // GDN: 1 / |k_t| (0 past the span)
 };
 
 struct Operands {
@@ -75,7 +77,7 @@ struct ChunkSmem {
 };
 // The manifests' shared_mem (kernrt/gen/kda.py CHUNK_SMEM, checked against this line by
 // the generator's ctest).
-constexpr int kChunkSmemBytes = 146112;
+constexpr int kChunkSmemBytes = 146240;
 static_assert(sizeof(ChunkSmem) == kChunkSmemBytes, "dynamic shared memory of the chunk kernel");
 static_assert(kChunkSmemBytes <= 227 * 1024, "227 KiB of opt-in shared memory on sm_90");
 static_assert(sizeof(RawStage) % 16 == 0 && sizeof(PrepScratch) % 16 == 0 &&

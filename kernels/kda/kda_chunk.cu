@@ -130,17 +130,21 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
     if (c >= kOpStages) bar_sync(kBarEmpty + s, kChunkThreads);
     Operands& op = sm.op[s];
     prep_channel(sm.raw[st], sm.prep, op, th.tid);
+    if constexpr (kKda) {
 #pragma unroll
-    for (int jj = 0; jj < 4; ++jj) {
-      const int j = cols[jj];
-      float v;
-      prep_column(sm.prep, j, th.lane, v);
-      if (th.lane < kChunk) {
-        op.aqk[th.lane][j] = __float2half_rn(th.lane >= j ? v : 0.f);
-      } else {
-        const int i = th.lane - kChunk;
-        sm.prep.akk[i][j] = i > j ? v * sm.prep.beta[i] : 0.f;
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = cols[jj];
+        float v;
+        prep_column(sm.prep, j, th.lane, v);
+        if (th.lane < kChunk) {
+          op.aqk[th.lane][j] = __float2half_rn(th.lane >= j ? v : 0.f);
+        } else {
+          const int i = th.lane - kChunk;
+          sm.prep.akk[i][j] = i > j ? v * sm.prep.beta[i] : 0.f;
+        }
       }
+    } else {
+      prep_gram(sm.raw[st], sm.prep, op, th.warp, th.lane);
     }
     bar_sync(kBarPrep, kPrepThreads);
     if (th.warp == 0) prep_solve(sm.prep, op, th.lane);

@@ -1,5 +1,5 @@
 // Warp-level tensor-core and copy wrappers of the KDA chunked kernel: one inline `asm` per
-// instruction, named after it (ldmatrix x4 / x4.trans, mma.sync m16n8k16 f16 -> f32,
+// instruction, named after it (ldmatrix x4 / x4.trans, mma.sync m16n8k16 f16 / bf16 -> f32,
 // cp.async 16 bytes with zero fill, its commit / wait, named barriers, f16x2 packing). They
 // sit beside the kernel, as attention's warp_mma.cuh does, because only this family uses the
 // f16 forms.
@@ -45,6 +45,16 @@ __device__ __forceinline__ void mma_f16(float (&d)[4], const uint32_t (&a)[4], u
                                         uint32_t b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32: d += A * B (bf16 operands).
+__device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));

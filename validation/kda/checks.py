@@ -315,3 +315,38 @@ def _refusals(rec, build):
                         message=str(e)[:200])
     srv.rt.close()
     return ok
+
+
+def run_dropin_checks(rec, peers):
+    """kernrt.ops.kda with fla's signatures and fla's [N, HV, K, V] state layout: a chunked
+    call and a one-token fused_recurrent call against the reference, and the forwarding of an
+    unsupported call (requires_grad) to fla."""
+    ok = True
+    try:
+        from kernrt.ops import kda as ops
+        c = fx.Case(B=2, T=333, H=4, HV=8, gates="init", seed=51)
+        h0_kv = c.h0.transpose(-1, -2).contiguous()
+        o, ht = ops.chunk_kda(c.q, c.k, c.v, c.g, c.beta, initial_state=h0_kv,
+                              output_final_state=True, use_qk_l2norm_in_kernel=True,
+                              use_gate_in_kernel=True, A_log=c.A_log, dt_bias=c.dt_bias)
+        torch.cuda.synchronize()
+        o64, ht64 = reference(c)
+        ok &= gate(rec, "drop-in kernrt.ops.kda.chunk_kda (fla layout states)", o,
+                   ht.transpose(-1, -2), o64, ht64)
+        one = fx.Case(B=5, T=1, H=4, gates="harsh", seed=52)
+        o1, h1 = ops.fused_recurrent_kda(one.q, one.k, one.v, one.g, one.beta, one.A_log,
+                                         one.dt_bias, initial_state=one.h0.transpose(-1, -2).contiguous(),
+                                         output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                         use_gate_in_kernel=True)
+        torch.cuda.synchronize()
+        r1, rh1 = reference(one)
+        ok &= gate(rec, "drop-in kernrt.ops.kda.fused_recurrent_kda T=1 (decode kernel)", o1,
+                   h1.transpose(-1, -2), r1, rh1)
+        ok_sup, why = ops.is_supported(c.q.requires_grad_(True), c.k, c.v, c.g, c.beta,
+                                       use_gate_in_kernel=True, A_log=c.A_log, dt_bias=c.dt_bias)
+        ok &= rec.check("drop-in forwards requires_grad to fla with the reason",
+                        not ok_sup and "requires grad" in why, message=why)
+    except Exception as e:  # noqa: BLE001
+        traceback.print_exc()
+        ok &= rec.check("drop-in kernrt.ops.kda", False, exception=repr(e)[:300])
+    return ok

@@ -12,8 +12,10 @@ tensor-core operands and fp32 accumulation; the three unbounded operands (the st
 v_new) go through f16 with a power-of-two scale per 16 value rows (one warp's tile) that maps
 the tile's largest magnitude near 2^14. Used by the CPU test to show the scheme meets the gate
 against kda_ref (float64) under kernel-fun's harsh gates and fla's init gates before any device
-run. Does not model fp32 summation order or the fast-math intrinsics (their errors are far
-below the f16 roundings modelled here).
+run. GDN's kernel forms the same intra-chunk terms as bf16 Gram matrices on tensor cores
+(exact products of the bf16 inputs, fp32 sums) times fp32 norms and decays: equal to this
+model's fp32 pairs up to fp32 rounding. Does not model fp32 summation order or the fast-math
+intrinsics (their errors are far below the f16 roundings modelled here).
 """
 import numpy as np
 

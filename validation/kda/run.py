@@ -79,7 +79,8 @@ def main():
     ok = checks.run_prefill_checks(rec, args.build, peers, args.quick, bench.T0 + args.budget * 0.5)
     bench.log("prefill checks:", "PASS" if ok else "FAIL")
     ok &= checks.run_serving_checks(rec, args.build, peers, args.quick)
-    bench.log("serving checks:", "PASS" if ok else "FAIL")
+    ok &= checks.run_dropin_checks(rec, peers)
+    bench.log("serving and drop-in checks:", "PASS" if ok else "FAIL")
 
     rows = benches.run_prefill_benches(rec, args.build, peers, why, ceil, args.iters, args.rounds,
                                        deadline, args.quick)
