@@ -60,7 +60,7 @@ def cases(quick):
         ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big),
          dict(cp_segs=8, seg_chunks=256), "flash_qla", 524.5),
         ("kda B8 T4096 H16 V128 lower_bound -5, beta logits (FlashKDA's form)",
-         dict(B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="logit",
+         dict(B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",
               g_dtype=torch.bfloat16), {}, "flash_kda", None),
     ]
     return out[:1] + out[2:3] if quick else out
@@ -71,7 +71,7 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
     for name, kw, cp, peer_name, issue_peer in cases(quick):
         try:
             c = fx.Case(seed=100, **kw)
-            if c.beta_mode == "logit":
+            if c.beta_mode == "sigmoid":
                 c.beta = c.beta.bfloat16().float()  # FlashKDA takes bf16 logits: the same values
             ours = fx.Prefill(c, build, **cp)
             ours.write()

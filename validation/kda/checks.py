@@ -62,7 +62,7 @@ def prefill_cases(quick):
         ("kda fla-init gates", dict(gates="init"), {}),
         ("kda harsh raw g (kernel-fun)", dict(gates="harsh"), {}),
         ("kda lower_bound -5, beta logits x2, bf16 g, V256",
-         dict(T=777, V=256, gate="lower_bound", lower_bound=-5.0, beta="logit", g_dtype=torch.bfloat16), {}),
+         dict(T=777, V=256, gate="lower_bound", lower_bound=-5.0, beta="logit2", g_dtype=torch.bfloat16), {}),
         ("kda GVA 2x", dict(T=600, H=2, HV=4), {}),
         ("kda varlen with 1- and 63-token sequences", dict(gates="harsh", cu=cu_var), {}),
         ("gdn in-kernel gate, GVA 2x", dict(kind="gdn", H=4, HV=8), {}),

@@ -30,8 +30,8 @@ NAN = float("nan")
 
 class Case:
     """One input set. kind kda|gdn; gates "init" | "harsh"; gate "softplus" | "lower_bound"
-    | None (g is a precomputed log decay); beta "direct" (in (0, 2)) or "logit" (sigmoid and
-    allow_neg_eigval in the kernel)."""
+    | None (g is a precomputed log decay); beta "direct" (in (0, 2)), "sigmoid" (logits, sigmoid
+    in the kernel) or "logit2" (logits, 2 * sigmoid: allow_neg_eigval)."""
 
     def __init__(self, kind="kda", B=2, T=1000, H=4, HV=None, V=128, gates="init", gate="softplus",
                  lower_bound=None, beta="direct", g_dtype=torch.float32, cu=None, init=True, seed=0):
@@ -63,7 +63,7 @@ class Case:
             x = raw + (self.dt_bias.view(HV, K) if kind == "kda" else self.dt_bias)
             raw = -a * torch.nn.functional.softplus(x)
         self.g = raw.to(g_dtype)
-        if beta == "logit":
+        if beta in ("sigmoid", "logit2"):
             self.beta = rnd(B, T, HV)
         else:
             self.beta = 2 * torch.sigmoid(rnd(B, T, HV))
@@ -74,13 +74,13 @@ class Case:
         return gk.Profile(self.kind, heads=self.H, value_heads=self.HV, dim_v=self.V,
                           g="f32" if self.g.dtype == torch.float32 else "bf16", beta="f32",
                           gate=self.gate, lower_bound=self.lower_bound,
-                          beta_sigmoid=self.beta_mode == "logit",
-                          neg_eigval=self.beta_mode == "logit", l2norm=True)
+                          beta_sigmoid=self.beta_mode != "direct",
+                          neg_eigval=self.beta_mode == "logit2", l2norm=True)
 
     def ref_opts(self):
         return dict(l2norm_qk=True, gate_in_kernel=self.gate is not None, A_log=self.A_log,
                     dt_bias=self.dt_bias, lower_bound=self.lower_bound,
-                    beta_sigmoid=self.beta_mode == "logit", allow_neg_eigval=self.beta_mode == "logit")
+                    beta_sigmoid=self.beta_mode != "direct", allow_neg_eigval=self.beta_mode == "logit2")
 
     def label(self):
         lay = f"varlen {self.N} seqs T{self.T}" if self.cu is not None else f"B{self.B} T{self.T}"
@@ -174,8 +174,8 @@ def fla_prefill(case, kda_mod=None, gdn_mod=None):
         kw["cu_seqlens_cpu"] = cu.cpu()
     if c.gate is not None:
         kw.update(use_gate_in_kernel=True, A_log=c.A_log, dt_bias=c.dt_bias)
-    if c.beta_mode == "logit":
-        kw.update(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=True)
+    if c.beta_mode != "direct":
+        kw.update(use_beta_sigmoid_in_kernel=True, allow_neg_eigval=c.beta_mode == "logit2")
     if c.kind == "kda":
         if c.lower_bound is not None:
             kw.update(lower_bound=c.lower_bound, safe_gate=True)
@@ -264,8 +264,8 @@ def fla_decode_inplace(case, pool_kv, indices, t0, mod):
               initial_state=pool_kv, scale=K ** -0.5, inplace_final_state=True,
               state_v_first=True, ssm_state_indices=indices, use_qk_l2norm_in_kernel=True,
               use_gate_in_kernel=c.gate is not None, lower_bound=c.lower_bound,
-              use_beta_sigmoid_in_kernel=c.beta_mode == "logit",
-              allow_neg_eigval=c.beta_mode == "logit", out=out)
+              use_beta_sigmoid_in_kernel=c.beta_mode != "direct",
+              allow_neg_eigval=c.beta_mode == "logit2", out=out)
     return lambda: mod.fused_recurrent_kda_fwd(q, k, v, g, b, **kw)
 
 
@@ -284,6 +284,6 @@ def fla_verify_spec(case, pool_kv, indices, accepted, t0, steps, mod):
               state_v_first=True, cu_seqlens=cu, ssm_state_indices=indices,
               num_accepted_tokens=accepted, use_qk_l2norm_in_kernel=True,
               use_gate_in_kernel=c.gate is not None, lower_bound=c.lower_bound,
-              use_beta_sigmoid_in_kernel=c.beta_mode == "logit",
-              allow_neg_eigval=c.beta_mode == "logit", out=out)
+              use_beta_sigmoid_in_kernel=c.beta_mode != "direct",
+              allow_neg_eigval=c.beta_mode == "logit2", out=out)
     return lambda: mod.fused_recurrent_kda_fwd(q, k, v, g, b, **kw)
