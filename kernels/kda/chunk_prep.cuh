@@ -9,9 +9,11 @@
 //      alpha_u (never exp of a cumulative sum: every factor is <= 1, so no gate overflows),
 //      and the f16 operands q^ a, k^ a, k^ b, gamma = a_15, v^T in fp32;
 //   4. Aqk[i][j] = sum_c q^_i k^_j prod_{t=j+1..i} alpha_t (i >= j) and Akk (i > j, times
-//      beta_i); KDA pair by pair in fp32 (warp w takes columns j in {w, 7-w, 8+w, 15-w}, 34
-//      pairs each, lane l channels 4l..4l+3, one reduce-scatter of 32 partial sums per
-//      column); GDN as bf16 Gram matrices on tensor cores times fp32 norms and decays;
+//      beta_i). KDA: on tensor cores (tf32) as (q f)(k / f)^T with f = exp(G - G_7) when
+//      every channel's factors stay in fp32 range (fla-init and bounded gates), else pair by
+//      pair in fp32 (kernel-fun's harsh gates; warp w takes columns j in {w, 7-w, 8+w,
+//      15-w}, 34 pairs each, lane l channels 4l..4l+3, one reduce-scatter of 32 partial sums
+//      per column). GDN: bf16 Gram matrices on tensor cores times fp32 norms and decays;
 //   5. Tm = (I + Akk)^-1 by forward substitution (warp 0, lane j = column j), Tm Diag(beta).
 //
 // Not checked here: what kda_chunk.cu guarantees (128 prep threads, span and stage indices).
@@ -144,18 +146,23 @@ __device__ __forceinline__ void prep_tokens(const KdaChunkParams& p, const Span&
 }
 
 // Step 3: thread = key channel (and value column) `th.tid`: cumulative products, the f16
-// operands of its column, gamma, v^T.
-__device__ __forceinline__ void prep_channel(const RawStage& st, const PrepScratch& ps,
-                                             Operands& op, int ch) {
-  float a[kChunk], b[kChunk];
+// operands of its column, gamma, v^T. KDA also writes the tf32 operands of the tensor-core
+// intra terms, with f_t = exp(G_t - G_ref) as products of alphas from the reference token
+// (forward: f_t = prod_{ref<u<=t} alpha_u <= 1; backward: f_t = 1 / prod_{t<u<=ref} alpha_u
+// >= 1), and returns whether both stay within [1e-30, 1e30] (then q f and k / f hold every
+// pair's exp(G_i - G_j) in fp32 range; alpha_0 enters no pair).
+template <bool kKda>
+__device__ __forceinline__ bool prep_channel(const RawStage& st, PrepScratch& ps, Operands& op,
+                                             int ch) {
+  float al[kChunk], a[kChunk], b[kChunk];
   float run = 1.f;
 #pragma unroll
-  for (int t = 0; t < kChunk; ++t) run *= ps.al[t][ch], a[t] = run;
+  for (int t = 0; t < kChunk; ++t) al[t] = ps.al[t][ch], run *= al[t], a[t] = run;
   run = 1.f;
 #pragma unroll
   for (int t = kChunk - 1; t >= 0; --t) {
     b[t] = run;
-    run *= ps.al[t][ch];
+    run *= al[t];
   }
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) {
@@ -170,6 +177,55 @@ __device__ __forceinline__ void prep_channel(const RawStage& st, const PrepScrat
   for (int t = 0; t < kChunk; t += 4)
     vt[t / 4] = make_float4(bf16_f32(st.v[t][ch]), bf16_f32(st.v[t + 1][ch]),
                             bf16_f32(st.v[t + 2][ch]), bf16_f32(st.v[t + 3][ch]));
+  if (!kKda) return false;
+  constexpr int kRef = 7;
+  float f[kChunk], inv[kChunk];
+  float P = 1.f;
+  f[kRef] = inv[kRef] = 1.f;
+#pragma unroll
+  for (int t = kRef - 1; t >= 0; --t) P *= al[t + 1], inv[t] = P, f[t] = __frcp_rn(P);
+  const float p0 = P;
+  float F = 1.f;
+#pragma unroll
+  for (int t = kRef + 1; t < kChunk; ++t) F *= al[t], f[t] = F, inv[t] = __frcp_rn(F);
+  const bool safe = p0 >= 1e-30f && F >= 1e-30f;
+#pragma unroll
+  for (int t = 0; t < kChunk; ++t) {
+    const float qh = ps.qh[t][ch], kh = ps.kh[t][ch];
+    ps.qf[t][ch] = to_tf32(qh * f[t]);
+    ps.kf[t][ch] = to_tf32(kh * f[t]);
+    ps.ki[t][ch] = to_tf32(kh * inv[t]);
+  }
+  return safe;
+}
+
+// Step 4, KDA when every channel is in range: Aqk = (q f)(k / f)^T (warp 0) and Akk = beta
+// (k f)(k / f)^T (warp 1), 16 x 16 x 128 on tensor cores (tf32, fp32 sums; 32 mma each).
+__device__ __forceinline__ void prep_intra_tf32(PrepScratch& ps, Operands& op, int warp, int lane) {
+  if (warp > 1) return;
+  const float (*A)[kRowF] = warp == 0 ? ps.qf : ps.kf;
+  const int g = lane >> 2, q = lane & 3;
+  float acc[2][4] = {};
+#pragma unroll
+  for (int ks = 0; ks < kHeadDim / 8; ++ks) {
+    const int c = 8 * ks + q;
+    const uint32_t a[4] = {__float_as_uint(A[g][c]), __float_as_uint(A[g + 8][c]),
+                           __float_as_uint(A[g][c + 4]), __float_as_uint(A[g + 8][c + 4])};
+#pragma unroll
+    for (int n = 0; n < 2; ++n)
+      mma_tf32(acc[n], a, __float_as_uint(ps.ki[8 * n + g][c]), __float_as_uint(ps.ki[8 * n + g][c + 4]));
+  }
+#pragma unroll
+  for (int n = 0; n < 2; ++n)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int i = g + 8 * (e >> 1), j = 8 * n + 2 * q + (e & 1);
+      if (warp == 0) {
+        op.aqk[i][j] = __float2half_rn(i >= j ? acc[n][e] : 0.f);
+      } else {
+        ps.akk[i][j] = i > j ? acc[n][e] * ps.beta[i] : 0.f;
+      }
+    }
 }
 
 // One step of the reduce-scatter below: values x[0 .. 2S) -> x[0 .. S).

@@ -2,9 +2,10 @@
 // (kda_chunk.cu). Owns the layout every role reads and writes, the named-barrier ids and the
 // mapping of a block to its sequence (or context-parallel segment), head and value tile.
 //
-// Layout per block (dynamic shared memory, 146240 bytes):
+// Layout per block (dynamic shared memory, 171600 bytes):
 //   raw[3]   the inputs of one chunk as loaded by cp.async (three chunks in flight)
-//   prep     the prep warps' fp32 scratch: normalized q, k, alpha = exp(log decay), Akk
+//   prep     the prep warps' fp32 scratch: normalized q, k, alpha = exp(log decay), Akk,
+//            the tf32 operands of KDA's tensor-core intra terms
 //   op[2]    one chunk's tensor-core operands, double buffered between prep and state warps
 //   ostage   per state warp, its 16 x 16 bf16 output tile on the way to a coalesced store
 // Rows are padded so that ldmatrix (8 rows of 16 bytes) and the prep's row accesses hit
@@ -57,6 +58,12 @@ struct PrepScratch {
   float beta[kChunk];               // effective beta, 0 past the span
   float rq[kChunk];                 // GDN: scale / |q_t| (0 past the span)
   float rk[kChunk];                 // GDN: 1 / |k_t| (0 past the span)
+  // KDA's tensor-core intra terms when every channel's decay over the chunk is moderate:
+  // f_t = exp(G_t - G_7) relative to token 7, tf32-rounded operands
+  float qf[kChunk][kRowF];          // q^_t f_t
+  float kf[kChunk][kRowF];          // k^_t f_t
+  float ki[kChunk][kRowF];          // k^_t / f_t
+  int32_t safe[kPrepWarps];         // per prep warp: all its channels' factors in range
 };
 
 struct Operands {
@@ -77,7 +84,7 @@ struct ChunkSmem {
 };
 // The manifests' shared_mem (kernrt/gen/kda.py CHUNK_SMEM, checked against this line by
 // the generator's ctest).
-constexpr int kChunkSmemBytes = 146240;
+constexpr int kChunkSmemBytes = 171600;
 static_assert(sizeof(ChunkSmem) == kChunkSmemBytes, "dynamic shared memory of the chunk kernel");
 static_assert(kChunkSmemBytes <= 227 * 1024, "227 KiB of opt-in shared memory on sm_90");
 static_assert(sizeof(RawStage) % 16 == 0 && sizeof(PrepScratch) % 16 == 0 &&

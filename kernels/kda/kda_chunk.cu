@@ -12,7 +12,7 @@
 //
 // Entries: kda_chunk_sm90a_bf16_k128 (a decay per key channel) and gdn_chunk_sm90a_bf16_k128
 // (one per head), one `const __grid_constant__ KdaChunkParams`. Grid (V / 128, HV, seqs *
-// segments), block 384, dynamic shared memory kChunkSmemBytes (143 KiB, one block per SM).
+// segments), block 384, dynamic shared memory kChunkSmemBytes (168 KiB, one block per SM).
 // Graph-safe: lengths come from cu_seqlens in device memory; a span of 0 tokens copies the
 // initial state to the final state.
 //
@@ -129,18 +129,28 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
     bar_sync(kBarPrep, kPrepThreads);
     if (c >= kOpStages) bar_sync(kBarEmpty + s, kChunkThreads);
     Operands& op = sm.op[s];
-    prep_channel(sm.raw[st], sm.prep, op, th.tid);
+    const bool safe = prep_channel<kKda>(sm.raw[st], sm.prep, op, th.tid);
     if constexpr (kKda) {
+      const bool wsafe = __all_sync(0xffffffffu, safe);
+      if (th.lane == 0) sm.prep.safe[th.warp] = wsafe;
+      bar_sync(kBarPrep, kPrepThreads);  // the tf32 operands and the flags
+      bool fast = true;
 #pragma unroll
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = cols[jj];
-        float v;
-        prep_column(sm.prep, j, th.lane, v);
-        if (th.lane < kChunk) {
-          op.aqk[th.lane][j] = __float2half_rn(th.lane >= j ? v : 0.f);
-        } else {
-          const int i = th.lane - kChunk;
-          sm.prep.akk[i][j] = i > j ? v * sm.prep.beta[i] : 0.f;
+      for (int w = 0; w < kPrepWarps; ++w) fast = fast && sm.prep.safe[w] != 0;
+      if (fast) {
+        prep_intra_tf32(sm.prep, op, th.warp, th.lane);
+      } else {
+#pragma unroll
+        for (int jj = 0; jj < 4; ++jj) {
+          const int j = cols[jj];
+          float v;
+          prep_column(sm.prep, j, th.lane, v);
+          if (th.lane < kChunk) {
+            op.aqk[th.lane][j] = __float2half_rn(th.lane >= j ? v : 0.f);
+          } else {
+            const int i = th.lane - kChunk;
+            sm.prep.akk[i][j] = i > j ? v * sm.prep.beta[i] : 0.f;
+          }
         }
       }
     } else {

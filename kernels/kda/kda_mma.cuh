@@ -1,5 +1,6 @@
 // Warp-level tensor-core and copy wrappers of the KDA chunked kernel: one inline `asm` per
-// instruction, named after it (ldmatrix x4 / x4.trans, mma.sync m16n8k16 f16 / bf16 -> f32,
+// instruction, named after it (ldmatrix x4 / x4.trans, mma.sync m16n8k16 f16 / bf16 and
+// m16n8k8 tf32 -> f32, cvt to tf32,
 // cp.async 16 bytes with zero fill, its commit / wait, named barriers, f16x2 packing). They
 // sit beside the kernel, as attention's warp_mma.cuh does, because only this family uses the
 // f16 forms.
@@ -58,6 +59,25 @@ __device__ __forceinline__ void mma_bf16(float (&d)[4], const uint32_t (&a)[4], 
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: d += A * B, A 16 x 8 (a0 = (row g,
+// col q), a1 = (row g+8, col q), a2 = (row g, col q+4), a3 = (row g+8, col q+4)), B 8 x 8
+// (b0 = (row q, col g), b1 = (row q+4, col g)), operands tf32 in 32-bit registers.
+__device__ __forceinline__ void mma_tf32(float (&d)[4], const uint32_t (&a)[4], uint32_t b0,
+                                         uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+// cvt.rna.tf32.f32: fp32 -> tf32 (10-bit mantissa, round to nearest, ties away), as fp32 bits.
+__device__ __forceinline__ float to_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
 }
 
 // Two floats -> one f16x2 register (round to nearest even), `lo` in the low half.

@@ -3,7 +3,9 @@
 Owns: the chunked forward exactly as the kernel orders it (kernels/kda/README.md "Chunked
 forward"): chunks of 16 tokens; q/k l2norm and gate in fp32; per-channel decays as cumulative
 products of alpha = exp(log decay) inside the chunk (never exp of a cumulative sum, so no
-overflow under any gate); the intra-chunk matrices Aqk / Akk pair by pair in fp32; the unit
+overflow under any gate); the intra-chunk matrices Aqk / Akk as tf32 products of q f and k / f
+(f = exp(G - G_7)) when every channel's factors stay in [1e-30, 1e30], else pair by pair in
+fp32 (KDA; GDN always pair by pair, see below); the unit
 lower-triangular solve in fp32; the state pass in the residual form
     r = v - (k * a) X^T,  v_new = Tm Diag(beta) r,  o = (q * a) X^T + Aqk v_new,
     X <- X Diag(gamma) + v_new^T (k * b)
@@ -20,6 +22,7 @@ intrinsics (their errors are far below the f16 roundings modelled here).
 import numpy as np
 
 C = 16  # tokens per chunk (kChunk)
+PATHS = {"tf32": 0, "pairs": 0}  # chunks per intra-chunk path, for the tests
 
 
 def bf16(x):
@@ -51,12 +54,18 @@ def f16_rows(x, rows=16):
     return out
 
 
+def tf32(x):
+    """Round to tf32 (10-bit mantissa, nearest, ties away: cvt.rna), returned as float32."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x1000) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32).reshape(np.shape(x))
+
+
 def mm(a, b):
     """f16-rounded operands (already rounded by the caller) -> fp32 accumulate."""
     return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)
 
 
-def chunk_head(q, k, v, alpha, beta, X0):
+def chunk_head(q, k, v, alpha, beta, X0, kda=True):
     """One sequence, one value head, prepared fp32 inputs: q (scaled, normalized) [T, K],
     k [T, K], v [T, V] (bf16 values), alpha [T, K] or [T, 1], beta [T]; X0 the state [V, K]
     fp32. Returns (o [T, V] fp32 before the output rounding, X [V, K])."""
@@ -79,16 +88,36 @@ def chunk_head(q, k, v, alpha, beta, X0):
         for t in range(C - 2, -1, -1):
             b[t] = b[t + 1] * ac[t + 1]
         gamma = a[C - 1]
-        # pairwise intra-chunk matrices in fp32: E[i, j] = prod_{t=j+1..i} alpha_t
-        Aqk = np.zeros((C, C), np.float32)
-        Akk = np.zeros((C, C), np.float32)
-        for j in range(C):
-            z = kc[j].copy()
-            Aqk[j, j] = np.dot(qc[j], z)
-            for i in range(j + 1, C):
-                z = z * ac[i]
-                Aqk[i, j] = np.dot(qc[i], z)
-                Akk[i, j] = bc[i] * np.dot(kc[i], z)
+        # intra-chunk matrices: tensor cores (tf32) relative to token 7 when every channel's
+        # factors stay within [1e-30, 1e30], else pair by pair in fp32 (the kernel's choice)
+        ref_t = 7
+        f = np.ones_like(ac)
+        inv = np.ones_like(ac)
+        P = np.ones(K, np.float32)
+        F = np.ones(K, np.float32)
+        with np.errstate(over="ignore", divide="ignore"):  # unused when out of range
+            for t in range(ref_t - 1, -1, -1):
+                P = P * ac[t + 1]
+                inv[t], f[t] = P, np.float32(1) / P
+            for t in range(ref_t + 1, C):
+                F = F * ac[t]
+                f[t], inv[t] = F, np.float32(1) / F
+        if kda and np.all(P >= 1e-30) and np.all(F >= 1e-30):
+            PATHS["tf32"] += 1
+            ki = tf32(kc * inv)
+            Aqk = np.tril(mm(tf32(qc * f), ki.T))
+            Akk = (bc[:, None] * np.tril(mm(tf32(kc * f), ki.T), -1)).astype(np.float32)
+        else:
+            PATHS["pairs"] += 1
+            Aqk = np.zeros((C, C), np.float32)
+            Akk = np.zeros((C, C), np.float32)
+            for j in range(C):
+                z = kc[j].copy()
+                Aqk[j, j] = np.dot(qc[j], z)
+                for i in range(j + 1, C):
+                    z = z * ac[i]
+                    Aqk[i, j] = np.dot(qc[i], z)
+                    Akk[i, j] = bc[i] * np.dot(kc[i], z)
         # Tm = (I + Akk)^-1 by forward substitution (fp32), then Tm * Diag(beta)
         Tm = np.eye(C, dtype=np.float32)
         for i in range(1, C):
@@ -123,5 +152,6 @@ def forward(xp_inputs, init=None, cu=None):
             X0 = np.zeros((v.shape[3], K), np.float32) if init is None else init[n, h]
             o[b, s:e, h], finals[n, h] = chunk_head(
                 q[b, s:e, h].astype(np.float32), k[b, s:e, h].astype(np.float32),
-                v[b, s:e, h].astype(np.float32), alpha[b, s:e, h], beta[b, s:e, h].astype(np.float32), X0)
+                v[b, s:e, h].astype(np.float32), alpha[b, s:e, h], beta[b, s:e, h].astype(np.float32), X0,
+                kda=gl.shape[-1] != 1)
     return o, finals

@@ -53,11 +53,18 @@ class ChunkModelMeetsGate(unittest.TestCase):
         self.assertLess(eh, GATE, f"state {gates} lb={lb}")
         return eo, eh
 
+    def paths(self, **kw):
+        before = dict(cm.PATHS)
+        self.check(**kw)
+        return {k: cm.PATHS[k] - before[k] for k in before}
+
     def test_harsh_raw_gate(self):
-        self.check("harsh")
+        # tens of nats per token: the factors leave fp32's range, every chunk goes pair by pair
+        self.assertEqual(self.paths(gates="harsh")["tf32"], 0)
 
     def test_fla_init_gate_gva(self):
-        self.check("init", H=1, HV=2, seed=1)
+        # moderate decays: the tensor-core path
+        self.assertEqual(self.paths(gates="init", H=1, HV=2, seed=1)["pairs"], 0)
 
     def test_lower_bound_gate(self):
         self.check("init", lb=-5.0, seed=2)
