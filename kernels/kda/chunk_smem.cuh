@@ -125,7 +125,8 @@ __device__ __forceinline__ Span block_span(const KdaChunkParams& p) {
   const int seg_len = p.seg_chunks > 0 ? p.seg_chunks * kChunk : s.seq_len;
   s.t0 = s.seg * seg_len;
   const int rest = s.seq_len - s.t0;
-  s.len = rest < 0 ? 0 : (rest < seg_len ? rest : seg_len);
+  // the last segment takes whatever is left, so no sequence is ever cut short
+  s.len = rest < 0 ? 0 : (rest < seg_len || s.seg == segs - 1 ? rest : seg_len);
   return s;
 }
 

@@ -283,8 +283,9 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p) {
   pdl_wait();
   const int len = p.cu_seqlens != nullptr ? p.cu_seqlens[n + 1] - p.cu_seqlens[n] : p.tokens;
   const int seg_len = p.seg_chunks * kChunk;
-  const int nseg = len <= 0 ? 1 : (len + seg_len - 1) / seg_len;
   const int segs = p.cp_segs;
+  int nseg = len <= 0 ? 1 : (len + seg_len - 1) / seg_len;
+  nseg = nseg < segs ? nseg : segs;  // the last segment covers the rest
   const CpScratch cs = cp_scratch(p, segs);
   const int64_t unit0 = int64_t(n) * segs * p.value_heads + hv;
   auto row = [&](const float* base, int seg, int dim) {
