@@ -98,7 +98,7 @@ def make_inputs(rng, m):
 
 def reference(meta, vals, accepted):
     """Expected outputs and per-line states of main = prefill, decode, verify, commit."""
-    N, cu, steps, sc, opts = meta["N"], meta["cu"], meta["steps"], meta["scale"], meta["opts"]
+    N, cu, sc, opts = meta["N"], meta["cu"], meta["scale"], meta["opts"]
     run = lambda pre, sl, h0, cu_=None: ref.recurrent(
         *(vals[f"{pre}_{n}"][sl] for n in ("q", "k", "v", "g", "beta")), scale=sc,
         initial_state=h0, cu_seqlens=cu_, **opts)
