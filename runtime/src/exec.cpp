@@ -33,6 +33,7 @@ Runtime::Impl::~Impl() {
   if (stream && foreign_pending) api->cuStreamWaitEvent(stream, foreign_done, 0);
   if (stream) api->cuStreamSynchronize(stream);
   graphs.reset();
+  blas.reset();
   for (CUevent ev : {compute_done, foreign_done}) {
     if (ev) api->cuEventDestroy(ev);
   }
@@ -115,6 +116,24 @@ std::optional<Error> Runtime::Impl::enqueue(uint32_t index, CUstream s, bool rel
   for (size_t l = 0; l < prog.plan->launches.size(); ++l) {
     const rt::LaunchPlan& launch = prog.plan->launches[l];
     LaunchArgs& la = prog.args[l];
+    if (launch.gemm) {
+      bool ok = true;
+      for (size_t a = 0; a < launch.args.size(); ++a) ok = ok && launch.args[a].value.eval(dv, &la.scalars[a]);
+      if (!ok) {
+        return Error{ErrorKind::Caller, launch.path, "an argument of call " + launch.call +
+                                                         " does not evaluate at these vars"};
+      }
+      if (relocate) {
+        if (auto e = relocate_launch(launch, la)) return e;
+      }
+      const rt::GemmShape shape = rt::gemm_shape(la.scalars.data(), launch.args.size());
+      if (auto e = blas->gemm(*launch.gemm, shape, la.scalars[rt::kGemmA], la.scalars[rt::kGemmW],
+                              la.scalars[rt::kGemmC], s, launch.path)) {
+        e->message += " in call " + launch.call;
+        return e;
+      }
+      continue;
+    }
     uint64_t grid[3] = {0, 0, 0};
     uint64_t smem = 0;
     bool ok = launch.shared_mem.eval(dv, &smem);

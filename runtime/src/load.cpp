@@ -141,6 +141,19 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
                           std::to_string(im->plan.seq_slots) + ")"});
   }
 
+  // ---- cuBLASLt for the GEMM built-ins, with a workspace of its own --------------------------
+  if (rt::uses_gemm(m)) {
+    auto blas = rt::Blas::open();
+    if (!blas) return ImplResult::fail(blas.errors);
+    im->blas = std::move(*blas.value);
+    CUdeviceptr ws = 0;
+    if (auto e = im->check(d.cuMemAlloc(&ws, rt::Blas::kWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)")) {
+      return fail(*e);
+    }
+    im->device_allocations.push_back(ws);
+    im->blas->set_workspace(ws, rt::Blas::kWorkspaceBytes);
+  }
+
   // ---- allocations, zeroed ---------------------------------------------------------------------
   auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out) -> std::optional<Error> {
     CUdeviceptr p = 0;

@@ -19,6 +19,7 @@
 
 #include "kernrt/manifest/error.hpp"
 #include "kernrt/manifest/types.hpp"
+#include "gemm.hpp"
 #include "pack.hpp"
 #include "slots.hpp"
 #include "tensormap.hpp"
@@ -60,6 +61,7 @@ struct LaunchPlan {
   bool pdl = false;
   std::vector<LaunchArgPlan> args;
   std::vector<PackPlan> packs;
+  std::optional<GemmKind> gemm;  // an `extern:` GEMM built-in: no function, no geometry
 };
 
 struct ProgramPlan {
@@ -77,9 +79,12 @@ struct LoweredManifest {
   std::map<std::string, ProgramPlan> programs;
 };
 
-// What a single-GPU v4 runtime refuses before touching anything: a topology, extern
-// launches ("unsupported extern `x`"), peer buffers, rank args.
+// What a single-GPU v4 runtime refuses before touching anything: a topology, externs
+// other than the GEMM built-ins ("unsupported extern `x`"), peer buffers, rank args.
 Errors check_supported(const manifest::Manifest& m);
+
+// Whether any launch of the manifest is a GEMM built-in (the runtime then opens cuBLASLt).
+bool uses_gemm(const manifest::Manifest& m);
 
 // Every problem found, each at its JSON pointer.
 Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& allocations,
