@@ -12,8 +12,10 @@ replays of the runtime's graph. Benchmark: batch 1..32 at average KV 200k (batch
 FlashInfer 0.7.2.post1 (tensor-core paged decode on the same K/V views) in this process, each
 a CUDA graph of one decode (ours: the runtime's own graph, replayed with rt.enqueue(graph=True);
 FlashInfer: torch.cuda.graph), replays timed with events, rounds in alternating order, medians.
-Writes OUT/attention.jsonl (one row per case) and prints a table last.
-Deliberately does not check: program_io (program_io_check.py) or KV append (kv_append_check.py).
+Then runs kv_append_check.py and program_io_check.py (the integration cases through the
+product's CLI; --long adds batch 1-32 at 150k-250k) into the same directory. Writes
+OUT/attention.jsonl, OUT/kv_append.jsonl, OUT/program_io.jsonl and prints a table last.
+Deliberately does not check: the old harness (gone; git history holds it).
 """
 import argparse
 import os
@@ -149,9 +151,12 @@ def main():
     ap.add_argument("--peer-deadline", type=float, default=240.0)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--skip-checks", action="store_true", help="benchmark only")
+    ap.add_argument("--no-integration", action="store_true",
+                    help="skip kv_append_check.py and program_io_check.py")
+    ap.add_argument("--long", action="store_true", help="program_io at 150k-250k too")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    cubins = os.path.join(args.build, "cubins", "run")
+    cubins = bench.use_build(args.build)
     rec = bench.Recorder(os.path.join(args.out, "attention.jsonl"), "attention", args.commit)
     peer_proc = None if args.no_peer else start_peer_warmup(args.out)
     ceilings = bench.floors(rec, skip_gemm=True)
@@ -228,8 +233,31 @@ def main():
               f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_peer', float('nan')):.3f} |")
     if fi is None:
         print("peer missing:", reason)
+    rt.close()
+    del kv
+    torch.cuda.empty_cache()
+    if not args.no_integration:
+        ok &= integration(args)
     print("ATTENTION ALL PASS" if ok else "ATTENTION SOME CHECK FAILED")
     return 0 if ok else 1
+
+
+def integration(args):
+    """KV append and program_io in their own processes (so the decode's memory is free)."""
+    cubins = os.path.join(args.build, "cubins", "run")
+    jobs = [[sys.executable, os.path.join(HERE, "kv_append_check.py"), "--build", args.build,
+             "--out", os.path.join(args.out, "kv_append.jsonl"), "--commit", args.commit],
+            [sys.executable, os.path.join(HERE, "program_io_check.py"), "--program-io",
+             os.path.join(args.build, "bin", "program_io"), "--cubins", cubins,
+             "--out", os.path.join(args.out, "program_io.jsonl"), "--commit", args.commit]
+            + (["--long"] if args.long else [])]
+    ok = True
+    for cmd in jobs:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        tail = (p.stdout + p.stderr).strip().splitlines()[-3:]
+        log(f"{os.path.basename(cmd[1])}: exit {p.returncode}: " + " | ".join(tail))
+        ok &= p.returncode == 0
+    return ok
 
 
 if __name__ == "__main__":
