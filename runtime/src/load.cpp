@@ -285,7 +285,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     im->programs.push_back(std::move(prog));
   }
   im->dense.assign(im->lowered.vars.names.size(), 1);
-  im->bound.assign(im->lowered.buffers.size(), 0);
+  im->bound.assign(im->lowered.bindable.size(), 0);
   const auto* api_table = im->api;
   im->graphs = std::make_unique<rt::GraphCache>(
       options.graph_cache_capacity ? options.graph_cache_capacity : kDefaultGraphCacheCapacity,

@@ -115,10 +115,9 @@ struct Lowerer {
             s.region = Region{it->second.address + off, it->second.bytes - off};
             s.value = Value::fixed(s.region.address);
             s.what = view_name(a.name, off);
-            if (kBuf) {
-              s.buffer = static_cast<int32_t>(std::distance(table.begin(), it));
-              s.offset = off;
-            }
+            s.buffer = static_cast<int32_t>((kBuf ? 0 : alloc.buffers.size()) +
+                                            std::distance(table.begin(), it));
+            s.offset = off;
             slot = std::move(s);
           } else if constexpr (std::is_same_v<T, manifest::VarRef>) {
             if (auto v = compile(manifest::Expr::variable(a.name), path)) {
@@ -336,7 +335,9 @@ Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& al
                               TensorMapEncoder& encoder) {
   Lowerer lw{m, allocations, encoder, {}, {}, {}};
   lw.out.vars = VarTable::from(m);
-  for (const auto& [name, region] : allocations.buffers) lw.out.buffers.push_back(name);
+  for (const auto& [name, region] : allocations.buffers) lw.out.bindable.push_back(name);
+  lw.out.buffer_count = lw.out.bindable.size();
+  for (const auto& [name, region] : allocations.states) lw.out.bindable.push_back(name);
   for (const auto& [name, p] : m.programs) lw.lower_program(name, p);
   if (!lw.errors.empty()) return Result<LoweredManifest>::fail(std::move(lw.errors));
   return Result<LoweredManifest>::ok(std::move(lw.out));

@@ -71,7 +71,10 @@ struct ProgramPlan {
 
 struct LoweredManifest {
   VarTable vars;
-  std::vector<std::string> buffers;  // sorted: the index Slot::buffer and relocations use
+  // What a call may bind the caller's memory to: every buffer (sorted), then every state
+  // (sorted); Slot::buffer and relocations index this list.
+  std::vector<std::string> bindable;
+  size_t buffer_count = 0;  // bindable[0, buffer_count) are buffers, the rest states
   std::vector<FunctionKey> functions;
   std::vector<uint64_t> shared_mem_max;  // per function: bytes at var maxima, max over launches
   std::vector<std::string> function_paths;  // per function: the first launch that uses it

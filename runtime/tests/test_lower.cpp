@@ -145,7 +145,7 @@ TEST(Lower, RelocationsNameBuffersWhereTheirAddressesLand) {
   testing::FakeEncoder enc;
   auto low = rt::lower(m, fake(*plan.value), enc);
   ASSERT_TRUE(low) << testing::all_messages(low.errors);
-  const auto& names = low.value->buffers;
+  const auto& names = low.value->bindable;
   auto index = [&](const std::string& n) {
     return static_cast<int32_t>(std::find(names.begin(), names.end(), n) - names.begin());
   };
