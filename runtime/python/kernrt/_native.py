@@ -3,10 +3,10 @@
 Owns: the search order for the library and the cubins, the one ctypes declaration of every
 C ABI entry point used here (runtime/include/kernrt/kernrt.h), and the structs that cross it.
 Loading happens on first use, never at import, so `import kernrt` works on any machine.
-Search order, library: $KERNRT_LIBRARY; kernrt/_native/libkernrt.so (a package built by
+Search order, library: $KERNRT_LIBRARY; kernrt/_lib/libkernrt.so (a package built by
 `pip install ./runtime/python` after the CMake build); <checkout>/build/lib/libkernrt.so
 (PYTHONPATH=runtime/python in a checkout); the system's (`cmake --install`).
-Cubins: $KERNRT_CUBINS; kernrt/_native/cubins; <checkout>/build/cubins/run;
+Cubins: $KERNRT_CUBINS; kernrt/_lib/cubins; <checkout>/build/cubins/run;
 <prefix>/share/kernrt/cubins next to a system library.
 Does not check: that the library and the cubins come from the same build (the manifests pin
 cubins by hash, so a mismatch fails the load with an artifact error that names the file).
@@ -29,7 +29,7 @@ def library_candidates():
     if env:
         return [env]
     found = ctypes.util.find_library("kernrt")
-    return [os.path.join(HERE, "_native", "libkernrt.so"),
+    return [os.path.join(HERE, "_lib", "libkernrt.so"),
             os.path.join(CHECKOUT_BUILD, "lib", "libkernrt.so")] + ([found] if found else [])
 
 
@@ -38,7 +38,7 @@ def cubin_dir():
     env = os.environ.get("KERNRT_CUBINS")
     if env:
         return env
-    for d in (os.path.join(HERE, "_native", "cubins"), os.path.join(CHECKOUT_BUILD, "cubins", "run")):
+    for d in (os.path.join(HERE, "_lib", "cubins"), os.path.join(CHECKOUT_BUILD, "cubins", "run")):
         if os.path.isdir(d):
             return d
     lib = _lib_path

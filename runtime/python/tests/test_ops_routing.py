@@ -120,6 +120,18 @@ class Forwarding(unittest.TestCase):
         self.assertEqual(len(logs.output), 1, logs.output)  # one line per family and outcome
         self.assertIn("forwarding to fla: unknown keyword argument `new_flag`", logs.output[0])
 
+    def test_a_cold_shape_under_capture_is_forwarded(self):
+        saved = conv._capturing
+        conv._capturing = lambda: True
+        try:
+            with self.assertLogs("kernrt", logging.INFO) as logs:
+                conv.causal_conv1d(FakeTensor((2, 64, 256)), FakeTensor((256, 4), "torch.float32"),
+                                   activation="silu")
+        finally:
+            conv._capturing = saved
+        self.assertEqual(self.calls[0][0], "causal_conv1d")
+        self.assertIn("a CUDA graph capture of a shape that has not run eagerly yet", logs.output[0])
+
     def test_update_is_forwarded_with_fla_signature(self):
         x, cache = FakeTensor((8, 256)), FakeTensor((8, 256, 4))
         conv.causal_conv1d_update(x, cache, weight=FakeTensor((256, 4), "torch.float32"),
