@@ -65,8 +65,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-peer", action="store_true")
     args = ap.parse_args()
-    # the build's library, unless the caller chose one (kernrt loads it on first use)
-    os.environ.setdefault("KERNRT_LIBRARY", os.path.join(os.path.abspath(args.build), "lib", "libkernrt.so"))
+    bench.use_build(args.build)  # the build's libkernrt.so and cubins (the drop-ins use them too)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "kda.jsonl")
     if os.path.exists(path):
