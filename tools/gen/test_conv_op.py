@@ -79,9 +79,8 @@ class Entries(unittest.TestCase):
 
 class Dropins(unittest.TestCase):
     def test_forward_buffers_are_the_call_tensors(self):
-        m = g.dropin_manifest("fwd", batch=2, tokens=100, dim=512, width=4,
-                              x_strides=(100 * 1536, 1536, 1), bias=True, residual=True,
-                              initial_state=True, final_state=True)
+        m = g.dropin_manifest("fwd", 2, 100, 512, 4, "bf16", "f32", True, "silu", 100 * 1536, 1536,
+                              residual=True, initial_state=True, final_state=True)
         b = m["buffers"]
         self.assertEqual(b["x"]["shape"], [1 + 100 * 1536 + 99 * 1536 + 511])
         self.assertEqual(b["y"]["shape"], [2, 100, 512])
@@ -93,22 +92,29 @@ class Dropins(unittest.TestCase):
         self.assertEqual(g.check(m), [])
 
     def test_update_cache_is_carried_in_place(self):
-        m = g.dropin_manifest("update", batch=64, dim=4096, width=4, x_strides=(3 * 4096, 1))
+        m = g.dropin_manifest("update", 64, 1, 4096, 4, x_stride_seq=3 * 4096)
         self.assertEqual(m["buffers"]["cache"], {"dtype": "bf16", "shape": [64, 4096, 4], "kind": "carry"})
         self.assertEqual(m["ops"]["update"]["params"][-1], "inout buffer<bf16>")
         self.assertEqual(m["buffers"]["x"]["shape"], [63 * 3 * 4096 + 4096])
 
     def test_varlen_forward_needs_one_row(self):
         with self.assertRaisesRegex(g.GenError, r"batch must be 1, got 2"):
-            g.dropin_manifest("fwd", batch=2, tokens=10, dim=64, width=4, varlen_seqs=3)
-        m = g.dropin_manifest("fwd", batch=1, tokens=10, dim=64, width=4, varlen_seqs=3)
+            g.dropin_manifest("fwd", 2, 10, 64, 4, varlen_seqs=3)
+        m = g.dropin_manifest("fwd", 1, 10, 64, 4, varlen_seqs=3)
         self.assertEqual(m["buffers"]["cu_seqlens"]["shape"], [4])
 
     def test_rejects_misaligned_strides(self):
         with self.assertRaisesRegex(g.GenError, r"x stride 1540 must be a non-negative multiple of 8"):
-            g.dropin_manifest("fwd", batch=1, tokens=4, dim=512, width=4, x_strides=(6160, 1540, 1))
-        with self.assertRaisesRegex(g.GenError, r"channel stride 1"):
-            g.dropin_manifest("fwd", batch=1, tokens=4, dim=512, width=4, x_strides=(2048, 1, 4))
+            g.dropin_manifest("fwd", 1, 4, 512, 4, x_stride_seq=6160, x_stride_tok=1540)
+
+    def test_ops_call_key_is_the_positional_order(self):
+        # kernrt.ops.conv calls dropin_manifest(*key): (kind, B, T, D, W, dtype, weight
+        # dtype, bias, act, x_stride_seq, x_stride_tok); act None is no activation
+        m = g.dropin_manifest("fwd", 2, 64, 256, 3, "f16", "bf16", False, None, 64 * 320, 320)
+        fields = {f["at"]: f for f in m["ops"]["fwd"]["impl"]["launches"][0]["args"][0]["pack"]["fields"]}
+        self.assertEqual(fields[132]["i32"], 4)  # fla's lines, no silu, bf16 weight
+        self.assertEqual((fields[72]["i64"], fields[80]["i64"]), (64 * 320, 320))
+        self.assertEqual(m["buffers"]["x"]["shape"], [64 * 320 + 63 * 320 + 256])
 
 
 class CallChecks(unittest.TestCase):

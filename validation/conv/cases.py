@@ -256,9 +256,9 @@ def dropin_fwd_case(ck, loaders, *, B, T, D, W, lens=None, bias=False, residual=
             f"{' xrow%d' % row if row != D else ''}")
 
     def one(loader):
-        m = g.dropin_manifest("fwd", batch=B, tokens=T, dim=D, width=W, bias=bias, residual=residual,
-                              initial_state=states, final_state=states, fwd_kernel=loader,
-                              varlen_seqs=None if cu is None else N, x_strides=x.stride())
+        m = g.dropin_manifest("fwd", B, T, D, W, "bf16", "f32", bias, "silu", x.stride(0), x.stride(1),
+                              residual=residual, initial_state=states, final_state=states,
+                              fwd_kernel=loader, varlen_seqs=None if cu is None else N)
         rt = ck.load(m)
         rt.buffer("x").copy_(xfull.reshape(-1)[:rt.buffer("x").numel()])
         rt.buffer("weight").copy_(w)
@@ -298,7 +298,7 @@ def dropin_update_case(ck, loaders, *, N, D, W, bias=False, residual=False, bind
             f" fla-cache{' bind' if bind else ''}")
 
     def one(loader):
-        m = g.dropin_manifest("update", batch=N, dim=D, width=W, bias=bias, residual=residual,
+        m = g.dropin_manifest("update", N, 1, D, W, "bf16", "f32", bias, "silu", residual=residual,
                               update_kernel=loader)
         rt = ck.load(m)
         cache = cache0.clone()

@@ -46,14 +46,14 @@ def every_manifest():
         row = kw.get("xrow") or kw["D"]
         for loader in run.FWD_LOADERS:
             out[f"dropin_fwd{i}_{loader}"] = g.dropin_manifest(
-                "fwd", batch=B, tokens=T, dim=kw["D"], width=kw["W"], bias=kw.get("bias", False),
-                residual=kw.get("residual", False), initial_state=kw.get("states", True),
-                final_state=kw.get("states", True), fwd_kernel=loader,
-                varlen_seqs=None if cu is None else N, x_strides=(T * row, row, 1))
+                "fwd", B, T, kw["D"], kw["W"], "bf16", "f32", kw.get("bias", False), "silu",
+                T * row, row, residual=kw.get("residual", False),
+                initial_state=kw.get("states", True), final_state=kw.get("states", True),
+                fwd_kernel=loader, varlen_seqs=None if cu is None else N)
     for i, kw in enumerate(lists["DROPIN_UPDATE_CASES"]):
         for loader in [k for k in run.UPDATE_LOADERS if g.UPDATE_KERNELS[k][2]]:
             out[f"dropin_update{i}_{loader}"] = g.dropin_manifest(
-                "update", batch=kw["N"], dim=kw["D"], width=kw["W"], bias=kw.get("bias", False),
+                "update", kw["N"], 1, kw["D"], kw["W"], "bf16", "f32", kw.get("bias", False), "silu",
                 residual=kw.get("residual", False), update_kernel=loader)
     cands = run.fwd_candidates(g, quick=False)
     for B, T, D in run.FWD_SHAPES:

@@ -7,7 +7,9 @@ buffers are exactly the call's tensors, so the caller binds them through
 `rt.enqueue("main", bind={...})` (zero-copy) with these names and shapes:
 
     x              in   1-D [view_elements(x.shape, x.stride())] x's dtype: x as a flat view
-                        from its first element (any batch/token strides, channel stride 1)
+                        from its first element (any batch/token strides that are multiples
+                        of 8, channel stride 1); bind the tensor itself (kernrt's bind spans
+                        a view from its first element to one past its last)
     weight         in   [D, W]          bias  in  [D]  (weight's dtype)
     y              out  fwd: [B, T, D]; update: [N, D]   (contiguous, as fla returns it)
     residual       in   like y, contiguous (fla's kernels read it so)
@@ -38,33 +40,28 @@ def _buf(dtype, shape, kind):
     return {"dtype": dtype, "shape": list(shape), "kind": kind}
 
 
-def _row_strides(kind, strides, dim):
-    """(sequence stride, token stride) of x in elements, checked for the 16-byte rows the
-    kernels load; `strides` as torch gives them (channel stride last, which must be 1)."""
-    if strides[-1] != 1:
-        raise g.GenError(f"x must have channel stride 1 (strides {list(strides)})")
-    rows = strides[:-1]
-    for s in rows:
-        if s % g.CHANNELS or s < 0:
-            raise g.GenError(f"x stride {s} must be a non-negative multiple of {g.CHANNELS} "
-                             f"elements (16-byte aligned rows)")
-    if kind == "fwd":
-        return rows[0], rows[1]
-    return rows[0], dim  # update: one token per sequence; the token stride is never used
+def _check_stride(s):
+    if s < 0 or s % g.CHANNELS:
+        raise g.GenError(f"x stride {s} must be a non-negative multiple of {g.CHANNELS} "
+                         f"elements (16-byte aligned rows)")
+    return s
 
 
-def dropin_manifest(kind, *, batch, dim, width, tokens=1, dtype="bf16", weight="f32",
-                    bias=False, act="silu", x_strides=None, residual=False,
-                    initial_state=False, final_state=False, state_layout="fla",
-                    varlen_seqs=None, fwd_kernel=None, span=None, update_kernel=None):
+def dropin_manifest(kind, batch, tokens, dim, width, dtype="bf16", weight="f32", bias=False,
+                    act="silu", x_stride_seq=None, x_stride_tok=None, *, residual=False,
+                    initial_state=False, final_state=False, state_layout="fla", varlen_seqs=None,
+                    fwd_kernel=None, span=None, update_kernel=None):
     """A complete manifest (dict) for one fla conv call; see the module docstring.
 
-    kind "fwd": x [batch, tokens, dim] (varlen: batch 1 and varlen_seqs = N sequences
-    packed along tokens); kind "update": x [batch, dim], one token per sequence, the cache
-    [batch, dim, slots] updated in place. x_strides: the element strides of x as torch
-    reports them for its 3-D (fwd) or 2-D (update) view (default contiguous)."""
+    kind "fwd": x [batch, tokens, dim] with element strides (x_stride_seq, x_stride_tok, 1)
+    (default contiguous; varlen: batch 1 and varlen_seqs = N sequences packed along
+    tokens); kind "update": x [batch, dim] (tokens 1), x_stride_seq elements between
+    sequences, the cache [batch, dim, slots] updated in place. act: "silu" / "swish" /
+    "none" / None (fla's activation argument). The positional order is kernrt.ops.conv's
+    call key: (kind, B, T, D, W, dtype, weight dtype, bias, act, x strides)."""
     if kind not in ("fwd", "update"):
         raise g.GenError(f"drop-in kind `{kind}`: expected fwd or update")
+    act = {None: "none", "swish": "silu"}.get(act, act)
     kw = {}
     if fwd_kernel is not None:
         kw["fwd_kernel"] = fwd_kernel
@@ -80,9 +77,9 @@ def dropin_manifest(kind, *, batch, dim, width, tokens=1, dtype="bf16", weight="
         if varlen and batch != 1:
             raise g.GenError(f"a varlen call packs its sequences in one row: batch must be 1, got {batch}")
         seqs = varlen_seqs if varlen else batch
-        shape = (batch, tokens, dim)
-        strides = tuple(x_strides) if x_strides is not None else (tokens * dim, dim, 1)
-        xs, xt = _row_strides(kind, strides, dim)
+        xt = _check_stride(dim if x_stride_tok is None else x_stride_tok)
+        xs = _check_stride(tokens * xt if x_stride_seq is None else x_stride_seq)
+        shape, strides = (batch, tokens, dim), (xs, xt, 1)
         vars_ = {"tokens": {"max": tokens}, "seqs": {"max": seqs}}
         states = ([] if not initial_state else ["init"]) + ([] if not final_state else ["final"])
         op = g.fwd_op(p, x_strides=(xs, xt), y_strides=(tokens * dim, dim),
@@ -93,11 +90,10 @@ def dropin_manifest(kind, *, batch, dim, width, tokens=1, dtype="bf16", weight="
             raise g.GenError("the update takes one token per sequence and its cache; no "
                              "initial/final state, cu_seqlens or tokens")
         seqs = batch
-        shape = (batch, dim)
-        strides = tuple(x_strides) if x_strides is not None else (dim, 1)
-        xs, xt = _row_strides(kind, strides, dim)
+        xs = _check_stride(dim if x_stride_seq is None else x_stride_seq)
+        shape, strides = (batch, dim), (xs, 1)
         vars_ = {"seqs": {"max": seqs}}
-        op = g.update_op(p, state="buffer", x_strides=(xs, xt), y_strides=(dim, dim),
+        op = g.update_op(p, state="buffer", x_strides=(xs, dim), y_strides=(dim, dim),
                          res_strides=(dim, dim))
         y_shape = [batch, dim]
     bufs["x"] = _buf(dtype, [view_elements(shape, strides)], "input")
