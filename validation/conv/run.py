@@ -116,12 +116,12 @@ def main():
     deadline = t0 + a.budget
     faulthandler.dump_traceback_later(a.budget + 60, exit=True)
     build = os.path.abspath(a.build)
-    cubins = os.path.join(build, "cubins", "run")
-    os.environ.setdefault("KERNRT_LIBRARY", os.path.join(build, "lib", "libkernrt.so"))
-    os.environ.setdefault("KERNRT_CUBINS", cubins)
     sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
+    sys.path.insert(0, os.path.join(REPO, "validation", "common"))
     sys.path.insert(0, HERE)
     import torch
+    import bench as common  # validation/common: use_build, the copy ceiling, the GPU serial
+    cubins = common.use_build(build)
     import kernrt
     from kernrt.gen import conv as g
     import cases
@@ -133,7 +133,7 @@ def main():
     os.makedirs(a.out, exist_ok=True)
     out_path = os.path.join(a.out, "conv.jsonl")
     meta = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
-            "commit": a.commit, "family": "conv"}
+            "gpu_serial": common.gpu_serial(), "commit": a.commit, "family": "conv"}
     out = open(out_path, "a")
 
     def emit(row):
@@ -147,10 +147,13 @@ def main():
           f"{ {k: v for k, v in notes.items() if 'unavailable' in v} }", flush=True)
     table = []
     reps = 10 if a.quick else 20
+    ceiling = common.copy_rate()  # 4 GB device copy, read + write: the decode floors' rate
+    emit({"case": "ceiling: device-to-device copy 4 GB (read + write)", "kind": "ceiling",
+          "bytes_per_s": ceiling})
+    print(f"copy ceiling {ceiling / 1e12:.3f} TB/s", flush=True)
 
     # ---- 1. timing ---------------------------------------------------------------------
     cands = fwd_candidates(g, a.quick)
-    copy_rate = None
     for B, T, D in FWD_SHAPES:
         if time.monotonic() > deadline - 40:
             print(f"SKIP fwd B{B} T{T} D{D}: out of time", flush=True)
@@ -170,8 +173,6 @@ def main():
         torch.cuda.empty_cache()
         if kf_keys and res.get("kernel-fun") and kf_keys() <= keys0:
             kf_note = "kernel-fun's autotuner learnt no key here: its own kernel may not have run"
-        if res.get("copy"):
-            copy_rate = max(copy_rate or 0, nbytes / (res["copy"] * 1e-6))
         best = min((k for k in pc if res.get(k)), key=lambda k: res[k], default=None)
         case = f"fwd B{B} T{T} D{D} W4 silu bf16 wf32"
         floor = res.get("copy")
@@ -215,7 +216,7 @@ def main():
         with torch.no_grad():
             res, why, ours_bytes, fla_bytes = timing.update_shape(cubins, pc, fla_update, N, D, reps=reps)
         torch.cuda.empty_cache()
-        rate = copy_rate or timing.NOMINAL_BW
+        rate = ceiling
         lines_c = [k for k in pc if pc[k][0] == "lines" and res.get(k)]
         fla_c = [k for k in pc if pc[k][0] == "fla" and res.get(k)]
         for layout, cs, nb in (("our lines", lines_c, ours_bytes), ("fla cache", fla_c, fla_bytes)):
