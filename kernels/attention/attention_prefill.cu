@@ -346,7 +346,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     const int np = it.page1 - it.page0;
     tile = __shfl_sync(0xffffffffu, tile, 0);  // uniform for the compiler: descriptors stay in
                                                // uniform registers between the wgmma
-    if (np > 0) {
+    if (kWgRows * w >= rows) {
+      // No real row in this warpgroup's half (items of <= 10 tokens: verify): pass the tiles
+      // through without math, releasing each once it has landed.
+      ptx::mbarrier_arrive_if(q_empty, lane == 0);
+      for (int x = 0; x < 2 * np; ++x) {
+        ptx::mbarrier_wait_converged(&full[(tile + x) % kStages], ((tile + x) / kStages) & 1);
+        ptx::mbarrier_arrive_if(&empty[(tile + x) % kStages], lane == 0);
+      }
+      tile += 2 * np;
+    } else if (np > 0) {
       // ---- first page: S, softmax (O is zero, nothing to rescale) -------------------------
       {
         const int slot = tile % kStages;

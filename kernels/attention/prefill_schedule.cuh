@@ -6,9 +6,10 @@
 // end at min(kv_len, kv_len - q_len + last token + 1) (bottom-right causal), i.e. P pages.
 // Every unit has S item slots (chunks c = 0..S-1, pages [c P / Su, (c+1) P / Su) for
 // Su = min(S, max(P, 1)) non-empty chunks; chunks c >= Su are skipped). Item order: sequences
-// by decreasing page count, then KV head, then blocks from the last (most keys) to the first,
-// then chunks: large items first (list scheduling ends on small ones), and the CTAs running at
-// one time share one KV head's keys in L2.
+// by decreasing page count, then blocks from the last (most keys) to the first, then KV head,
+// then chunks: within a sequence the items come in decreasing size, so list scheduling ends on
+// small ones (2048/2048: 60 page-times instead of 64 with KV head before block, simulated),
+// and the CTAs running at one time read the same keys of one sequence in near lockstep.
 //
 // S is chosen once per launch, identically by every CTA, from the units' page counts: the
 // smallest S in 1..32 (units x S <= partial slots) minimising the makespan estimate
@@ -184,8 +185,8 @@ struct Schedule {
     const int nb = ceil_div(ql, kBlockTokens);
     const int us = j / s;
     const int c = j - us * s;
-    const int kvh = us / nb;
-    const int blk = nb - 1 - (us - kvh * nb);
+    const int blk = nb - 1 - us / kHeadsKv;
+    const int kvh = us % kHeadsKv;
     const int first = kBlockTokens * blk;
     const int pages = block_pages(ql, kv, blk);
     const int su = min(s, max(pages, 1));
