@@ -66,6 +66,9 @@ GB300_DEFAULT_SPLITS = 38  # 152 CTAs at batch 1: 38 splits x 4 head groups
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))))
 GEOMETRY_PATH = os.path.join(REPO, "kernels", "attention", "geometry.json")
+if not os.path.exists(GEOMETRY_PATH):  # an installed package carries the build's copy
+    GEOMETRY_PATH = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                                 "_lib", "attention_geometry.json")
 GEOMETRY_FALLBACK = {"module": "attention_decode", "cubin": "attention_decode.sm90a.cubin",
                      "entry": "attention_decode_sm90a_bf16_q24kv4d256p64",
                      "block": [256, 1, 1], "shared_mem": 0, "splits": 38}
