@@ -1,9 +1,9 @@
 """Peers of the H200 prefill / verify validation, run in the same process as ours.
 
-Owns: importing FlashInfer lazily (the infra's prebuilt modules under .peer/flashinfer, or any
-flashinfer on the path; optional dependencies the prefill path never calls are replaced by
-inert stub modules, and JIT compilation is off unless asked for, so a missing module is an
-error rather than minutes of nvcc), FlashInfer's BatchPrefillWithPagedKVCacheWrapper (fa3 and
+Owns: importing FlashInfer lazily (the infra's carried peer: .peer/flashinfer/install.sh into a
+site directory, offline; or any flashinfer on the path; optional dependencies the prefill path
+never calls are replaced by inert stub modules, and JIT compilation is off unless asked for,
+so a module that was not prebuilt is an error rather than minutes of nvcc), FlashInfer's BatchPrefillWithPagedKVCacheWrapper (fa3 and
 fa2 backends, NHD, page 64, causal, CUDA-graph mode) over the same paged K/V views our kernel
 reads, and torch SDPA restricted to cuDNN over contiguous copies (bottom-right causal).
 Every constructor raises PeerUnavailable with the reason instead of crashing the run.
@@ -16,6 +16,7 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import os
+import subprocess
 import sys
 import types
 
@@ -79,17 +80,41 @@ _FI = None
 STUBBED = []
 
 
-def flashinfer(peer_dir, allow_jit=False):
-    """The flashinfer module, or PeerUnavailable. `peer_dir` may hold `site/` (a package
-    tree) and wheels; anything importable already is used too."""
+def install_peer(peer_dir, site):
+    """The infra's carried FlashInfer (.peer/flashinfer/install.sh: the trimmed package with
+    prebuilt sm_90a modules; apache-tvm-ffi from .peer/wheels) into `site`, offline, once."""
+    marker = os.path.join(site, ".kernrt-installed")
+    if os.path.exists(marker):
+        return
+    wheels = sorted(glob.glob(os.path.join(os.path.dirname(peer_dir), "wheels",
+                                           "apache_tvm_ffi-*.whl")))
+    steps = []
+    if wheels:
+        steps.append([sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps",
+                      "--no-compile", "--target", site] + wheels)
+    steps.append(["bash", os.path.join(peer_dir, "install.sh"), site])
+    for cmd in steps:
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=180)
+        if done.returncode != 0:
+            raise PeerUnavailable(f"{' '.join(cmd[:3])}...: {(done.stderr or done.stdout)[-300:]}")
+    open(marker, "w").close()
+
+
+def flashinfer(peer_dir, allow_jit=False, site="/tmp/kernrt-flashinfer-site"):
+    """The flashinfer module, or PeerUnavailable: the carried peer under `peer_dir` when it
+    has install.sh (installed into `site`), else whatever flashinfer is importable."""
     global _FI
     if _FI is not None:
         return _FI
-    if peer_dir and os.path.isdir(peer_dir):
-        for path in [os.path.join(peer_dir, "site")] + sorted(glob.glob(os.path.join(peer_dir,
-                                                                                   "*.whl"))):
-            if os.path.exists(path) and path not in sys.path:
-                sys.path.insert(0, path)
+    if peer_dir and os.path.exists(os.path.join(peer_dir, "install.sh")):
+        try:
+            install_peer(peer_dir, site)
+        except (OSError, subprocess.SubprocessError) as e:
+            raise PeerUnavailable(f"installing the carried flashinfer failed: {e}") from e
+        if site not in sys.path:
+            sys.path.insert(0, site)
+    os.environ.setdefault("FLASHINFER_WORKSPACE_BASE", "/tmp/fiws")
+    os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
     if not allow_jit:
         os.environ.setdefault("FLASHINFER_DISABLE_JIT", "1")
     finder = _StubFinder()

@@ -39,19 +39,25 @@ import zlib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
 import prefill_cases as pc  # noqa: E402
 
 GATE = 0.02
 RESULTS = "attention_prefill.jsonl"
+FAMILY = "attention-prefill"
 SEED_REPLAYS = 1000
 
 
-def row_base(args, kind, case):
-    return {"date": datetime.date.today().isoformat(), "gpu": args.gpu_name,
-            "commit": args.commit, "family": "attention-prefill", "case": case, "kind": kind}
+def recorder(args):
+    """validation/common/bench.py's Recorder (imports torch: children only)."""
+    import bench
+    return bench.Recorder(os.path.join(args.out, RESULTS), FAMILY, args.commit)
 
 
-def emit(args, row):
+def parent_row(args, case, note):
+    """A row written without torch (the parent never touches the GPU)."""
+    row = {"date": datetime.date.today().isoformat(), "gpu": "NVIDIA H200", "commit": args.commit,
+           "family": FAMILY, "case": case, "kind": "check", "note": note, "pass": False}
     with open(os.path.join(args.out, RESULTS), "a", encoding="utf-8") as f:
         f.write(json.dumps(row) + "\n")
     print(json.dumps(row), flush=True)
@@ -90,8 +96,10 @@ def poison(out):
 
 def phase_checks(args):
     import torch
+    import bench
     import kernrt
     from kernrt import gen
+    rec = recorder(args)
     stream = torch.cuda.Stream()
     for case in pc.check_cases(args.quick):
         t0 = time.time()
@@ -106,109 +114,80 @@ def phase_checks(args):
                 for _ in range(1 if mode == "eager" else replays):
                     run_ours(rt, case, stream, graph=mode != "eager")
             stream.synchronize()
-            finite, rel, mx = pc.errors(out[:case.tokens], ref)
+            finite, rel, mx = bench.errors(out[:case.tokens], ref)
             ok = finite and rel < GATE and mx < GATE
             extra = {} if ok else {"diag": pc.diagnose(case, out[:case.tokens], ref)}
-            emit(args, dict(row_base(args, "check", f"{case.name} [{mode}]"),
-                            shape=case.describe(), error=rel, max_abs=mx, finite=finite,
-                            gate=GATE, peer="float32 reference", secs=round(time.time() - t0, 2),
-                            **extra, **{"pass": ok}))
-        del rt
+            rec.check(f"{case.name} [{mode}]", ok, shape=case.describe(), error=rel, max_abs=mx,
+                      finite=finite, gate=GATE, vs="float32 reference",
+                      secs=round(time.time() - t0, 2), **extra)
+            if extra:
+                bench.log(f"  diag {json.dumps(extra['diag'])}")
+        rt.close()
+        del rt, out, inputs, ref
         torch.cuda.empty_cache()
 
 
 # ---- phase: bench ---------------------------------------------------------------------------
 
-def gemm_rate():
+def time_cold(fn, flush, iters, sleep_cycles=60_000_000):
+    """Per-call GPU microseconds of `fn` (one graph replay enqueued on the current stream),
+    L2 flushed before each call outside the events (a 128 MB memset: every case then reads
+    its K/V from HBM, as a serving step would), the queue pre-filled behind a GPU sleep so
+    host launch cost never counts (bench.time_calls' method)."""
     import torch
-    a = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    b = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
-    for _ in range(3):
-        a @ b
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(10):
-        a @ b
-    e1.record()
+    fn()
     torch.cuda.synchronize()
-    return 10 * 2 * 8192 ** 3 / (e0.elapsed_time(e1) * 1e-3)  # FLOP/s
-
-
-def copy_rate():
-    import torch
-    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda").fill_(1)
-    dst = torch.empty_like(src)
-    for _ in range(3):
-        dst.copy_(src)
-    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    e0.record()
-    for _ in range(10):
-        dst.copy_(src)
-    e1.record()
-    torch.cuda.synchronize()
-    return 10 * 2 * src.numel() / (e0.elapsed_time(e1) * 1e-3)  # bytes read + written per s
-
-
-def time_replays(launch, stream, flush, iters):
-    """Median microseconds of `launch` (one graph replay) with L2 flushed before each."""
-    import torch
-    times = []
-    for _ in range(iters):
+    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+          for _ in range(iters)]
+    torch.cuda._sleep(sleep_cycles)
+    for s, e in ev:
         flush.zero_()
-        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        with torch.cuda.stream(stream):
-            stream.wait_stream(torch.cuda.current_stream())
-            e0.record(stream)
-            launch()
-            e1.record(stream)
-        torch.cuda.current_stream().wait_stream(stream)
-        e1.synchronize()
-        times.append(e0.elapsed_time(e1) * 1e3)
-    times.sort()
-    return times[len(times) // 2]
+        s.record()
+        fn()
+        e.record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) * 1000.0 for s, e in ev]
 
 
-def graph_of(fn, stream):
-    """A torch CUDA graph of `fn` (warmed on `stream`) and its replay."""
-    import torch
-    with torch.cuda.stream(stream):
-        fn()
-    stream.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=stream):
-        fn()
-    return g.replay
+def interleaved_cold(contenders, flush, iters, rounds=2):
+    """{name: median us}, contenders timed in turn, the order reversed every other round."""
+    import statistics
+    samples = {k: [] for k in contenders}
+    order = list(contenders)
+    for r in range(rounds):
+        for k in (order if r % 2 == 0 else order[::-1]):
+            samples[k] += time_cold(contenders[k], flush, iters)
+    return {k: statistics.median(v) for k, v in samples.items()}
 
 
 def phase_bench(args):
     import torch
+    import bench
     import kernrt
     from kernrt import gen
     import prefill_peers as pp
-    stream = torch.cuda.Stream()
+    rec = recorder(args)
     flush = torch.empty(128 << 20, dtype=torch.uint8, device="cuda")  # > the 60 MB L2
-    rate_f, rate_b = gemm_rate(), copy_rate()
-    emit(args, dict(row_base(args, "rate", "floors"), gemm_tflops=rate_f / 1e12,
-                    copy_tbps=rate_b / 1e12))
+    ceil = bench.floors(rec)
+    rate_f, rate_b = ceil["gemm_flops"], ceil["copy_Bps"]
     try:
         fi = pp.flashinfer(args.peer_dir, args.allow_jit)
         fi_reason = None
     except pp.PeerUnavailable as e:
         fi, fi_reason = None, str(e)
+        bench.log(f"flashinfer unavailable: {fi_reason}")
+    stream = torch.cuda.current_stream()
     for case in pc.bench_cases(args.quick):
         rt, inputs = load_case(kernrt, gen, args, case)
         kv = rt.buffer("kv")
         ref = pc.reference(case, inputs, kv)
         out = rt.buffer("out")
         poison(out)
-        with torch.cuda.stream(stream):
-            run_ours(rt, case, stream, graph=True)
-        stream.synchronize()
-        finite, rel, mx = pc.errors(out[:case.tokens], ref)
-        ours = time_replays(lambda: run_ours(rt, case, stream, True), stream, flush, 3)
-        iters = max(5, min(50, int(1.5e6 / max(ours, 1.0) / 3)))
-        ours = time_replays(lambda: run_ours(rt, case, stream, True), stream, flush, iters)
-        peers, notes = {}, {}
+        run_ours(rt, case, stream, graph=True)
+        torch.cuda.synchronize()
+        finite, rel, mx = bench.errors(out[:case.tokens], ref)
+        contenders = {"ours": lambda: run_ours(rt, case, stream, True)}
+        peers, notes, keep = {}, {}, []
         makers = [("flashinfer-fa3", lambda: pp.FlashInferPrefill(fi, "fa3", case, inputs, kv)),
                   ("flashinfer-fa2", lambda: pp.FlashInferPrefill(fi, "fa2", case, inputs, kv)),
                   ("cudnn-sdpa", lambda: pp.CudnnSdpa(case, inputs, kv))]
@@ -218,20 +197,24 @@ def phase_bench(args):
                 continue
             try:
                 peer = make()
-                replay = graph_of(peer.run, stream)
-                peers[name] = time_replays(replay, stream, flush, iters)
                 got = peer.output() if hasattr(peer, "output") else peer.out
-                p_fin, p_rel, p_max = pc.errors(got[:case.tokens], ref)
+                p_fin, p_rel, p_max = bench.errors(got[:case.tokens], ref)
                 notes[name] = f"rel L2 {p_rel:.2e} max {p_max:.2e}" + ("" if p_fin else " NaN")
-                del peer
+                contenders[name] = bench.torch_graph(peer.run).replay
+                keep.append(peer)
             except pp.PeerUnavailable as e:
                 notes[name] = f"peer unavailable: {e}"
             except Exception as e:  # noqa: BLE001 - a peer failing is a result, not a crash
                 notes[name] = f"peer failed: {type(e).__name__}: {str(e)[:200]}"
             torch.cuda.synchronize()
+        est = statistics_median(time_cold(contenders["ours"], flush, 3))
+        iters = max(5, min(40, int(1.0e6 / max(est, 1.0) / len(contenders) / 2)))
+        times = interleaved_cold(contenders, flush, iters)
+        ours = times.pop("ours")
+        peers = times
         flop_us, byte_us = case.flops() / rate_f * 1e6, case.bytes() / rate_b * 1e6
         fi_best = min(((peers[n], n) for n in peers if n.startswith("flashinfer")), default=None)
-        r = dict(row_base(args, "bench", case.name), shape=case.describe(), ours_us=ours,
+        r = dict(case=case.name, kind="bench", shape=case.describe(), ours_us=ours,
                  floor_us=max(flop_us, byte_us), floor="flops" if flop_us > byte_us else "bytes",
                  flop_floor_us=flop_us, byte_floor_us=byte_us, tflops=case.flops() / ours / 1e6,
                  frac_of_floor=max(flop_us, byte_us) / ours, peers=peers, peer_notes=notes,
@@ -241,24 +224,34 @@ def phase_bench(args):
             r.update(peer=fi_best[1], peer_us=fi_best[0], speedup_vs_peer=fi_best[0] / ours)
         if "cudnn-sdpa" in peers:
             r["vs_cudnn"] = peers["cudnn-sdpa"] / ours
-        emit(args, r)
+        rec.add(**r)
+        bench.log(f"{case.name}: ours {ours:.1f} us ({r['tflops']:.0f} TF/s), peers "
+                  f"{ {k: round(v, 1) for k, v in peers.items()} }, floor {r['floor_us']:.1f}")
+        del contenders, keep
+        rt.close()
         del rt, kv, out, inputs, ref
         torch.cuda.empty_cache()
+
+
+def statistics_median(xs):
+    import statistics
+    return statistics.median(xs)
 
 
 # ---- phase: program_io ------------------------------------------------------------------------
 
 def phase_program_io(args):
     import torch
+    import bench
+    rec = recorder(args)
     program_io = os.path.join(args.build, "bin", "program_io")
     sys.path.insert(0, os.path.join(pc.REPO, "tools", "gen"))
     import example_io
     for name in ("prefill", "verify"):
         manifest = os.path.join(args.build, "examples", "h200", f"{name}.json")
         if not os.access(program_io, os.X_OK) or not os.path.exists(manifest):
-            emit(args, dict(row_base(args, "check", f"program_io examples/h200/{name}.json"),
-                            note="not run: program_io or the pinned example is not built",
-                            **{"pass": False}))
+            rec.check(f"program_io examples/h200/{name}.json", False,
+                      note="not run: program_io or the pinned example is not built")
             continue
         with tempfile.TemporaryDirectory(prefix="kernrt-prefill-") as work:
             info = example_io.write_inputs(manifest, work)
@@ -273,15 +266,13 @@ def phase_program_io(args):
                 done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
                 label = f"program_io examples/h200/{name}.json [{'graph' if mode else 'eager'}]"
                 if done.returncode != 0:
-                    emit(args, dict(row_base(args, "check", label), note=done.stderr[-400:],
-                                    **{"pass": False}))
+                    rec.check(label, False, note=done.stderr[-400:])
                     continue
                 raw = open(os.path.join(work, "out.bin"), "rb").read()
                 got = torch.frombuffer(bytearray(raw), dtype=torch.bfloat16)[:ref.numel()]
-                finite, rel, mx = pc.errors(got.cuda().view_as(ref), ref)
-                emit(args, dict(row_base(args, "check", label), error=rel, max_abs=mx,
-                                finite=finite, gate=GATE, peer="float32 reference",
-                                **{"pass": finite and rel < GATE and mx < GATE}))
+                finite, rel, mx = bench.errors(got.cuda().view_as(ref), ref)
+                rec.check(label, finite and rel < GATE and mx < GATE, error=rel, max_abs=mx,
+                          finite=finite, gate=GATE, vs="float32 reference")
 
 
 def reference_from_files(example_io, manifest, work):
@@ -366,13 +357,10 @@ def main(argv=None):
         return dry_run(args)
     os.makedirs(args.out, exist_ok=True)
     if args.phase:
-        import torch
-        args.gpu_name = torch.cuda.get_device_name()
         {"checks": phase_checks, "bench": phase_bench, "program_io": phase_program_io}[
             args.phase](args)
         return 0
     open(os.path.join(args.out, RESULTS), "w").close()
-    args.gpu_name = "unknown"
     for phase, limit in zip(("checks", "bench", "program_io"),
                             (int(x) for x in args.timeouts.split(","))):
         cmd = [sys.executable, os.path.abspath(__file__), "--phase", phase] + \
@@ -383,8 +371,7 @@ def main(argv=None):
             print(f"phase {phase}: exit {rc} after {time.time() - t0:.0f} s", flush=True)
         except subprocess.TimeoutExpired:
             print(f"phase {phase}: TIMED OUT after {limit} s (hang?)", flush=True)
-            emit(args, dict(row_base(args, "check", f"phase {phase}"),
-                            note=f"timed out after {limit} s", **{"pass": False}))
+            parent_row(args, f"phase {phase}", f"timed out after {limit} s")
     table(args)
     return 0
 
