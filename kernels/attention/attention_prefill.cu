@@ -162,6 +162,38 @@ __device__ __forceinline__ ItemInfo uniform(const ItemInfo& in) {
   return it;
 }
 
+// Stores one normalised output row: the quad's 4 threads hold columns 8j + 2t, +1 of it (bf16x2
+// words v_j); a 4x4 transpose inside the quad per 4 words (two butterfly stages of shuffles)
+// gives thread t columns 32q + 8t .. +7, one 16-byte store per group q (16 per row instead of
+// 64 four-byte ones).
+__device__ __forceinline__ void store_row(__nv_bfloat16* row, const float (&o)[128], int half,
+                                          float inv, int t, bool live) {
+  const bool b0 = t & 1, b1 = t & 2;
+#pragma unroll
+  for (int q = 0; q < 8; ++q) {
+    uint32_t a[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int j = 4 * q + i;
+      a[i] = pack_bf16x2(o[4 * j + 2 * half] * inv, o[4 * j + 2 * half + 1] * inv);
+    }
+    // Stage 1 (lanes t, t ^ 1): thread t then holds M(t & ~1 | {0,1}, (t & 1) + {0, 2}).
+    const uint32_t r0 = __shfl_xor_sync(0xffffffffu, b0 ? a[0] : a[1], 1);
+    const uint32_t r1 = __shfl_xor_sync(0xffffffffu, b0 ? a[2] : a[3], 1);
+    const uint32_t c0 = b0 ? r0 : a[0], c1 = b0 ? a[1] : r0;
+    const uint32_t c2 = b0 ? r1 : a[2], c3 = b0 ? a[3] : r1;
+    // Stage 2 (lanes t, t ^ 2): thread t then holds M(0..3, t).
+    const uint32_t s0 = __shfl_xor_sync(0xffffffffu, b1 ? c0 : c2, 2);
+    const uint32_t s1 = __shfl_xor_sync(0xffffffffu, b1 ? c1 : c3, 2);
+    uint4 v;
+    v.x = b1 ? s0 : c0;
+    v.y = b1 ? s1 : c1;
+    v.z = b1 ? c2 : s0;
+    v.w = b1 ? c3 : s1;
+    if (live) *reinterpret_cast<uint4*>(row + 32 * q + 8 * t) = v;
+  }
+}
+
 __device__ __forceinline__ void rescale(float (&o)[128], const float (&alpha)[2]) {
 #pragma unroll
   for (int j = 0; j < 32; ++j) {
@@ -446,22 +478,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     if (it.nchunks == 1) {
       const float inv_a = l[0] > 0.f ? 1.f / l[0] : 0.f;
       const float inv_b = l[1] > 0.f ? 1.f / l[1] : 0.f;
-      if (row_a < rows) {
-        __nv_bfloat16* dst = out_row(p, it, row_a) + 2 * t;
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          *reinterpret_cast<uint32_t*>(dst + 8 * j) =
-              pack_bf16x2(o[4 * j] * inv_a, o[4 * j + 1] * inv_a);
-        }
-      }
-      if (row_b < rows) {
-        __nv_bfloat16* dst = out_row(p, it, row_b) + 2 * t;
-#pragma unroll
-        for (int j = 0; j < 32; ++j) {
-          *reinterpret_cast<uint32_t*>(dst + 8 * j) =
-              pack_bf16x2(o[4 * j + 2] * inv_b, o[4 * j + 3] * inv_b);
-        }
-      }
+      // Every lane shuffles (the quad shares rows); only real rows store.
+      store_row(out_row(p, it, min(row_a, rows - 1)), o, 0, inv_a, t, row_a < rows);
+      store_row(out_row(p, it, min(row_b, rows - 1)), o, 1, inv_b, t, row_b < rows);
     } else {
       float* po = p.ptr_partial_o + static_cast<int64_t>(it.slot) * kPartialFloats + 2 * t;
       float* ps = p.ptr_partial_stats + static_cast<int64_t>(it.slot) * kStatsFloats;
