@@ -106,11 +106,20 @@ def bench_cases(quick=False):
     return cases[:5] if quick else cases
 
 
-def manifest(case, kv_form="buffer"):
-    """The complete manifest of one case: the generated h200 op, sized to the case."""
+# Entries of the prefill cubin: the shipped one (prefill_geometry.json) and live alternatives
+# timed beside it (kernels/attention/attention_prefill.cu).
+VARIANTS = {"pingpong": "attention_prefill_pingpong_sm90a_bf16_q24kv4d256p64"}
+
+
+def manifest(case, variant=None):
+    """The complete manifest of one case: the generated h200 op, sized to the case (with the
+    entry of `variant` instead of the shipped one when given)."""
     max_context = case.max_pages * PAGE
     cap = ao.Capacity(max(case.tokens, 1), case.seqs, max_context, case.layers, 1)
-    op_name, launch, body = ao.op("prefill", "h200", cap, ao.KV_BUFFER)
+    geometry = ao.load_prefill_geometry()
+    if variant:
+        geometry = dict(geometry, entry=VARIANTS[variant])
+    op_name, launch, body = ao.op("prefill", "h200", cap, ao.KV_BUFFER, geometry)
     rows = ["tokens", HEADS_Q, DIM]
     return {
         "schema_version": 4,

@@ -65,10 +65,10 @@ def parent_row(args, case, note):
 
 # ---- the product path ---------------------------------------------------------------------
 
-def load_case(kernrt, gen, args, case):
+def load_case(kernrt, gen, args, case, variant=None):
     """A loaded runtime for `case` with its inputs written in place; returns (rt, inputs)."""
     import torch
-    m = gen.pin(pc.manifest(case), args.cubins)
+    m = gen.pin(pc.manifest(case, variant), args.cubins)
     rt = kernrt.load(m, cubins=[args.cubins])
     kv = rt.buffer("kv")
     seed = zlib.crc32(case.name.encode())
@@ -123,6 +123,19 @@ def phase_checks(args):
             if extra:
                 bench.log(f"  diag {json.dumps(extra['diag'])}")
         rt.close()
+        for v in ([] if args.no_variants else sorted(pc.VARIANTS)):
+            vrt, _ = load_case(kernrt, gen, args, case, v)  # the same seeded inputs
+            vout = vrt.buffer("out")
+            poison(vout)
+            with torch.cuda.stream(stream):
+                run_ours(vrt, case, stream, graph=True)
+            stream.synchronize()
+            finite, rel, mx = bench.errors(vout[:case.tokens], ref)
+            ok = finite and rel < GATE and mx < GATE
+            extra = {} if ok else {"diag": pc.diagnose(case, vout[:case.tokens], ref)}
+            rec.check(f"{case.name} [variant {v}]", ok, shape=case.describe(), error=rel,
+                      max_abs=mx, finite=finite, gate=GATE, vs="float32 reference", **extra)
+            vrt.close()
         del rt, out, inputs, ref
         torch.cuda.empty_cache()
 
@@ -188,6 +201,21 @@ def phase_bench(args):
         finite, rel, mx = bench.errors(out[:case.tokens], ref)
         contenders = {"ours": lambda: run_ours(rt, case, stream, True)}
         peers, notes, keep = {}, {}, []
+        variants = {}
+        for v in ([] if args.no_variants else sorted(pc.VARIANTS)):
+            try:
+                vrt, _ = load_case(kernrt, gen, args, case, v)
+                vout = vrt.buffer("out")
+                poison(vout)
+                run_ours(vrt, case, stream, graph=True)
+                torch.cuda.synchronize()
+                v_fin, v_rel, v_max = bench.errors(vout[:case.tokens], ref)
+                notes["ours-" + v] = f"rel L2 {v_rel:.2e} max {v_max:.2e}" + ("" if v_fin else " NaN")
+                if v_fin and v_rel < GATE and v_max < GATE:
+                    contenders["ours-" + v] = (lambda r=vrt: run_ours(r, case, stream, True))
+                variants[v] = vrt
+            except Exception as e:  # noqa: BLE001 - a variant failing is a result
+                notes["ours-" + v] = f"variant failed: {type(e).__name__}: {str(e)[:200]}"
         makers = [("flashinfer-fa3", lambda: pp.FlashInferPrefill(fi, "fa3", case, inputs, kv)),
                   ("flashinfer-fa2", lambda: pp.FlashInferPrefill(fi, "fa2", case, inputs, kv)),
                   ("cudnn-sdpa", lambda: pp.CudnnSdpa(case, inputs, kv))]
@@ -214,11 +242,12 @@ def phase_bench(args):
         peers = times
         flop_us, byte_us = case.flops() / rate_f * 1e6, case.bytes() / rate_b * 1e6
         fi_best = min(((peers[n], n) for n in peers if n.startswith("flashinfer")), default=None)
+        ours_variants = {n: peers.pop(n) for n in list(peers) if n.startswith("ours-")}
         r = dict(case=case.name, kind="bench", shape=case.describe(), ours_us=ours,
                  floor_us=max(flop_us, byte_us), floor="flops" if flop_us > byte_us else "bytes",
                  flop_floor_us=flop_us, byte_floor_us=byte_us, tflops=case.flops() / ours / 1e6,
                  frac_of_floor=max(flop_us, byte_us) / ours, peers=peers, peer_notes=notes,
-                 error=rel, max_abs=mx, gate=GATE, iters=iters,
+                 variants_us=ours_variants, error=rel, max_abs=mx, gate=GATE, iters=iters,
                  **{"pass": finite and rel < GATE and mx < GATE})
         if fi_best:
             r.update(peer=fi_best[1], peer_us=fi_best[0], speedup_vs_peer=fi_best[0] / ours)
@@ -228,6 +257,8 @@ def phase_bench(args):
         bench.log(f"{case.name}: ours {ours:.1f} us ({r['tflops']:.0f} TF/s), peers "
                   f"{ {k: round(v, 1) for k, v in peers.items()} }, floor {r['floor_us']:.1f}")
         del contenders, keep
+        for vrt in variants.values():
+            vrt.close()
         rt.close()
         del rt, kv, out, inputs, ref
         torch.cuda.empty_cache()
@@ -324,7 +355,7 @@ def table(args):
         if not r["pass"]:
             print(f"  FAIL {r['case']}: {r.get('error', '')} {r.get('note', '')}")
     print(f"\n{'case':34s} {'ours us':>9s} {'TF/s':>6s} {'fa3':>9s} {'fa2':>9s} {'cudnn':>9s} "
-          f"{'floor':>9s} {'vs FI':>6s} {'of floor':>8s}")
+          f"{'floor':>9s} {'vs FI':>6s} {'of floor':>8s}  variants")
     for r in rows:
         if r["kind"] != "bench":
             continue
@@ -333,7 +364,8 @@ def table(args):
         sp = f"{r['speedup_vs_peer']:6.3f}" if "speedup_vs_peer" in r else f"{'-':>6s}"
         print(f"{r['case']:34s} {r['ours_us']:9.1f} {r['tflops']:6.0f} {f('flashinfer-fa3')} "
               f"{f('flashinfer-fa2')} {f('cudnn-sdpa')} {r['floor_us']:9.1f} {sp} "
-              f"{100 * r['frac_of_floor']:7.1f}%{'' if r['pass'] else '  WRONG'}")
+              f"{100 * r['frac_of_floor']:7.1f}%{'' if r['pass'] else '  WRONG'}  "
+              + " ".join(f"{k} {v:.1f}" for k, v in r.get("variants_us", {}).items()))
 
 
 def main(argv=None):
@@ -346,6 +378,8 @@ def main(argv=None):
                     help="FlashInfer's prebuilt modules (see .peer/README.txt)")
     ap.add_argument("--allow-jit", action="store_true", help="let FlashInfer JIT-compile")
     ap.add_argument("--dry-run", action="store_true", help="CPU only: verify the manifests")
+    ap.add_argument("--no-variants", action="store_true",
+                    help="time only the shipped entry (not the live alternatives beside it)")
     ap.add_argument("--phase", choices=("checks", "bench", "program_io"), help=argparse.SUPPRESS)
     ap.add_argument("--timeouts", default="90,240,120", help="seconds per phase")
     args = ap.parse_args(argv)
