@@ -197,16 +197,28 @@ class CudnnSdpa:
             from torch.nn.attention.bias import causal_lower_right
             self.mask, self.causal = causal_lower_right(ql, kl), False
         self.sdpa = torch.nn.functional.scaled_dot_product_attention
+        self.gqa = True
         try:
             self.o = self.call()
             torch.cuda.synchronize()
-        except Exception as e:  # noqa: BLE001
-            raise PeerUnavailable(f"cudnn-sdpa: {type(e).__name__}: {str(e)[:300]}") from e
+        except Exception as first:  # noqa: BLE001 - cuDNN without GQA: 24-head copies
+            self.gqa = False
+            self.k = self.k.repeat_interleave(HEADS_Q // HEADS_KV, dim=1)
+            self.v = self.v.repeat_interleave(HEADS_Q // HEADS_KV, dim=1)
+            try:
+                self.o = self.call()
+                torch.cuda.synchronize()
+            except Exception as e:  # noqa: BLE001
+                raise PeerUnavailable(f"cudnn-sdpa: {type(first).__name__}: {str(first)[:150]}"
+                                      f"; without GQA: {type(e).__name__}: {str(e)[:150]}") from e
 
     def call(self):
         with self.ctx():
+            if self.gqa:
+                return self.sdpa(self.q, self.k, self.v, attn_mask=self.mask,
+                                 is_causal=self.causal, scale=SCALE, enable_gqa=True)
             return self.sdpa(self.q, self.k, self.v, attn_mask=self.mask, is_causal=self.causal,
-                             scale=SCALE, enable_gqa=True)
+                             scale=SCALE)
 
     def run(self):
         self.o = self.call()
