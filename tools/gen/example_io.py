@@ -97,6 +97,7 @@ def describe(manifest_path):
 
 def write_inputs(manifest_path, work, seed=2026):
     case = describe(manifest_path)
+    os.makedirs(work, exist_ok=True)
     rng = random.Random(seed)
     seqs, q_len = case["vars"]["seqs"], case["q_len"]
     lens = list(KV_LENS[:seqs]) + [KV_LENS[-1]] * max(0, seqs - len(KV_LENS))
