@@ -386,7 +386,7 @@ def main(argv=None):
     ap.add_argument("--no-variants", action="store_true",
                     help="time only the shipped entry (not the live alternatives beside it)")
     ap.add_argument("--phase", choices=("checks", "bench", "program_io"), help=argparse.SUPPRESS)
-    ap.add_argument("--timeouts", default="90,240,120", help="seconds per phase")
+    ap.add_argument("--timeouts", default="150,300,120", help="seconds per phase")
     args = ap.parse_args(argv)
     args.build = os.path.abspath(args.build)
     args.cubins = os.path.join(args.build, "cubins", "run")
