@@ -96,6 +96,7 @@ def describe(manifest_path):
 
 
 def write_inputs(manifest_path, work, seed=2026):
+    os.makedirs(work, exist_ok=True)
     case = describe(manifest_path)
     os.makedirs(work, exist_ok=True)
     rng = random.Random(seed)
