@@ -390,8 +390,9 @@ def main(argv=None):
     args = ap.parse_args(argv)
     args.build = os.path.abspath(args.build)
     args.cubins = os.path.join(args.build, "cubins", "run")
-    os.environ.setdefault("KERNRT_LIBRARY", os.path.join(args.build, "lib", "libkernrt.so"))
-    os.environ.setdefault("KERNRT_CUBINS", args.cubins)
+    # bench.use_build's pointers, set here because this parent process never imports torch
+    os.environ["KERNRT_LIBRARY"] = os.path.join(args.build, "lib", "libkernrt.so")
+    os.environ["KERNRT_CUBINS"] = args.cubins
     if args.dry_run:
         return dry_run(args)
     os.makedirs(args.out, exist_ok=True)
