@@ -5,9 +5,14 @@ Owns: the paged-attention ops (interface, scratch, launch, the 1280-byte pack wi
 descriptors and constants) for the BF16 Q24/KV4/D256 page-64 profile, for two targets:
   gb300-trtllm  the unmodified TRTLLM-GEN cubins, pinned by SHA-256 (reproduces the seed's
                 decode-ops.json / prefill-ops.json byte for byte at the model capacity);
-  h200          our sm90 decode kernel, whose module/entry/block/shared_mem/splits come from
-                kernels/attention/geometry.json; its sha256 is the placeholder
-                `@SHA256:<cubin stem>@` that cmake's kernrt_pin_manifest replaces.
+  h200          our sm90 kernels: decode (module/entry/block/shared_mem/splits from
+                kernels/attention/geometry.json) and prefill / verify (module/entry/block/
+                shared_mem, the persistent grid and the partial slots from
+                kernels/attention/prefill_geometry.json); their sha256 is the placeholder
+                `@SHA256:<cubin stem>@` that cmake's kernrt_pin_manifest replaces. The h200
+                prefill op is the GB300 one plus the split-KV scratch our kernel merges through
+                (counter / partial / stats at the pack's 984 / 1008 / 1016, the slot count at
+                1156) and its own grid.
 Every capacity-dependent value (descriptor dims and strides, page counts, split constants,
 scratch shapes) is computed from max_rows, max_seqs, max_context, layers and splits together.
 Also writes the small complete example manifests (see attention_examples.py) and call bindings.
@@ -67,6 +72,17 @@ if not os.path.exists(GEOMETRY_PATH):  # an installed package carries the build'
 GEOMETRY_FALLBACK = {"module": "attention_decode", "cubin": "attention_decode.sm90a.cubin",
                      "entry": "attention_decode_sm90a_bf16_q24kv4d256p64",
                      "block": [256, 1, 1], "shared_mem": 0, "splits": 38}
+PREFILL_GEOMETRY_PATH = os.path.join(REPO, "kernels", "attention", "prefill_geometry.json")
+PREFILL_GEOMETRY_KEYS = ("module", "cubin", "entry", "block", "shared_mem", "grid_x", "slots")
+# The sm90 prefill kernel's compiled limits and scratch layout (kernels/attention/
+# prefill_shape.cuh): work items of 21 query tokens, at most 32 KV chunks per unit and 128
+# sequences per launch; counter words: 16 fixed, 2 per unit (< slots), then one 128-byte Q
+# tensormap per CTA from a 32-word boundary; one partial slot is 128 rows x 256 f32 plus
+# 128 x 2 f32 of (max, sum).
+H200_PREFILL_BLOCK_TOKENS = 21
+H200_PREFILL_MAX_SPLIT = 32
+H200_PREFILL_MAX_SEQS = 128
+H200_PREFILL_TILE_ROWS = 128
 TARGETS = ("gb300-trtllm", "h200")
 KINDS = ("decode", "prefill")
 
@@ -108,6 +124,7 @@ class Launch:
     def __init__(self, module, source, sha256, entry, block, shared_mem, splits):
         self.module, self.source, self.sha256, self.entry = module, source, sha256, entry
         self.block, self.shared_mem, self.splits = list(block), shared_mem, splits
+        self.grid_x = None  # the h200 prefill kernel's persistent grid
 
 
 def trtllm_kernel_name(kind):
@@ -136,6 +153,20 @@ def load_geometry(path=None):
     return geometry
 
 
+def load_prefill_geometry(path=None):
+    """The sm90 prefill kernel's geometry (kernels/attention/prefill_geometry.json)."""
+    path = path or PREFILL_GEOMETRY_PATH
+    try:
+        with open(path, encoding="utf-8") as f:
+            geometry = json.load(f)
+    except (OSError, ValueError) as e:
+        raise GenError(f"{path}: cannot read geometry: {e}") from e
+    if not isinstance(geometry, dict) or not set(PREFILL_GEOMETRY_KEYS) <= set(geometry):
+        raise GenError(f"{path}: expected keys {sorted(PREFILL_GEOMETRY_KEYS)}, found "
+                       f"{sorted(geometry) if isinstance(geometry, dict) else type(geometry).__name__}")
+    return geometry
+
+
 def target_launch(target, kind, geometry=None):
     if target == "gb300-trtllm":
         name = trtllm_kernel_name(kind)
@@ -145,13 +176,20 @@ def target_launch(target, kind, geometry=None):
         return Launch(name, name + ".cubin", sha256, name, [threads, 1, 1], smem,
                       GB300_DEFAULT_SPLITS if kind == "decode" else 1)
     if target == "h200":
-        if kind != "decode":
-            raise GenError("target `h200` has a decode kernel only; prefill needs `gb300-trtllm`")
+        if kind == "prefill":
+            g = geometry if geometry is not None else load_prefill_geometry()
+            launch = Launch(g["module"], g["cubin"], f"@SHA256:{stem_of(g['cubin'])}@",
+                            g["entry"], g["block"], g["shared_mem"], g["slots"])
+            launch.grid_x = g["grid_x"]
+            return launch
         g = geometry if geometry is not None else load_geometry()
-        stem = g["cubin"][:-len(".cubin")] if g["cubin"].endswith(".cubin") else g["cubin"]
-        return Launch(g["module"], g["cubin"], f"@SHA256:{stem}@", g["entry"], g["block"],
-                      g["shared_mem"], g["splits"])
+        return Launch(g["module"], g["cubin"], f"@SHA256:{stem_of(g['cubin'])}@", g["entry"],
+                      g["block"], g["shared_mem"], g["splits"])
     raise GenError(f"unknown target `{target}`: expected one of {', '.join(TARGETS)}")
+
+
+def stem_of(cubin):
+    return cubin[:-len(".cubin")] if cubin.endswith(".cubin") else cubin
 
 
 def interface(kv_param):
@@ -239,7 +277,7 @@ def decode_op(cap, launch, kv_param):
     return op_object(kv_param, scratch, launch, grid, fields)
 
 
-def prefill_op(cap, launch, kv_param):
+def prefill_op(cap, launch, kv_param, target="gb300-trtllm"):
     ctas_q = {"ceil_div": ["tokens", PREFILL_TILE_Q]}
     scalars = common_scalars(cap)
     scalars.update({kp.MAX_NUM_CTAS_KV: 1, kp.NUM_TOKENS_PER_CTA_Q: PREFILL_TILE_Q})
@@ -257,7 +295,37 @@ def prefill_op(cap, launch, kv_param):
         kp.expr(kp.MAX_NUM_CTAS_Q, ctas_q),
     ] + literal_fields(scalars)
     grid = [ctas_q, HEADS_Q, "seqs"]
-    return op_object(kv_param, {}, launch, grid, fields)
+    if target != "h200":
+        return op_object(kv_param, {}, launch, grid, fields)
+    return h200_prefill(cap, launch, kv_param, fields)
+
+
+def h200_prefill_slots(cap, geometry_slots):
+    """Partial slots: the geometry's, or fewer when the capacity cannot use them (at most 32
+    chunks for each unit the capacity can hold: a unit is <= 21 rows of one sequence and one
+    of 4 KV heads, so at most 4 * (max_rows + 20 * sequences) // 21 units)."""
+    seqs = min(cap.max_seqs, cap.max_rows)
+    units = HEADS_KV * ((cap.max_rows + (H200_PREFILL_BLOCK_TOKENS - 1) * seqs) //
+                        H200_PREFILL_BLOCK_TOKENS)
+    return max(1, min(geometry_slots, H200_PREFILL_MAX_SPLIT * units))
+
+
+def h200_prefill(cap, launch, kv_param, fields):
+    """The GB300 prefill op for our sm90 kernel: a persistent grid, the slot count at 1156 and
+    the split-KV scratch appended to the same pack; every other field unchanged."""
+    if cap.max_seqs > H200_PREFILL_MAX_SEQS:
+        raise GenError(f"`max_seqs` = {cap.max_seqs}: the h200 prefill kernel takes at most "
+                       f"{H200_PREFILL_MAX_SEQS} sequences per launch")
+    slots = h200_prefill_slots(cap, launch.splits)
+    fields = [kp.i32(f["at"], slots) if f["at"] == kp.MAX_NUM_CTAS_KV else f for f in fields]
+    fields += [kp.scratch(kp.PTR_MULTI_CTAS_KV_COUNTER, "counter"),
+               kp.scratch(kp.PTR_PARTIAL_O, "partial"),
+               kp.scratch(kp.PTR_PARTIAL_STATS, "stats")]
+    tmap_word = (16 + 2 * slots + 31) // 32 * 32
+    scratch = {"counter": {"dtype": "i32", "shape": [tmap_word + 32 * launch.grid_x]},
+               "partial": {"dtype": "f32", "shape": [slots, H200_PREFILL_TILE_ROWS, HEAD_DIM]},
+               "stats": {"dtype": "f32", "shape": [slots, H200_PREFILL_TILE_ROWS, 2]}}
+    return op_object(kv_param, scratch, launch, [launch.grid_x, 1, 1], fields)
 
 
 def op_object(kv_param, scratch, launch, grid, fields):
@@ -277,7 +345,7 @@ def op(kind, target, cap, kv_param=KV_STATE, geometry=None):
         launch.splits = cap.splits
         return "attn_decode", launch, decode_op(cap, launch, kv_param)
     if kind == "prefill":
-        return "attn_prefill", launch, prefill_op(cap, launch, kv_param)
+        return "attn_prefill", launch, prefill_op(cap, launch, kv_param, target)
     raise GenError(f"unknown kind `{kind}`: expected one of {', '.join(KINDS)}")
 
 
@@ -285,11 +353,13 @@ def default_splits(target, geometry=None):
     return target_launch(target, "decode", geometry).splits
 
 
-def fragment(kinds, target, cap, geometry=None):
-    """A `modules` + `ops` merge fragment for the model's 16-layer `in state` KV."""
+def fragment(kinds, target, cap, geometry=None, prefill_geometry=None):
+    """A `modules` + `ops` merge fragment for the model's 16-layer `in state` KV. `geometry`
+    is the h200 decode kernel's, `prefill_geometry` the h200 prefill kernel's."""
     modules, ops = {}, {}
     for kind in kinds:
-        name, launch, body = op(kind, target, cap, KV_STATE, geometry)
+        name, launch, body = op(kind, target, cap, KV_STATE,
+                                prefill_geometry if kind == "prefill" else geometry)
         modules[launch.module] = {"source": launch.source, "sha256": launch.sha256}
         ops[name] = body
     return {"modules": modules, "ops": ops}
@@ -326,7 +396,9 @@ def main(argv=None):
     parser.add_argument("--max-context", type=int, help="size page tables for this context")
     parser.add_argument("--layers", type=int, help="set the page stride for this many KV layers")
     parser.add_argument("--splits", type=int, help="override the decode launch's KV splits")
-    parser.add_argument("--geometry", help="read the h200 kernel geometry from this file")
+    parser.add_argument("--geometry", help="read the h200 decode kernel geometry from this file")
+    parser.add_argument("--prefill-geometry",
+                        help="read the h200 prefill kernel geometry from this file")
     parser.add_argument("--example", choices=sorted(examples.EXAMPLES),
                         help="write the complete small example manifest instead of a fragment")
     parser.add_argument("--output", "-o", help="write to this file instead of stdout")
@@ -334,19 +406,23 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         geometry = load_geometry(args.geometry) if args.target == "h200" else None
+        prefill_geometry = (load_prefill_geometry(args.prefill_geometry)
+                            if args.target == "h200" else None)
         if args.example:
             given = [f for f in ("max_rows", "max_seqs", "max_context", "layers", "kind")
                      if getattr(args, f) is not None]
             if given:
                 parser.error(f"--example fixes the capacity; drop --{given[0].replace('_', '-')}")
-            text = examples.example(args.example, args.target, geometry, args.splits) + "\n"
+            text = examples.example(args.example, args.target, geometry, args.splits,
+                                    prefill_geometry) + "\n"
         else:
             cap = Capacity(*(getattr(args, f) if getattr(args, f) is not None else
                              MODEL_CAPACITY[f] for f in ("max_rows", "max_seqs", "max_context",
                                                          "layers")),
                            args.splits if args.splits is not None else
                            default_splits(args.target, geometry))
-            text = dumps(fragment(args.kind or ["decode"], args.target, cap, geometry))
+            text = dumps(fragment(args.kind or ["decode"], args.target, cap, geometry,
+                                  prefill_geometry))
     except GenError as e:
         print(f"attention_op.py: error: {e}", file=sys.stderr)
         return 2

@@ -23,8 +23,9 @@ LAYER = 1
 NAMES = {"out": "out", "q": "q", "kv": "kv", "table": "table", "seq": "seq", "cuq": "cuq"}
 
 
-def manifest(name, target, geometry=None, splits=None):
-    """The complete example `name` for `target` as a JSON-ready dict."""
+def manifest(name, target, geometry=None, splits=None, prefill_geometry=None):
+    """The complete example `name` for `target` as a JSON-ready dict (`geometry` is the h200
+    decode kernel's, `prefill_geometry` the h200 prefill kernel's)."""
     if name not in EXAMPLES:
         raise GenError(f"unknown example `{name}`: expected one of {', '.join(sorted(EXAMPLES))}")
     kind, per_seq = EXAMPLES[name]
@@ -32,7 +33,8 @@ def manifest(name, target, geometry=None, splits=None):
     if splits is None:
         splits = ao.default_splits(target, geometry) if kind == "decode" else 1
     cap = ao.Capacity(tokens, SEQS, MAX_CONTEXT, LAYERS, splits)
-    op_name, launch, body = ao.op(kind, target, cap, ao.KV_BUFFER, geometry)
+    op_name, launch, body = ao.op(kind, target, cap, ao.KV_BUFFER,
+                                  prefill_geometry if kind == "prefill" else geometry)
     pages = cap.max_pages * SEQS
     rows = ["tokens", ao.HEADS_Q, ao.HEAD_DIM]
     return {
@@ -63,6 +65,6 @@ def manifest(name, target, geometry=None, splits=None):
     }
 
 
-def example(name, target, geometry=None, splits=None):
+def example(name, target, geometry=None, splits=None, prefill_geometry=None):
     """The example's text in the seed's JSON style (no trailing newline; the CLI adds one)."""
-    return ao.dumps(manifest(name, target, geometry, splits))
+    return ao.dumps(manifest(name, target, geometry, splits, prefill_geometry))
