@@ -82,6 +82,50 @@ class GpuOpsConv(unittest.TestCase):
                     self.assertLessEqual(err, 1.25 * error(fy, ref, dt) + 1e-6, msg + " (vs fla)")
         self.assertTrue(any("running kernrt's kernels" in line for line in logs.output), logs.output)
 
+    def test_states_residual_and_varlen_match_fla(self):
+        if self.fla is None:
+            self.skipTest("fla is not installed")
+        x, w, b, act = self.case(2, 200, 512, 4, torch.bfloat16, torch.float32, True, "silu")
+        h0 = torch.randn(2, 512, 4, device="cuda").to(torch.bfloat16)
+        res = torch.randn(2, 200, 512, device="cuda").to(torch.bfloat16)
+        y, hT = self.ops.causal_conv1d(x, w, bias=b, residual=res, initial_state=h0,
+                                       output_final_state=True, activation=act)
+        fy, fhT = self.fla(x, w, bias=b, residual=res, initial_state=h0, output_final_state=True,
+                           activation=act)
+        self.assertLess(error(y, fy.double(), torch.bfloat16), GATE)
+        self.assertTrue(torch.equal(hT, fhT), "final states are copies of inputs: exact")
+        xv = torch.randn(1, 300, 512, device="cuda").to(torch.bfloat16)
+        cu = torch.tensor([0, 1, 63, 300], device="cuda", dtype=torch.int64)
+        y, hT = self.ops.causal_conv1d(xv, w, activation=act, cu_seqlens=cu, output_final_state=True)
+        fy, fhT = self.fla(xv, w, activation=act, cu_seqlens=cu, output_final_state=True)
+        self.assertLess(error(y, fy.double(), torch.bfloat16), GATE)
+        self.assertTrue(torch.equal(hT, fhT))
+
+    def test_update_over_fla_cache_matches_reference_and_fla(self):
+        N, D, W = 64, 1024, 4
+        x = torch.randn(N, D, device="cuda").to(torch.bfloat16)
+        w = ((torch.rand(D, W, device="cuda") * 2 - 1) / 2).float()
+        cache = torch.randn(N, D, W, device="cuda").to(torch.bfloat16)
+        want_cache = torch.cat([cache[..., 1:], x[..., None]], dim=-1)
+        ref = (want_cache.double() * w.double()).sum(-1)
+        ref = ref * torch.sigmoid(ref)
+        mine = cache.clone()
+        y, out = self.ops.causal_conv1d_update(x, mine, weight=w, activation="silu")
+        self.assertIs(out, mine)
+        self.assertEqual(y.shape, x.shape)
+        self.assertTrue(torch.equal(mine, want_cache), "the cache is the old one slid by x: exact")
+        self.assertLess(error(y, ref, torch.bfloat16), GATE)
+        if self.fla is not None:
+            try:
+                from fla.modules.convolution import causal_conv1d_update as fla_update
+            except ImportError:
+                from fla.modules.causal_conv1d import causal_conv1d_update as fla_update
+            theirs = cache.clone()
+            fy, _ = fla_update(x, theirs, weight=w, activation="silu")
+            self.assertTrue(torch.equal(theirs, mine))
+            self.assertLessEqual(error(y, ref, torch.bfloat16),
+                                 1.25 * error(fy, ref, torch.bfloat16) + 1e-6)
+
     def test_graph_capture_replays_bit_identically(self):
         x, w, b, act = self.case(4, 512, 2048, 4, torch.bfloat16, torch.float32, False, "silu")
         eager, _ = self.ops.causal_conv1d(x, w, activation=act)  # warms the shape

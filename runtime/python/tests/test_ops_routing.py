@@ -27,8 +27,8 @@ class FakeTensor:
             s *= n
         return tuple(reversed(out))
 
-    def stride(self):
-        return self._stride
+    def stride(self, dim=None):
+        return self._stride if dim is None else self._stride[dim]
 
     def data_ptr(self):
         return self._ptr
@@ -52,6 +52,10 @@ class ConvRouting(unittest.TestCase):
                          (True, ""))
         strided = FakeTensor((2, 64, 256), stride=(64 * 768, 768, 1))  # a slice of [B, T, 3D]
         self.assertEqual(call(x=strided), (True, ""))
+        self.assertEqual(call(residual=FakeTensor((2, 64, 256))), (True, ""))
+        self.assertEqual(call(initial_state=FakeTensor((2, 256, 4)), output_final_state=True), (True, ""))
+        self.assertEqual(call(x=FakeTensor((1, 64, 256)), cu_seqlens=FakeTensor((4,), "torch.int64")),
+                         (True, ""))
 
     def test_every_unsupported_call_says_why(self):
         cases = [
@@ -66,16 +70,17 @@ class ConvRouting(unittest.TestCase):
             (dict(bias=FakeTensor((256,), "torch.bfloat16")), "bias must be"),
             (dict(activation="gelu"), "activation `gelu`"),
             (dict(backend="cuda"), "backend `cuda`"),
-            (dict(residual=FakeTensor((2, 64, 256))), "residual"),
-            (dict(initial_state=FakeTensor((2, 256, 4))), "conv states"),
-            (dict(output_final_state=True), "conv states"),
-            (dict(cu_seqlens=FakeTensor((3,), "torch.int32")), "cu_seqlens"),
+            (dict(residual=FakeTensor((2, 64, 128))), "residual shape"),
+            (dict(initial_state=FakeTensor((2, 256, 3))), "fla's [N, D, W] layout"),
+            (dict(cu_seqlens=FakeTensor((3,), "torch.int32")), "cu_seqlens needs x of batch 1"),
+            (dict(x=FakeTensor((1, 64, 256)), cu_seqlens=FakeTensor((3,), "torch.float32")),
+             "int32 or int64"),
             (dict(cp_context=object()), "context parallel"),
             (dict(weight=None), "weight is None"),
             (dict(new_flag=1), "unknown keyword argument `new_flag`"),
             (dict(x=FakeTensor((2, 64, 256), ptr=0x10004)), "16-byte alignment"),
             (dict(x=FakeTensor((2, 64, 256), stride=(64 * 260, 260, 1))), "multiples of 8"),
-            (dict(x=FakeTensor((2, 64))), "expected [B, T, D]"),
+            (dict(x=FakeTensor((2, 256))), "expected [B, T, D]"),
         ]
         for over, reason in cases:
             ok, why = call(**over)
@@ -84,6 +89,27 @@ class ConvRouting(unittest.TestCase):
 
     def test_derived_fla_arguments_do_not_block(self):
         self.assertEqual(call(chunk_indices=FakeTensor((4,), "torch.int64")), (True, ""))
+
+
+class UpdateRouting(unittest.TestCase):
+    def test_fla_cache_shapes(self):
+        w = FakeTensor((256, 4), "torch.float32")
+        for x in (FakeTensor((8, 256)), FakeTensor((1, 8, 256)), FakeTensor((8, 1, 256))):
+            self.assertEqual(conv.update_is_supported(x, FakeTensor((8, 256, 4)), weight=w,
+                                                      activation="silu"), (True, ""), x.shape)
+        cases = [
+            (dict(x=FakeTensor((2, 8, 256))), "is not [N, D], [1, N, D] or [N, 1, D]"),
+            (dict(cache=FakeTensor((8, 256, 4), "torch.float32")), "cache dtype"),
+            (dict(cache=FakeTensor((8, 4, 256))), "cache shape"),
+            (dict(residual=FakeTensor((8, 128))), "residual shape"),
+            (dict(x=FakeTensor((8, 256), grad=True)), "requires grad"),
+        ]
+        for over, reason in cases:
+            args = dict(x=FakeTensor((8, 256)), cache=FakeTensor((8, 256, 4)), weight=w, activation="silu")
+            args.update(over)
+            ok, why = conv.update_is_supported(**args)
+            self.assertFalse(ok, over)
+            self.assertIn(reason, why, over)
 
 
 class Forwarding(unittest.TestCase):
@@ -133,7 +159,7 @@ class Forwarding(unittest.TestCase):
         self.assertIn("a CUDA graph capture of a shape that has not run eagerly yet", logs.output[0])
 
     def test_update_is_forwarded_with_fla_signature(self):
-        x, cache = FakeTensor((8, 256)), FakeTensor((8, 256, 4))
+        x, cache = FakeTensor((8, 256)), FakeTensor((8, 256, 3))  # a cache one slot short
         conv.causal_conv1d_update(x, cache, weight=FakeTensor((256, 4), "torch.float32"),
                                   activation="silu")
         name, args, kwargs = self.calls[0]
