@@ -63,16 +63,6 @@ __device__ __forceinline__ void zero_rows(const KernelParams& p, int seq, int he
   for (int i = 0; i < kGroup * kHeadDim * 2 / 16; ++i) out[i] = make_uint4(0, 0, 0, 0);
 }
 
-// Probe 3: (entry, last stream end, last arrival, last merge end or 0) into the unused stats
-// rows 6-7 of the CTA's last partial.
-__device__ __forceinline__ void probe_stamp(float* at, const int* pick) {
-  uint32_t* w = reinterpret_cast<uint32_t*>(at);
-  w[0] = pick[5];
-  w[1] = pick[6];
-  w[2] = pick[7];
-  w[3] = pick[4];
-}
-
 // Merges part `part` of the `parts` = merge_parts(n) of the final merge of (seq, head), whose
 // n partials are written: the whole group when it is one part, else query-head row `part`.
 __device__ __forceinline__ void merge_part(const KernelParams& p, uint8_t* smem, uint64_t* bar,
@@ -149,11 +139,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   const int tid = threadIdx.x;
   const int batch = p.batch_size;
   const int slots = p.max_num_ctas_kv;
-  // One sequence: kSingleSeqPerSm CTAs per SM (2: one per SM measured 197.1 vs 203.9 us at
-  // 200k, validation/attention/notes.md).
-  const int per_sm = batch == 1 ? kSingleSeqPerSm : 2;
   const int grid_units = static_cast<int>(gridDim.x * gridDim.z);
-  const int units = min(min(grid_units, per_sm * sm_count() / kHeadsKv), min(slots, kMaxUnits));
+  const int units = min(min(grid_units, kCtasPerSm * sm_count() / kHeadsKv), min(slots, kMaxUnits));
   // The workers are the first 4U blocks in launch order, so the block scheduler spreads them
   // over the SMs (taken from blockIdx.x alone, half the SMs got two at batch 1 and half none).
   const int linear =
@@ -174,10 +161,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   int* tile_page = reinterpret_cast<int*>(merge_bar + 1);  // [stage]: logical page or -1
   int* flag = tile_page + kStages;                         // a CTA-wide decision
   int* pick = flag + 1;  // [0] sequence, [1] pages done here, [2] partial slot, [3] a merge's
-                        // partials, [4..7] probe 3
-  static_assert(2 * kStages * 8 + 2 * 8 + (kStages + 9) * 4 <= 128, "barrier area");
+                        // partials
+  static_assert(2 * kStages * 8 + 2 * 8 + (kStages + 5) * 4 <= 128, "barrier area");
   int* tmp = reinterpret_cast<int*>(smem + kTmpOffset);  // 16 ints of reduction scratch
-  if (kProbe == 3 && tid == 0) pick[5] = ptx::globaltimer_lo();
 
   // ---- barrier init -----------------------------------------------------------------------
   if (tid == 0) {
@@ -192,7 +178,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     ptx::mbarrier_init(merge_bar, 1);
     ptx::fence_mbarrier_init();
     pick[0] = -1;  // stays -1 for a unit the start shares leave over: it joins at once
-    pick[4] = 0;
     atomicAdd(p.ptr_multi_ctas_kv_counter + kHeadAt + head, kStarted);
   }
 
@@ -420,7 +405,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         // no merge (the group's partial count stays 0, and 0 partials make no merge part).
         const bool alone = npages == (max(len, 0) + kPage - 1) / kPage;
         if (tid == 0) {
-          if (kProbe == 3) pick[6] = ptx::globaltimer_lo();
           // This CTA's partial slot in the group (one per CTA and sequence: a CTA never
           // returns to a sequence it left, whose chunks were gone).
           if (!alone) pick[2] = atomicAdd(counters + pick[0] * kCounterStride + kAllocAt + head, 1);
@@ -482,7 +466,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
                    make_float2(m, l));
           }
         }
-        if (kProbe == 3 && tid == 0) pick[4] = 0;
 
         // ---- arrival: count this CTA's pages; the one that completes the group merges -----
         if (alone) {
@@ -496,7 +479,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
             const int done = pick[1];
             const int pages = (max(p.ptr_seq_lens_kv[seq_e], 0) + kPage - 1) / kPage;
             *flag = atomicAdd(ctr + kDoneAt + head, done) + done == pages;
-            if (kProbe == 3) pick[7] = ptx::globaltimer_lo();
           }
           __syncthreads();
           const bool completes = *flag;
@@ -504,11 +486,6 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           if (completes) {
             __threadfence();
             merge_rows(p, smem, merge_bar, merge_phase, flag, seq_e, head, tid, warp, lane);
-            if (kProbe == 3 && tid == 0) pick[4] = static_cast<int>(ptx::globaltimer_lo());
-          }
-          if (kProbe == 3) {
-            __syncthreads();
-            if (tid == 0) probe_stamp(p.ptr_partial_stats + (part_row0 + 6) * 2, pick);
           }
         }
         // The warp merge and the weights wrote ring stages and the Q tile through the generic

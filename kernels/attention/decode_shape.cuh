@@ -38,23 +38,13 @@ constexpr int kSmemBytes = kListOffset + kListInts * 4 + 1024;  // + slack to al
 static_assert(kTileBytes == 32768, "K (or V) of one page and head");
 static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 
-// ---- knobs (compile time; tools/device/attention.sh builds variants with -D) ---------------
-#ifndef KERNRT_DECODE_CHUNK_PAGES
-#define KERNRT_DECODE_CHUNK_PAGES 1
-#endif
-#ifndef KERNRT_DECODE_PROBE
-#define KERNRT_DECODE_PROBE 0
-#endif
-#ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
-#define KERNRT_DECODE_SINGLE_SEQ_PER_SM 2
-#endif
-constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
-constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
-// Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
-// prints the timeline); the results stay correct.
-constexpr int kProbe = KERNRT_DECODE_PROBE;
+// ---- schedule constants ----------------------------------------------------------------------
+// One page per claim (run 25: -1.3 to -3.8 us at batch 1-8 against 4-page chunks); two CTAs
+// per SM also for a single sequence (one per SM measured 197.1 vs 203.9 us at 200k,
+// validation/attention/notes.md). Both were compile-time knobs until tag decode-knobs-2026-11.
+constexpr int kChunkPages = 1;  // pages per work claim
+constexpr int kCtasPerSm = 2;
 static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
-static_assert(kSingleSeqPerSm == 1 || kSingleSeqPerSm == 2, "one or two CTAs per SM");
 
 // ---- schedule and merge limits -------------------------------------------------------------
 constexpr int kMaxRanked = kThreads;  // batches up to this get length-proportional start shares

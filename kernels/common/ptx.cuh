@@ -109,13 +109,6 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
       : "memory");
 }
 
-// %globaltimer's low 32 bits (ns, a GPU-wide clock that ticks coarsely): timing probes only.
-__device__ __forceinline__ uint32_t globaltimer_lo() {
-  uint32_t t;
-  asm volatile("mov.u32 %0, %%globaltimer_lo;" : "=r"(t));
-  return t;
-}
-
 // ---- TMA ----------------------------------------------------------------------------------------
 
 // prefetch.tensormap: pulls the descriptor (a __grid_constant__ param) into the cache.
