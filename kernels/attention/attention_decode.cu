@@ -49,7 +49,7 @@
 #include "attention/decode_merge.cuh"
 #include "attention/decode_shape.cuh"
 #include "attention/params.h"
-#include "attention/warp_mma.cuh"
+#include "common/block.cuh"
 #include "common/ptx.cuh"
 
 namespace kernrt::attention {
@@ -140,7 +140,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   const int batch = p.batch_size;
   const int slots = p.max_num_ctas_kv;
   const int grid_units = static_cast<int>(gridDim.x * gridDim.z);
-  const int units = min(min(grid_units, kCtasPerSm * sm_count() / kHeadsKv), min(slots, kMaxUnits));
+  const int units = min(min(grid_units, kCtasPerSm * ptx::nsmid() / kHeadsKv), min(slots, kMaxUnits));
   // The workers are the first 4U blocks in launch order, so the block scheduler spreads them
   // over the SMs (taken from blockIdx.x alone, half the SMs got two at batch 1 and half none).
   const int linear =
@@ -189,17 +189,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
     if (batch <= units) {
       // Nearest share (at least 1); if those overshoot the units, floor shares of what is
       // left after one unit each, which never do.
-      const int total = block_sum(pages_t, tmp, warp, lane);
+      const int total = block::sum<kWarps>(pages_t, tmp, warp, lane);
       int n = 0;
       if (tid < batch) {
         const int64_t near =
             total > 0 ? (2 * static_cast<int64_t>(pages_t) * units + total) / (2 * total) : 1;
         n = static_cast<int>(near < 1 ? 1 : near);
       }
-      if (block_sum(n, tmp + kWarps, warp, lane) > units && tid < batch) {
+      if (block::sum<kWarps>(n, tmp + kWarps, warp, lane) > units && tid < batch) {
         n = 1 + static_cast<int>(static_cast<int64_t>(pages_t) * (units - batch) / total);
       }
-      const int start = block_exclusive_scan(n, tmp + 2 * kWarps, warp, lane);
+      const int start = block::exclusive_scan<kWarps>(n, tmp + 2 * kWarps, warp, lane);
       if (tid < batch && unit >= start && unit < start + n) pick[0] = tid;
     } else if (tid == 0) {
       pick[0] = static_cast<int>(static_cast<int64_t>(unit) * batch / units);
@@ -287,7 +287,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           const int row = lane & 7;
           const uint32_t addr =
               q_base + (chunk >> 3) * 1024 + row * 128 + (((chunk & 7) ^ row) << 4);
-          ldmatrix_x4(qa[2 * q][0], qa[2 * q][1], qa[2 * q + 1][0], qa[2 * q + 1][1], addr);
+          ptx::ldmatrix_x4(qa[2 * q][0], qa[2 * q][1], qa[2 * q + 1][0], qa[2 * q + 1][1], addr);
         }
       }
       float o[32][4];
@@ -325,9 +325,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
             for (int nt = 0; nt < 2; ++nt) {
               const int row = warp * kTokensPerWarp + nt * 8 + (lane & 7);
               uint32_t b0, b1, b2, b3;
-              ldmatrix_x4(b0, b1, b2, b3, k_base + swz(row, 4 * q + (lane >> 3)));
-              mma_m16n8k16_bf16(s[nt], qa[2 * q][0], 0u, qa[2 * q][1], 0u, b0, b1);
-              mma_m16n8k16_bf16(s[nt], qa[2 * q + 1][0], 0u, qa[2 * q + 1][1], 0u, b2, b3);
+              ptx::ldmatrix_x4(b0, b1, b2, b3, k_base + swz(row, 4 * q + (lane >> 3)));
+              ptx::mma_m16n8k16_bf16(s[nt], qa[2 * q][0], 0u, qa[2 * q][1], 0u, b0, b1);
+              ptx::mma_m16n8k16_bf16(s[nt], qa[2 * q + 1][0], 0u, qa[2 * q + 1][1], 0u, b2, b3);
             }
           }
           // Online softmax over row g (values d0, d1 of both n-tiles; rows g+8 are padding).
@@ -355,8 +355,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
             }
           }
           row_max = m_new;
-          pa0 = pack_bf16x2(pr[0], pr[1]);  // tokens 2t, 2t+1
-          pa2 = pack_bf16x2(pr[2], pr[3]);  // tokens 8+2t, 8+2t+1
+          pa0 = ptx::pack_bf16x2(pr[0], pr[1]);  // tokens 2t, 2t+1
+          pa2 = ptx::pack_bf16x2(pr[2], pr[3]);  // tokens 8+2t, 8+2t+1
         }
         __syncwarp();
         if (lane == 0) ptx::mbarrier_arrive(&empty[sk]);
@@ -388,9 +388,9 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
             const int mi = lane >> 3;
             const int row = warp * kTokensPerWarp + (mi & 1) * 8 + (lane & 7);
             uint32_t b0, b1, b2, b3;
-            ldmatrix_x4_trans(b0, b1, b2, b3, v_base + swz(row, 2 * q + (mi >> 1)));
-            mma_m16n8k16_bf16(o[2 * q], pa0, 0u, pa2, 0u, b0, b1);
-            mma_m16n8k16_bf16(o[2 * q + 1], pa0, 0u, pa2, 0u, b2, b3);
+            ptx::ldmatrix_x4_trans(b0, b1, b2, b3, v_base + swz(row, 2 * q + (mi >> 1)));
+            ptx::mma_m16n8k16_bf16(o[2 * q], pa0, 0u, pa2, 0u, b0, b1);
+            ptx::mma_m16n8k16_bf16(o[2 * q + 1], pa0, 0u, pa2, 0u, b2, b3);
           }
         }
         __syncwarp();
@@ -510,7 +510,7 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         best_at = at;
       }
     }
-    const int at = block_argmax(best, best_at, tmp, warp, lane);
+    const int at = block::argmax<kWarps>(best, best_at, tmp, warp, lane);
     if (at >= batch) break;
     seq = at + from < batch ? at + from : at + from - batch;
     if (tid == 0) pick[0] = seq;
@@ -546,8 +546,8 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         ready_seq = b;
       }
     }
-    const int help = block_argmax(ready, ready_seq, tmp, warp, lane);
-    const int early = block_argmax(ahead, ahead_seq, tmp + 2 * kWarps, warp, lane);
+    const int help = block::argmax<kWarps>(ready, ready_seq, tmp, warp, lane);
+    const int early = block::argmax<kWarps>(ahead, ahead_seq, tmp + 2 * kWarps, warp, lane);
     const bool may_wait = *flag;
     // Also orders every read of the flag and the argmax scratch before their next use.
     const bool any_streaming = __syncthreads_or(streaming);

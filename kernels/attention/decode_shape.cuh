@@ -1,5 +1,5 @@
-// Shape, shared-memory map, scratch-counter layout and block-wide helpers of the sm_90a paged
-// decode kernel (attention_decode.cu, decode_feed.cuh, decode_merge.cuh).
+// Shape, shared-memory map and scratch-counter layout of the sm_90a paged decode kernel
+// (attention_decode.cu, decode_feed.cuh, decode_merge.cuh).
 //
 // Deliberately does not check: that the pack's head counts, head dim and page size equal the
 // compiled shape below (the kernel trusts the pack), or that the counter scratch holds
@@ -91,70 +91,6 @@ constexpr int kFinished = 1 << 8;
 __device__ __forceinline__ uint32_t swz(int row, int chunk) {
   return static_cast<uint32_t>((chunk >> 3) * kBoxBytes + row * 128 +
                                (((chunk & 7) ^ (row & 7)) << 4));
-}
-
-// Sum over the block's threads, every thread gets it. `tmp` holds kWarps ints; the caller's
-// next __syncthreads separates a second use of the same `tmp`.
-__device__ __forceinline__ int block_sum(int v, int* tmp, int warp, int lane) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (lane == 0) tmp[warp] = v;
-  __syncthreads();
-  int total = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) total += tmp[w];
-  return total;
-}
-
-// Exclusive prefix sum over the block's threads in thread order (same contract as block_sum).
-__device__ __forceinline__ int block_exclusive_scan(int v, int* tmp, int warp, int lane) {
-  int x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int y = __shfl_up_sync(0xffffffffu, x, o);
-    if (lane >= o) x += y;
-  }
-  if (lane == 31) tmp[warp] = x;
-  __syncthreads();
-  for (int w = 0; w < warp; ++w) x += tmp[w];
-  return x - v;
-}
-
-// The block's (value, index) with the largest value, ties to the smaller index; every thread
-// gets the index. `tmp` holds 2 x kWarps ints (same contract as block_sum).
-__device__ __forceinline__ int block_argmax(int v, int idx, int* tmp, int warp, int lane) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const int v2 = __shfl_xor_sync(0xffffffffu, v, o);
-    const int i2 = __shfl_xor_sync(0xffffffffu, idx, o);
-    if (v2 > v || (v2 == v && i2 < idx)) {
-      v = v2;
-      idx = i2;
-    }
-  }
-  if (lane == 0) {
-    tmp[2 * warp] = v;
-    tmp[2 * warp + 1] = idx;
-  }
-  __syncthreads();
-  int bv = tmp[0], bi = tmp[1];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) {
-    if (tmp[2 * w] > bv || (tmp[2 * w] == bv && tmp[2 * w + 1] < bi)) {
-      bv = tmp[2 * w];
-      bi = tmp[2 * w + 1];
-    }
-  }
-  return bi;
-}
-
-// Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds. PTX allows %nsmid
-// to exceed the SMs present (sparse SM ids); then "one wave" is overestimated, which costs
-// speed (some CTAs wait for a slot), never correctness: no CTA waits for another.
-__device__ __forceinline__ int sm_count() {
-  uint32_t n;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
-  return static_cast<int>(n);
 }
 
 }  // namespace kernrt::attention

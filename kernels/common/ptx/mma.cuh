@@ -1,18 +1,17 @@
-// Warp-level tensor-core wrappers for the sm90 attention kernels: one inline `asm` per
-// instruction, named after it (ldmatrix x4 and x4.trans, mma.sync m16n8k16 bf16 -> f32,
-// a named barrier). They sit beside the kernel rather than in kernels/common/ptx.cuh because
-// only attention uses them.
+// PTX wrappers for warp-level tensor-core math (one inline `asm` per instruction, each
+// function named after it): ldmatrix x4 and x4.trans, mma.sync m16n8k16 bf16 -> f32, and the
+// bf16x2 packing of their A operands.
 //
 // Deliberately does not check: 16-byte alignment of ldmatrix row addresses, that all 32
-// lanes of the warp execute each call (.sync.aligned), or the register fragment layout;
-// the kernel's comments give the lane -> element mapping it relies on.
+// lanes of the warp execute each call (.sync.aligned), or the register fragment layout; the
+// comments give the lane -> element mapping a kernel relies on.
 #pragma once
 
 #include <cuda_bf16.h>
 
 #include <cstdint>
 
-namespace kernrt::attention {
+namespace kernrt::ptx {
 
 // ldmatrix.sync.aligned.m8n8.x4.shared.b16: lane l gives the address of row l%8 of matrix
 // l/8; register i receives row lane/4, columns 2*(lane%4)+{0,1} of matrix i.
@@ -48,15 +47,11 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], uint32_t a0, ui
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// bar.sync id, count: a barrier among `count` threads (a multiple of 32) of the CTA.
-__device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-
-// Two floats to one bf16x2 register, `lo` in the low half (the lower column index).
+// Two floats to one bf16x2 register (round to nearest), `lo` in the low half (the lower
+// column index of an A or B fragment).
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-}  // namespace kernrt::attention
+}  // namespace kernrt::ptx
