@@ -24,7 +24,8 @@ static_assert(kTokensPerWarp == 16, "one m16n8k16 k-step of tokens per warp and 
 // ---- shared memory -------------------------------------------------------------------------
 // [0, 96 KiB) three ring stages of one K or V tile (64 tokens x 256 dims, 4 boxes of 64 x 64
 // with the 128B swizzle); [96, 100 KiB) Q (4 boxes of 6 rows in 1 KiB slots, rows 6-7 zero);
-// 128 bytes of barriers and picks; the merge's weights, half-sums and reduction ints.
+// 128 bytes of DecodeShared (barriers, the schedule's shared state); the merge's weights,
+// half-sums and reduction ints.
 constexpr int kStages = 3;
 constexpr int kBoxBytes = 64 * kPage * 2;
 constexpr int kBoxesPerTile = kHeadDim / 64;
@@ -37,6 +38,22 @@ constexpr int kListInts = 128 + 256 + 16;  // the merge's weights, half-sums, re
 constexpr int kSmemBytes = kListOffset + kListInts * 4 + 1024;  // + slack to align the base
 static_assert(kTileBytes == 32768, "K (or V) of one page and head");
 static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
+
+// The CTA's barriers and the state its threads share, at kBarOffset. Thread 0 writes what
+// the schedule decides; everyone reads it after the next __syncthreads.
+struct DecodeShared {
+  uint64_t full[kStages];   // ring stage holds its tile (TMA bytes or the sentinel's arrival)
+  uint64_t empty[kStages];  // ring stage released by the 4 warps
+  uint64_t q_bar;           // the segment's Q boxes landed
+  uint64_t merge_bar;       // the final merge's bulk copies landed
+  int tile_page[kStages];   // logical page of the stage's tile, or -1: the segment's end
+  int flag;                 // a CTA-wide decision
+  int seq;                  // the segment's sequence; -1 before the first: join at once
+  int pages;                // pages this CTA did in the segment
+  int slot;                 // this CTA's partial slot in the segment's group
+  int merge_n;              // partials of the group whose merge part was claimed ahead
+};
+static_assert(sizeof(DecodeShared) <= kListOffset - kBarOffset, "barrier area");
 
 // ---- schedule constants ----------------------------------------------------------------------
 // One page per claim (run 25: -1.3 to -3.8 us at batch 1-8 against 4-page chunks); two CTAs
