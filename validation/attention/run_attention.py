@@ -8,7 +8,7 @@ reference; then batch 1..32 at average KV 200k (batch 1 exactly 200k, batch > 1 
 CUDA graph replay (median of CUDA-event-timed replays, --rounds rounds with the order of the
 contenders reversed every other round; every replay streams >= 600 MB of KV, 10x the 60 MB
 L2). Writes one JSONL line per case and a table.
-Deliberately does not check: anything about program_io (tools/device/attention.sh runs the
+Deliberately does not check: anything about program_io (program_io_check.py runs the
 manifest path separately), or FlashInfer's availability: without it the peer columns are
 left out and the reason is printed.
 """
