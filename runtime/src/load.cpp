@@ -122,6 +122,12 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   if (auto e = im->check(d.cuStreamCreate(&im->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) {
     return fail(*e);
   }
+  // The two events that order the compute stream with a caller's stream (exec.cpp).
+  for (CUevent* ev : {&im->compute_done, &im->foreign_done}) {
+    if (auto e = im->check(d.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate")) {
+      return fail(*e);
+    }
+  }
 
   // A plan that cannot fit fails with the numbers instead of a bare out-of-memory.
   size_t free_bytes = 0, total_bytes = 0;
@@ -266,6 +272,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     im->programs.push_back(std::move(prog));
   }
   im->dense.assign(im->lowered.vars.names.size(), 1);
+  im->bound.assign(im->lowered.buffers.size(), 0);
   const auto* api_table = im->api;
   im->graphs = std::make_unique<rt::GraphCache>(
       options.graph_cache_capacity ? options.graph_cache_capacity : kDefaultGraphCacheCapacity,

@@ -2,6 +2,7 @@
 #include "lower.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 #include <type_traits>
 #include <variant>
@@ -105,6 +106,10 @@ struct Lowerer {
             s.region = Region{it->second.address + off, it->second.bytes - off};
             s.value = Value::fixed(s.region.address);
             s.what = view_name(a.name, off);
+            if (kBuf) {
+              s.buffer = static_cast<int32_t>(std::distance(table.begin(), it));
+              s.offset = off;
+            }
             slot = std::move(s);
           } else if constexpr (std::is_same_v<T, manifest::VarRef>) {
             if (auto v = compile(manifest::Expr::variable(a.name), path)) {
@@ -171,6 +176,8 @@ struct Lowerer {
           ok = false;
         } else {
           ap.value = iface[a].value;
+          ap.buffer = iface[a].buffer;
+          ap.offset = iface[a].offset;
         }
         plan.args.push_back(std::move(ap));
         continue;
@@ -186,6 +193,8 @@ struct Lowerer {
                 return;
               }
               ap.value = iface[src.index].value;
+              ap.buffer = iface[src.index].buffer;
+              ap.offset = iface[src.index].offset;
             } else if constexpr (std::is_same_v<T, manifest::ScratchRef>) {
               auto it = scratch.find(src.name);
               if (it == scratch.end()) {
@@ -295,6 +304,7 @@ Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& al
                               TensorMapEncoder& encoder) {
   Lowerer lw{m, allocations, encoder, {}, {}, {}};
   lw.out.vars = VarTable::from(m);
+  for (const auto& [name, region] : allocations.buffers) lw.out.buffers.push_back(name);
   for (const auto& [name, p] : m.programs) lw.lower_program(name, p);
   if (!lw.errors.empty()) return Result<LoweredManifest>::fail(std::move(lw.errors));
   return Result<LoweredManifest>::ok(std::move(lw.out));

@@ -45,6 +45,8 @@ struct LaunchArgPlan {
   uint32_t size = 8;  // ABI size; the kernel reads the low `size` bytes of a u64 slot
   Value value;        // pointer or scalar (not a pack)
   uint32_t pack = 0;  // index into LaunchPlan::packs (pack only)
+  int32_t buffer = -1;  // a pointer into this buffer (sorted index), for bound calls
+  uint64_t offset = 0;
 };
 
 struct LaunchPlan {
@@ -67,6 +69,7 @@ struct ProgramPlan {
 
 struct LoweredManifest {
   VarTable vars;
+  std::vector<std::string> buffers;  // sorted: the index Slot::buffer and relocations use
   std::vector<FunctionKey> functions;
   std::vector<uint64_t> shared_mem_max;  // per function: bytes at var maxima, max over launches
   std::vector<std::string> function_paths;  // per function: the first launch that uses it

@@ -131,5 +131,52 @@ TEST(Lower, OffsetPastTheEndIsAnError) {
   EXPECT_EQ(low.errors[0].message, "offset 1048576 is past the end of `x` (1024 bytes)");
 }
 
+
+// Bound calls rewrite exactly the places lowering recorded: pointer args into buffers (with
+// the call offset), pack pointer fields and tensormap addresses; never states or scratch.
+TEST(Lower, RelocationsNameBuffersWhereTheirAddressesLand) {
+  const auto file = testing::source_path("kernels/test/manifests/pack_echo.json");
+  auto parsed = manifest::parse_manifest(testing::read_text(file));
+  ASSERT_TRUE(parsed) << testing::all_messages(parsed.errors);
+  const auto& m = *parsed.value;
+  auto plan = rt::plan_memory(m, 4096, 0);
+  ASSERT_TRUE(plan);
+  testing::FakeEncoder enc;
+  auto low = rt::lower(m, fake(*plan.value), enc);
+  ASSERT_TRUE(low) << testing::all_messages(low.errors);
+  const auto& names = low.value->buffers;
+  auto index = [&](const std::string& n) {
+    return static_cast<int32_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
+  size_t pointer_args = 0, fields = 0, maps = 0;
+  for (const auto& [name, program] : low.value->programs) {
+    for (const auto& launch : program.launches) {
+      for (const auto& a : launch.args) {
+        if (a.is_pack || a.buffer < 0) continue;
+        ++pointer_args;
+        ASSERT_LT(static_cast<size_t>(a.buffer), names.size());
+      }
+      for (const auto& pack : launch.packs) {
+        for (const auto& r : pack.relocations) {
+          ASSERT_LT(static_cast<size_t>(r.buffer), names.size());
+          if (r.tensormap) {
+            ++maps;
+            EXPECT_EQ(r.width, 128u);
+            EXPECT_EQ(r.at % 64, 0u);
+          } else {
+            ++fields;
+            if (r.buffer == index("x")) {
+              EXPECT_EQ(r.offset, 16u) << "the call's offset of 16 bytes";
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(pointer_args, 0u);
+  EXPECT_GT(fields, 0u);
+  EXPECT_EQ(maps, 1u);  // the one tensormap over `x`
+}
+
 }  // namespace
 }  // namespace kernrt

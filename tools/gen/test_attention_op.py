@@ -21,11 +21,12 @@ from contextlib import redirect_stderr, redirect_stdout
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import attention_op as ao  # noqa: E402
+import _package  # noqa: E402,F401  (puts runtime/python on sys.path)
 import example_io  # noqa: E402
-import examples  # noqa: E402
-import kernel_params as kp  # noqa: E402
-from kernel_params import GenError  # noqa: E402
+from kernrt.gen import attention as ao  # noqa: E402
+from kernrt.gen import attention_examples as examples  # noqa: E402
+from kernrt.gen import attention_params as kp  # noqa: E402
+from kernrt.gen.attention_params import GenError  # noqa: E402
 
 REPO = ao.REPO
 SHIPPED = os.path.join(REPO, "manifests", "qwen3.8-27b-gb300")

@@ -6,7 +6,8 @@ Does not run kernels (validation/conv does) or the manifest verifier (ctest runs
 import copy
 import unittest
 
-import conv_op as g
+import _package  # noqa: F401  (puts runtime/python on sys.path)
+from kernrt.gen import conv as g
 
 
 class GenerationRefusals(unittest.TestCase):

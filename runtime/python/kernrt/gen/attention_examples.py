@@ -11,8 +11,8 @@ Does not check: the manifest rules (kernrt-verify does), and it declares no serv
 fills on purpose: these are op fixtures for program_io, not serving manifests.
 """
 
-import attention_op as ao
-from kernel_params import GenError
+from . import attention as ao
+from .attention_params import GenError
 
 # name -> (op kind, query tokens per sequence)
 EXAMPLES = {"decode": ("decode", 1), "prefill": ("prefill", 129), "verify": ("prefill", 8)}
