@@ -12,7 +12,8 @@
 #      runtime-overhead benchmark, and compute-sanitizer memcheck of program_io over the test
 #      manifests (eager and graph). Every other family:
 #        python3 validation/<family>/run.py --build build-h200 --out $OUT/<family> --commit <sha>
-#      when that file exists (otherwise the summary says it is absent).
+#      when that file exists (otherwise the summary says it is absent); with KERNRT_DECODE_BASE
+#      the attention family also gets --base attention_decode_base.sm90a (timed beside ours).
 #
 # Env: OUT (results and logs, default /tmp/kernrt-out); BUDGET_S (seconds for the whole run,
 # default 540: every step runs under `timeout` with what is left, the build keeps 60 s per
@@ -160,9 +161,12 @@ for family in "$@"; do
   if [ "$family" = runtime ]; then
     runtime_family "$share" || status=1
   elif [ -f "validation/$family/run.py" ]; then
+    extra=()
+    [ "$family" = attention ] && [ -n "${KERNRT_DECODE_BASE:-}" ] &&
+      extra=(--base attention_decode_base.sm90a)
     : > "$OUT/$family.log"
     within "$share" "$OUT/$family.log" python3 "validation/$family/run.py" --build "$B" \
-      --out "$OUT/$family" --commit "$COMMIT"
+      --out "$OUT/$family" --commit "$COMMIT" "${extra[@]}"
     rc=$?
     [ $rc -eq 0 ] || status=1
     say "$family: run.py exit $rc after $((SECONDS - start)) s; last lines:"

@@ -12,10 +12,15 @@ replays of the runtime's graph. Benchmark: batch 1..32 at average KV 200k (batch
 FlashInfer 0.7.2.post1 (tensor-core paged decode on the same K/V views) in this process, each
 a CUDA graph of one decode (ours: the runtime's own graph, replayed with rt.enqueue(graph=True);
 FlashInfer: torch.cuda.graph), replays timed with events, rounds in alternating order, medians.
+With --base STEM (a second decode cubin in the build's cubins/run, e.g. the previous kernel
+built by KERNRT_BUILD_VARIANTS as attention_decode_base.sm90a) the benchmark also checks and
+times that kernel in the same manifest (its own op over the same buffers and KV state) as a
+third contender, `base`.
 Writes OUT/attention.jsonl (one row per case) and prints a table last.
 Deliberately does not check: program_io (program_io_check.py) or KV append (kv_append_check.py).
 """
 import argparse
+import copy
 import os
 import subprocess
 import sys
@@ -36,17 +41,37 @@ GATE = 0.02
 log = bench.log
 
 
-def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144):
+def with_base(m, stem):
+    """`m` plus the module `<module>_base` (cubin <stem>.cubin), the op `attn_decode_base` that
+    launches it, and a program `decode_l<i>_base` per layer: the same calls on the same buffers
+    and KV state, another kernel."""
+    m = copy.deepcopy(m)
+    (module, _), = m["modules"].items()
+    m["modules"][module + "_base"] = {"source": stem + ".cubin", "sha256": f"@SHA256:{stem}@"}
+    body = copy.deepcopy(m["ops"]["attn_decode"])
+    for launch in body["impl"]["launches"]:
+        launch["module"] = module + "_base"
+    m["ops"]["attn_decode_base"] = body
+    for name, prog in list(m["programs"].items()):
+        m["programs"][name + "_base"] = {
+            "calls": [dict(c, op="attn_decode_base", label=c["label"] + "_base")
+                      for c in prog["calls"]]}
+    return m
+
+
+def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144, base=None):
     m = am.decode_manifest(max_seqs, max_context, layers, splits=splits)
+    if base:
+        m = with_base(m, base)
     return kernrt.load(pin(m, cubins), cubins=[cubins], tokens=pool_pages * ao.PAGE)
 
 
-def run_ours(rt, bt, graph=False, poison=True):
+def run_ours(rt, bt, graph=False, poison=True, program=""):
     out = rt.buffer("out")
     if poison:
         out.fill_(float("nan"))
     bt.write(rt)
-    rt.enqueue(f"decode_l{bt.layer}", graph=graph, vars=bt.vars())
+    rt.enqueue(f"decode_l{bt.layer}{program}", graph=graph, vars=bt.vars())
     torch.cuda.synchronize()
     return out[:bt.bsz]
 
@@ -149,6 +174,8 @@ def main():
     ap.add_argument("--peer-deadline", type=float, default=240.0)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--skip-checks", action="store_true", help="benchmark only")
+    ap.add_argument("--base", help="also time this decode cubin (stem in cubins/run, e.g. "
+                                   "attention_decode_base.sm90a) as contender `base`")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cubins = os.path.join(args.build, "cubins", "run")
@@ -164,7 +191,7 @@ def main():
     batches = args.batches.split(",")
     max_b = max(len(lens_of(x)) for x in batches)
     pool = max(sum((n + 63) // 64 for n in lens_of(x)) for x in batches) + 64
-    rt = load_decode(cubins, max_b, 2, pool)
+    rt = load_decode(cubins, max_b, 2, pool, base=args.base)
     kv = kv_view(rt, 2)
     fill_random(kv, seed=21)
     log(f"benchmark pool: {pool} pages x 2 layers = {kv.numel() * 2 / 1e9:.1f} GB in the runtime's kv state")
@@ -196,6 +223,11 @@ def main():
         out = run_ours(rt, bt, graph=True)
         ok &= gate(rec, f"decode {lab} KV {min(bt.lens)}-{max(bt.lens)}", out, ref)
         contenders = {"ours": lambda: rt.enqueue("decode_l1", graph=True, vars=bt.vars())}
+        if args.base:
+            out_base = run_ours(rt, bt, graph=True, program="_base")
+            ok &= gate(rec, f"decode {lab} base {args.base}", out_base, ref)
+            contenders["base"] = lambda: rt.enqueue("decode_l1_base", graph=True, vars=bt.vars())
+            out = run_ours(rt, bt, graph=True)
         peer = None
         if fi is not None:
             import peer_flashinfer as P
@@ -213,6 +245,8 @@ def main():
                    ours_us=med["ours"], floor_us=floor, frac_of_floor=floor / med["ours"],
                    batch=bt.bsz, kv_lens=[min(bt.lens), max(bt.lens)], splits=shipped,
                    replays=args.iters * args.rounds, path="kernrt.Runtime.enqueue(graph=True)")
+        if "base" in med:
+            row.update(base=args.base, base_us=med["base"], speedup_vs_base=med["base"] / med["ours"])
         if "peer" in med:
             row.update(peer=f"flashinfer {fi.__version__} tensor-core decode (torch graph)",
                        peer_us=med["peer"], speedup_vs_peer=med["peer"] / med["ours"])
@@ -220,12 +254,15 @@ def main():
         del peer, contenders
         torch.cuda.empty_cache()
 
-    print("\n| batch | KV lens | ours us | flashinfer us | floor us | % floor | vs FI |")
-    print("|---|---|---|---|---|---|---|")
+    print("\n| batch | KV lens | ours us | base us | flashinfer us | floor us | % floor | vs base "
+          "| vs FI |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    nan = float("nan")
     for r in table:
         print(f"| {r['batch']} | {r['kv_lens'][0]}-{r['kv_lens'][1]} | {r['ours_us']:.1f} | "
-              f"{r.get('peer_us', float('nan')):.1f} | {r['floor_us']:.1f} | "
-              f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_peer', float('nan')):.3f} |")
+              f"{r.get('base_us', nan):.1f} | {r.get('peer_us', nan):.1f} | {r['floor_us']:.1f} | "
+              f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_base', nan):.3f} | "
+              f"{r.get('speedup_vs_peer', nan):.3f} |")
     if fi is None:
         print("peer missing:", reason)
     print("ATTENTION ALL PASS" if ok else "ATTENTION SOME CHECK FAILED")
