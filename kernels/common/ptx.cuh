@@ -1,5 +1,5 @@
-// The PTX wrappers of every kernel family, in one include: kernels/common/ptx/ holds every
-// inline `asm` of kernels/ (one `asm` per instruction, each function named after it, all in
+// The PTX wrappers of every kernel family, in one include: kernels/common/ptx/ is the one home
+// of inline `asm` in kernels/ (one `asm` per instruction, each function named after it, all in
 // namespace kernrt::ptx):
 //   ptx/ldst.cuh  shared addresses, cp.async, hinted global loads and stores
 //   ptx/sync.cuh  mbarrier, proxy fences, elect.sync, bar.sync, griddepcontrol, %nsmid
