@@ -95,6 +95,7 @@ def describe(manifest_path):
 
 
 def write_inputs(manifest_path, work, seed=2026):
+    os.makedirs(work, exist_ok=True)
     case = describe(manifest_path)
     rng = random.Random(seed)
     seqs, q_len = case["vars"]["seqs"], case["q_len"]
