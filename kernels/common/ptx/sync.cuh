@@ -3,7 +3,7 @@
 // launch, and the special registers the schedulers read.
 //
 // Owns: mbarrier init / arrive / arrive.expect_tx / try_wait.parity (and a spin wait over it),
-// the mbarrier-init and async-proxy fences, elect.sync, bar.sync with a thread count,
+// the mbarrier-init and async-proxy fences, elect.sync, bar.sync / bar.arrive with a count,
 // griddepcontrol.wait / launch_dependents, and %nsmid.
 // Deliberately does not check: alignment (an mbarrier is 8-byte aligned shared memory), that
 // arrival counts and expected transaction bytes match what is issued, phase bookkeeping, or
@@ -99,6 +99,11 @@ __device__ __forceinline__ bool elect_one_sync() {
 // bar.sync id, count: a barrier among `count` threads (a multiple of 32) of the CTA.
 __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// bar.arrive id, count: arrives at named barrier `id` (of `count` threads) without waiting.
+__device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 // ---- programmatic dependent launch (sm_90+) -----------------------------------------------
