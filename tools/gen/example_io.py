@@ -232,6 +232,7 @@ def main(argv=None):
     parser.add_argument("work", help="directory of the .bin files")
     args = parser.parse_args(argv)
     if args.action == "inputs":
+        os.makedirs(args.work, exist_ok=True)
         case = write_inputs(args.manifest, args.work)
         print(" ".join(f"--vars {k}={v}" for k, v in sorted(case["vars"].items())))
         return 0

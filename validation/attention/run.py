@@ -15,6 +15,9 @@ FlashInfer: torch.cuda.graph), replays timed with events, rounds in alternating 
 Then runs kv_append_check.py and program_io_check.py (the integration cases through the
 product's CLI; --long adds batch 1-32 at 150k-250k) into the same directory. Writes
 OUT/attention.jsonl, OUT/kv_append.jsonl, OUT/program_io.jsonl and prints a table last.
+With --base STEM (another decode cubin in the build's cubins/run, e.g. the previous kernel that
+KERNRT_BUILD_VARIANTS builds as attention_decode_base.sm90a) that cubin's shipped entry runs as
+variant `base`, checked and timed like a --variant.
 Deliberately does not check: the old harness (gone; git history holds it).
 """
 import argparse
@@ -38,10 +41,13 @@ GATE = 0.02
 log = bench.log
 
 
-def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144, entry=None):
+def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144, entry=None,
+                cubin=None):
     geometry = ao.load_geometry()
     if entry:  # a variant entry of the same cubin (a template instance of the shipped kernel)
         geometry = dict(geometry, entry=entry)
+    if cubin:  # the same entry in another cubin (another build of the kernel, --base)
+        geometry = dict(geometry, cubin=cubin)
     m = am.decode_manifest(max_seqs, max_context, layers, geometry=geometry, splits=splits)
     return kernrt.load(pin(m, cubins), cubins=[cubins], tokens=pool_pages * ao.PAGE)
 
@@ -160,6 +166,9 @@ def main():
     ap.add_argument("--variant", action="append", default=[], metavar="NAME=ENTRY",
                     help="also check and time this entry of the decode cubin (a template "
                          "instance), side by side with the shipped one")
+    ap.add_argument("--base", metavar="STEM",
+                    help="also check and time the shipped entry of cubins/run/STEM.cubin (e.g. "
+                         "attention_decode_base.sm90a) as variant `base`")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
     cubins = bench.use_build(args.build)
@@ -186,6 +195,8 @@ def main():
     for spec in args.variant:
         name, entry = spec.split("=", 1)
         variants[name] = load_decode(cubins, max_b, 2, 1, entry=entry)
+    if args.base:
+        variants["base"] = load_decode(cubins, max_b, 2, 1, cubin=args.base + ".cubin")
     shared_kv = {"kv": rt.state("kv")}
     log(f"benchmark pool: {pool} pages x 2 layers = {kv.numel() * 2 / 1e9:.1f} GB in the runtime's kv state")
 
