@@ -55,14 +55,17 @@ __device__ __forceinline__ void warp_merge_weights(float (&ms)[N], const float (
 }
 
 // ---- end of a segment: the CTA's 4 warps merged --------------------------------------------
-// Each warp put its rows' O (8 rows x 256, row stride kMergeStride) and (max, sum) at the
-// start of the ring (no TMA is in flight there). Writes the CTA's result for (seq, head):
-// the normalised output when the CTA did every page of the sequence (`alone`), else its
-// unnormalised partial O and (m, l) in partial slot `slot`. The whole CTA calls it.
-__device__ __forceinline__ void write_segment(const KernelParams& p, const uint8_t* smem, int seq,
+// Each warp put its rows' O (R rows x 256, row stride kMergeStride: R = 8 with the mma's
+// padding rows, 6 without) and (max, sum) in `area` of the ring (no TMA is in flight
+// there). Writes the CTA's result for (seq, head): the normalised output when the CTA did
+// every page of the sequence (`alone`), else its unnormalised partial O and (m, l) in partial
+// slot `slot`. The whole CTA calls it.
+template <int R>
+__device__ __forceinline__ void write_segment(const KernelParams& p, const uint8_t* area, int seq,
                                               int slot, int head, bool alone, int tid) {
-  const float* merge_o = reinterpret_cast<const float*>(smem);
-  const float* merge_ml = merge_o + kWarps * 8 * kMergeStride;  // [warp][row][max, sum]
+  static_assert(R == 8 || R == kGroup, "rows per warp: all 8 of the mma, or the group's 6");
+  const float* merge_o = reinterpret_cast<const float*>(area);
+  const float* merge_ml = merge_o + kWarps * R * kMergeStride;  // [warp][row of 8][max, sum]
   const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
   const int64_t part_row0 = (slot0 + slot) * 8;
   // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
@@ -78,7 +81,7 @@ __device__ __forceinline__ void write_segment(const KernelParams& p, const uint8
       const float f = merge_scale(merge_ml[(w * 8 + row) * 2], m);
       l += merge_ml[(w * 8 + row) * 2 + 1] * f;
       const float2 ow =
-          *reinterpret_cast<const float2*>(merge_o + (w * 8 + row) * kMergeStride + d);
+          *reinterpret_cast<const float2*>(merge_o + (w * R + row) * kMergeStride + d);
       ox += ow.x * f;
       oy += ow.y * f;
     }
