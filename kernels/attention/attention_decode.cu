@@ -63,7 +63,11 @@ namespace kernrt::attention {
 //            else kSteal. A unit's segments follow each other without draining the ring:
 //            the producer starts the next segment's Q and pages while the consumers merge
 //            the last one's warps in the stage the sentinel holds.
-enum class Variant { kSteal, kStatic };
+//   kStaticPair  kStatic in clusters of 2 CTAs along grid.y: the static plans map units
+//            2m, 2m + 1 of a head to the two CTAs of a cluster, which merge a split group's
+//            pair of results through each other's shared memory (write_pair); kSteal keeps
+//            its own mapping and no CTA touches another's shared memory.
+enum class Variant { kSteal, kStatic, kStaticPair };
 
 // One thread: the 4 Q boxes of (seq, head) into the Q tile, completing on q_bar.
 __device__ __forceinline__ void load_q(const KernelParams& p, DecodeShared* sh, uint8_t* q_tile,
@@ -314,10 +318,8 @@ __device__ __forceinline__ void stream_segments(const KernelParams& p, const Sch
         __syncthreads();
         // The sequence and slot again from shared memory: holding them in registers across
         // the main loop costs the loop some.
-        const int seq_e = sh->seq;
-        write_segment<kRows>(p, area, seq_e, sh->slot, head, alone, tid);
-        // ---- arrival: count this CTA's pages; the one that completes the group merges -----
-        sched.arrive(seq_e, npages, alone, merge);
+        // ---- the result, then the arrival: the CTA that completes the group merges --------
+        sched.template finish<kRows>(area, smem, sh->seq, npages, alone, merge);
         // The warp merge and the weights wrote ring stages and the Q tile through the generic
         // proxy; the next segment's TMA writes them (the argmax in next synchronises).
         ptx::fence_proxy_async_shared();
@@ -384,13 +386,25 @@ __device__ __forceinline__ void decode(const KernelParams& p) {
     // ---- static or stealing: every CTA decides the same from the lengths ------------------
     // Warp 0 loads the static plan's first page-table entries while the lengths are read:
     // their round trip is off the first page's path.
+    // kStaticPair: cluster c = x + grid.x * (y / 2) (the worker set is the z = 0 plane when
+    // U = grid.x) holds units 2 (c % (U/2)) + rank of head c / (U/2).
+    int s_unit = unit, s_head = head;
+    bool pairs = false;
+    if constexpr (kVariant == Variant::kStaticPair) {
+      pairs = gridDim.y == kHeadsKv && units == static_cast<int>(gridDim.x) && units % 2 == 0;
+      if (pairs) {
+        const int c = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y >> 1));
+        s_head = c / (units / 2);
+        s_unit = 2 * (c % (units / 2)) + static_cast<int>(ptx::cluster_ctarank());
+      }
+    }
     StaticFeed sfeed;
-    if (warp == 0) StaticPlan::prefetch(p, sfeed, batch, units, unit, lane);
+    if (warp == 0) StaticPlan::prefetch(p, sfeed, batch, units, s_unit, lane);
     const int len_t = batch <= kMaxRanked && tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
     const int len0 = p.ptr_seq_lens_kv[0];
     const bool equal = batch <= kMaxRanked && !__syncthreads_or(tid < batch && len_t != len0);
-    StaticSchedule st{p, sh, unit, head, tid, 0, 0};
-    if (!equal || !st.init(len0)) {
+    StaticSchedule st{p, sh, s_unit, s_head, tid, 0, 0, false};
+    if (!equal || !st.init(len0, pairs)) {
       if (tid == 0) sched.enter();
       Feed feed;
       feed.lane = lane;
@@ -401,7 +415,7 @@ __device__ __forceinline__ void decode(const KernelParams& p) {
       sched.leave();
       return;
     }
-    stream_segments(p, st, sfeed, merge, smem, sh, st.first(), head, tid, warp, lane);
+    stream_segments(p, st, sfeed, merge, smem, sh, st.first(), s_head, tid, warp, lane);
     return;
   }
   sched.drain(merge);
@@ -419,6 +433,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_static_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
   decode<Variant::kStatic>(p);
+}
+
+// Clusters of 2 along grid.y (the 4 KV heads): compile-time cluster dims, so a launch without
+// a cluster attribute (the manifest's) runs them.
+extern "C" __global__ void __cluster_dims__(1, 2, 1) __launch_bounds__(kThreads, 2)
+    attention_decode_static_pair_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  decode<Variant::kStaticPair>(p);
 }
 
 }  // namespace kernrt::attention

@@ -119,6 +119,14 @@ struct Schedule {
     if (!alone) sh->slot = atomicAdd(counters + sh->seq * kCounterStride + kAllocAt + head, 1);
   }
 
+  // The segment's result from the warp merge in `area` (rows per warp R), then the arrival.
+  template <int R>
+  __device__ __forceinline__ void finish(const uint8_t* area, uint8_t*, int seq, int npages,
+                                         bool alone, GroupMerge& merge) const {
+    write_segment<R>(p, area, seq, sh->slot, head, alone, tid);
+    arrive(seq, npages, alone, merge);
+  }
+
   // After the segment's result is written: counts this CTA's pages; the CTA whose pages
   // complete the group claims and merges parts of its final merge.
   __device__ __forceinline__ void arrive(int seq, int npages, bool alone, GroupMerge& merge) const {

@@ -1,8 +1,10 @@
 // The PTX wrappers of every kernel family, in one include: kernels/common/ptx/ holds every
 // inline `asm` of kernels/ (one `asm` per instruction, each function named after it, all in
 // namespace kernrt::ptx):
-//   ptx/ldst.cuh  shared addresses, cp.async, hinted global loads and stores
-//   ptx/sync.cuh  mbarrier, proxy fences, elect.sync, bar.sync, griddepcontrol, %nsmid
+//   ptx/ldst.cuh  shared addresses (and their cluster images), cp.async, hinted global loads
+//                 and stores
+//   ptx/sync.cuh  mbarrier, proxy fences, elect.sync, bar.sync, the cluster barrier,
+//                 griddepcontrol, %nsmid, %cluster_ctarank
 //   ptx/tma.cuh   tensor tile loads, 1-D bulk copies and L2 prefetch, tensormap prefetch
 //   ptx/mma.cuh   ldmatrix, mma.sync m16n8k16 bf16, bf16x2 packing
 // A kernel may include the one part it needs instead. What the wrappers deliberately do not
