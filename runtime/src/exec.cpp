@@ -33,6 +33,7 @@ Runtime::Impl::~Impl() {
   if (stream && foreign_pending) api->cuStreamWaitEvent(stream, foreign_done, 0);
   if (stream) api->cuStreamSynchronize(stream);
   graphs.reset();
+  blas.reset();
   for (CUevent ev : {compute_done, foreign_done}) {
     if (ev) api->cuEventDestroy(ev);
   }
@@ -100,7 +101,7 @@ std::optional<Error> Runtime::Impl::relocate_launch(const rt::LaunchPlan& launch
       void* address = reinterpret_cast<void*>(base + r.offset);
       if (auto e = check(api->cuTensorMapReplaceAddress(&map, address), "cuTensorMapReplaceAddress")) {
         e->path = launch.path;
-        e->message += " for bound buffer `" + lowered.buffers[r.buffer] + "` in call " + launch.call;
+        e->message += " for bound `" + lowered.bindable[r.buffer] + "` in call " + launch.call;
         return e;
       }
       std::memcpy(image + r.at, &map, sizeof map);
@@ -115,6 +116,24 @@ std::optional<Error> Runtime::Impl::enqueue(uint32_t index, CUstream s, bool rel
   for (size_t l = 0; l < prog.plan->launches.size(); ++l) {
     const rt::LaunchPlan& launch = prog.plan->launches[l];
     LaunchArgs& la = prog.args[l];
+    if (launch.gemm) {
+      bool ok = true;
+      for (size_t a = 0; a < launch.args.size(); ++a) ok = ok && launch.args[a].value.eval(dv, &la.scalars[a]);
+      if (!ok) {
+        return Error{ErrorKind::Caller, launch.path, "an argument of call " + launch.call +
+                                                         " does not evaluate at these vars"};
+      }
+      if (relocate) {
+        if (auto e = relocate_launch(launch, la)) return e;
+      }
+      const rt::GemmShape shape = rt::gemm_shape(la.scalars.data(), launch.args.size());
+      if (auto e = blas->gemm(*launch.gemm, shape, la.scalars[rt::kGemmA], la.scalars[rt::kGemmW],
+                              la.scalars[rt::kGemmC], s, launch.path)) {
+        e->message += " in call " + launch.call;
+        return e;
+      }
+      continue;
+    }
     uint64_t grid[3] = {0, 0, 0};
     uint64_t smem = 0;
     bool ok = launch.shared_mem.eval(dv, &smem);
@@ -218,20 +237,26 @@ std::optional<Error> Runtime::enqueue_bound(const std::string& program,
   if (auto e = im.bind()) return e;
   uint32_t index = 0;
   if (auto e = im.prepare(program, vars, &index)) return e;
-  const auto& names = im.lowered.buffers;
+  const auto& names = im.lowered.bindable;
+  const auto buffers_end = names.begin() + static_cast<std::ptrdiff_t>(im.lowered.buffer_count);
   for (const Binding& b : bindings) {
-    const std::string path = json_pointer_append("/buffers", b.buffer);
-    auto it = std::lower_bound(names.begin(), names.end(), b.buffer);
-    if (it == names.end() || *it != b.buffer) {
+    // A buffer of that name first, else a state.
+    auto it = std::lower_bound(names.begin(), buffers_end, b.buffer);
+    bool is_buffer = it != buffers_end && *it == b.buffer;
+    if (!is_buffer) it = std::lower_bound(buffers_end, names.end(), b.buffer);
+    const std::string path = json_pointer_append(is_buffer ? "/buffers" : "/states", b.buffer);
+    if (!is_buffer && (it == names.end() || *it != b.buffer)) {
       std::fill(im.bound.begin(), im.bound.end(), 0);
-      return Error{ErrorKind::Caller, path, "unknown buffer `" + b.buffer + "` to bind"};
+      return Error{ErrorKind::Caller, json_pointer_append("/buffers", b.buffer),
+                   "unknown buffer or state `" + b.buffer + "` to bind"};
     }
     const size_t i = static_cast<size_t>(it - names.begin());
     auto fail = [&](const std::string& why) {
       std::fill(im.bound.begin(), im.bound.end(), 0);
-      return Error{ErrorKind::Caller, path, "cannot bind buffer `" + b.buffer + "`: " + why};
+      return Error{ErrorKind::Caller, path, std::string("cannot bind ") + (is_buffer ? "buffer" : "state") +
+                                                " `" + b.buffer + "`: " + why};
     };
-    const uint64_t need = im.plan.buffers.at(b.buffer);
+    const uint64_t need = is_buffer ? im.plan.buffers.at(b.buffer) : im.plan.states.at(b.buffer);
     if (im.bound[i]) return fail("it is bound twice");
     if (b.address == 0 || b.address % 16) {
       return fail("address " + std::to_string(b.address) + " is not a 16-byte aligned device address");

@@ -141,6 +141,19 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
                           std::to_string(im->plan.seq_slots) + ")"});
   }
 
+  // ---- cuBLASLt for the GEMM built-ins, with a workspace of its own --------------------------
+  if (rt::uses_gemm(m)) {
+    auto blas = rt::Blas::open();
+    if (!blas) return ImplResult::fail(blas.errors);
+    im->blas = std::move(*blas.value);
+    CUdeviceptr ws = 0;
+    if (auto e = im->check(d.cuMemAlloc(&ws, rt::Blas::kWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)")) {
+      return fail(*e);
+    }
+    im->device_allocations.push_back(ws);
+    im->blas->set_workspace(ws, rt::Blas::kWorkspaceBytes);
+  }
+
   // ---- allocations, zeroed ---------------------------------------------------------------------
   auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out) -> std::optional<Error> {
     CUdeviceptr p = 0;
@@ -272,7 +285,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     im->programs.push_back(std::move(prog));
   }
   im->dense.assign(im->lowered.vars.names.size(), 1);
-  im->bound.assign(im->lowered.buffers.size(), 0);
+  im->bound.assign(im->lowered.bindable.size(), 0);
   const auto* api_table = im->api;
   im->graphs = std::make_unique<rt::GraphCache>(
       options.graph_cache_capacity ? options.graph_cache_capacity : kDefaultGraphCacheCapacity,

@@ -255,7 +255,10 @@ std::vector<std::string> Runtime::programs() const {
   return names;
 }
 
-std::vector<std::string> Runtime::buffers() const { return impl_->lowered.buffers; }
+std::vector<std::string> Runtime::buffers() const {
+  const auto& b = impl_->lowered.bindable;
+  return {b.begin(), b.begin() + static_cast<std::ptrdiff_t>(impl_->lowered.buffer_count)};
+}
 
 std::vector<std::string> Runtime::states() const {
   std::vector<std::string> names;

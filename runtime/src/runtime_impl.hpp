@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "blas.hpp"
 #include "driver.hpp"
 #include "graph_cache.hpp"
 #include "kernrt/runtime.hpp"
@@ -54,6 +55,7 @@ struct Runtime::Impl {
   std::vector<Program> programs;            // sorted by name
   std::vector<uint64_t> dense;              // dense vars of the current run
   std::unique_ptr<rt::GraphCache> graphs;
+  std::unique_ptr<rt::Blas> blas;  // opened when the manifest uses a GEMM built-in
 
   // Ordering with a caller's stream: work enqueued on `stream` (host copies, runs) since
   // it was last handed to `handed_to` makes a foreign stream wait on `compute_done`; work

@@ -98,7 +98,7 @@ struct Slot {
   Region region;  // pointer only
   Value value;    // pointer: fixed(address); scalar: literal bits or expression
   std::string what;
-  // Pointer into a buffer (not a state): its index in sorted buffer order and the byte
+  // Pointer into a buffer or state: its index in LoweredManifest::bindable and the byte
   // offset, so a call may bind the caller's memory in its place (Relocation).
   int32_t buffer = -1;
   uint64_t offset = 0;

@@ -114,6 +114,16 @@ TEST_F(GpuStreams, BoundCallRunsOnCallerMemoryAndLeavesOwnBuffersAlone) {
   KERNRT_ASSERT_OK(rt.enqueue_bound("main", {{"n", n}}, {{"x", cx, bytes}, {"y", cy, bytes}}, stream()));
   EXPECT_EQ(download(cy, n), scratch_pair_reference(x, n));
   EXPECT_EQ(read(rt, "y"), poisoned) << "the runtime's own y must not be written by a bound call";
+  // States bind the same way: double_state writes blob = 2 pool over the first n floats.
+  const size_t pool_bytes = rt.state_bytes("pool"), blob_bytes = rt.state_bytes("blob");
+  const CUdeviceptr cpool = alloc(pool_bytes), cblob = alloc(blob_bytes);
+  const auto p = random_floats(pool_bytes / 4, 23);
+  upload(cpool, p);
+  KERNRT_ASSERT_OK(rt.enqueue_bound("main", {{"n", n}},
+                                    {{"x", cx, bytes}, {"y", cy, bytes}, {"pool", cpool, pool_bytes},
+                                     {"blob", cblob, blob_bytes}}, stream()));
+  const auto blob = download(cblob, n);
+  for (size_t i = 0; i < n; ++i) ASSERT_EQ(blob[i], 2.0f * p[i]) << "blob[" << i << "]";
   // The binding lasts one call: the next run uses the runtime's buffers again.
   KERNRT_ASSERT_OK(rt.run("main", {{"n", n}}));
   EXPECT_NE(read(rt, "y"), poisoned);
@@ -152,7 +162,7 @@ TEST_F(GpuStreams, BadBindingsAreRefusedBeforeAnyLaunch) {
     const char* why;
   };
   const std::vector<Bad> cases = {
-      {{{"nope", cy, bytes}}, "unknown buffer `nope`"},
+      {{{"nope", cy, bytes}}, "unknown buffer or state `nope`"},
       {{{"y", cy + 4, bytes - 4}}, "not a 16-byte aligned"},
       {{{"y", cy, bytes - 16}}, "it takes 16384 bytes"},
       {{{"y", cy, bytes}, {"y", cy, bytes}}, "bound twice"},

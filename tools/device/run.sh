@@ -22,7 +22,8 @@
 # Carried, git-ignored folders: .deps/prefix (tools/device/deps.sh), .shared (a copy of
 # ../shared, which the corpus tests read), .peer/site (peers' wheels unpacked on the dev machine;
 # it goes on PYTHONPATH after runtime/python).
-# Writes under $OUT: summary.txt (also printed), build.log (its last 400 lines), ctest-gpu.log,
+# Writes under $OUT: summary.txt (also printed), build.log (its last 400 lines), sass.txt (every
+# runnable cubin's registers, shared and local bytes, LDL/STL count), ctest-gpu.log,
 # runtime/ (bench JSONL and markdown, bench.log, sanitizer.log), <family>.log and <family>/.
 # Exit status: 0 every step passed; 1 a step failed or ran out of time; 2 bad usage or the
 # configure failed. Deliberately never installs anything and never touches the GPU's settings.
@@ -80,11 +81,31 @@ if ! within $(($(left) - 30)) "$OUT/build.log" cmake --preset h200 "${VARIANTS[@
   tail -30 "$OUT/build.log"
   exit 2
 fi
-if within $(($(left) - 60 * ($# + 1))) "$OUT/build.log" cmake --build --preset h200; then
+within $(($(left) - 60 * ($# + 1))) "$OUT/build.log" cmake --build --preset h200
+rc=$?
+if [ $rc -eq 0 ]; then
   say "build: ok after $((SECONDS - T0)) s"
+elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
+  status=1
+  say "build: out of time after $((SECONDS - T0)) s (BUDGET_S keeps 60 s per later step)"
 else
   status=1
   say "build FAILED after $((SECONDS - T0)) s: $(grep -E 'FAILED|error' "$OUT/build.log" | head -3)"
+fi
+
+# Resources of every runnable cubin (registers, shared and local bytes per entry) and the
+# local-memory instructions in its SASS: a spill shows here before any timing.
+if command -v cuobjdump > /dev/null; then
+  for c in "$B"/cubins/run/*.cubin; do
+    echo "== $(basename "$c") LDL/STL: $(cuobjdump --dump-sass "$c" | grep -cE '(LDL|STL)[. ]')"
+    cuobjdump -res-usage "$c" | grep -E "Function|REG" | paste - - |
+      sed -E 's/.*Function ([A-Za-z0-9_]+).*REG:([0-9]+).*SHARED:([0-9]+).*LOCAL:([0-9]+).*/  \1 REG \2 SHARED \3 LOCAL \4/'
+  done > "$OUT/sass.txt" 2>&1
+  say "sass: $(grep -c '^==' "$OUT/sass.txt") cubins (sass.txt); with local memory:" \
+    "$(grep -E 'LDL/STL: [1-9]' "$OUT/sass.txt" | cut -d' ' -f2 | tr '\n' ' ')" \
+    "$(grep -E 'LOCAL [1-9]' "$OUT/sass.txt" | awk '{print $1}' | tr '\n' ' ')"
+else
+  say "sass: cuobjdump not on PATH; no resource summary"
 fi
 
 # ---- 2. GPU tests ------------------------------------------------------------------------------

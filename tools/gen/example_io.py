@@ -95,6 +95,7 @@ def describe(manifest_path):
 
 
 def write_inputs(manifest_path, work, seed=2026):
+    os.makedirs(work, exist_ok=True)
     case = describe(manifest_path)
     rng = random.Random(seed)
     seqs, q_len = case["vars"]["seqs"], case["q_len"]
@@ -184,6 +185,7 @@ def main(argv=None):
     parser.add_argument("work", help="directory of the .bin files")
     args = parser.parse_args(argv)
     if args.action == "inputs":
+        os.makedirs(args.work, exist_ok=True)
         case = write_inputs(args.manifest, args.work)
         print(" ".join(f"--vars {k}={v}" for k, v in sorted(case["vars"].items())))
         return 0

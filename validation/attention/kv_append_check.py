@@ -25,7 +25,7 @@ def main():
     ap.add_argument("--out", required=True)
     ap.add_argument("--commit", default="unknown")
     args = ap.parse_args()
-    cubins = os.path.join(args.build, "cubins", "run")
+    cubins = bench.use_build(args.build)
     rec = bench.Recorder(args.out, "attention", args.commit)
     ok = True
     pages, tokens = 40, 300

@@ -12,15 +12,15 @@ replays of the runtime's graph. Benchmark: batch 1..32 at average KV 200k (batch
 FlashInfer 0.7.2.post1 (tensor-core paged decode on the same K/V views) in this process, each
 a CUDA graph of one decode (ours: the runtime's own graph, replayed with rt.enqueue(graph=True);
 FlashInfer: torch.cuda.graph), replays timed with events, rounds in alternating order, medians.
-With --base STEM (a second decode cubin in the build's cubins/run, e.g. the previous kernel
-built by KERNRT_BUILD_VARIANTS as attention_decode_base.sm90a) the benchmark also checks and
-times that kernel in the same manifest (its own op over the same buffers and KV state) as a
-third contender, `base`.
-Writes OUT/attention.jsonl (one row per case) and prints a table last.
-Deliberately does not check: program_io (program_io_check.py) or KV append (kv_append_check.py).
+Then runs kv_append_check.py and program_io_check.py (the integration cases through the
+product's CLI; --long adds batch 1-32 at 150k-250k) into the same directory. Writes
+OUT/attention.jsonl, OUT/kv_append.jsonl, OUT/program_io.jsonl and prints a table last.
+With --base STEM (another decode cubin in the build's cubins/run, e.g. the previous kernel that
+KERNRT_BUILD_VARIANTS builds as attention_decode_base.sm90a) that cubin's shipped entry runs as
+variant `base`, checked and timed like a --variant.
+Deliberately does not check: the old harness (gone; git history holds it).
 """
 import argparse
-import copy
 import os
 import subprocess
 import sys
@@ -41,37 +41,23 @@ GATE = 0.02
 log = bench.log
 
 
-def with_base(m, stem):
-    """`m` plus the module `<module>_base` (cubin <stem>.cubin), the op `attn_decode_base` that
-    launches it, and a program `decode_l<i>_base` per layer: the same calls on the same buffers
-    and KV state, another kernel."""
-    m = copy.deepcopy(m)
-    (module, _), = m["modules"].items()
-    m["modules"][module + "_base"] = {"source": stem + ".cubin", "sha256": f"@SHA256:{stem}@"}
-    body = copy.deepcopy(m["ops"]["attn_decode"])
-    for launch in body["impl"]["launches"]:
-        launch["module"] = module + "_base"
-    m["ops"]["attn_decode_base"] = body
-    for name, prog in list(m["programs"].items()):
-        m["programs"][name + "_base"] = {
-            "calls": [dict(c, op="attn_decode_base", label=c["label"] + "_base")
-                      for c in prog["calls"]]}
-    return m
-
-
-def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144, base=None):
-    m = am.decode_manifest(max_seqs, max_context, layers, splits=splits)
-    if base:
-        m = with_base(m, base)
+def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144, entry=None,
+                cubin=None):
+    geometry = ao.load_geometry()
+    if entry:  # a variant entry of the same cubin (a template instance of the shipped kernel)
+        geometry = dict(geometry, entry=entry)
+    if cubin:  # the same entry in another cubin (another build of the kernel, --base)
+        geometry = dict(geometry, cubin=cubin)
+    m = am.decode_manifest(max_seqs, max_context, layers, geometry=geometry, splits=splits)
     return kernrt.load(pin(m, cubins), cubins=[cubins], tokens=pool_pages * ao.PAGE)
 
 
-def run_ours(rt, bt, graph=False, poison=True, program=""):
+def run_ours(rt, bt, graph=False, poison=True):
     out = rt.buffer("out")
     if poison:
         out.fill_(float("nan"))
     bt.write(rt)
-    rt.enqueue(f"decode_l{bt.layer}{program}", graph=graph, vars=bt.vars())
+    rt.enqueue(f"decode_l{bt.layer}", graph=graph, vars=bt.vars())
     torch.cuda.synchronize()
     return out[:bt.bsz]
 
@@ -174,11 +160,18 @@ def main():
     ap.add_argument("--peer-deadline", type=float, default=240.0)
     ap.add_argument("--no-peer", action="store_true")
     ap.add_argument("--skip-checks", action="store_true", help="benchmark only")
-    ap.add_argument("--base", help="also time this decode cubin (stem in cubins/run, e.g. "
-                                   "attention_decode_base.sm90a) as contender `base`")
+    ap.add_argument("--no-integration", action="store_true",
+                    help="skip kv_append_check.py and program_io_check.py")
+    ap.add_argument("--long", action="store_true", help="program_io at 150k-250k too")
+    ap.add_argument("--variant", action="append", default=[], metavar="NAME=ENTRY",
+                    help="also check and time this entry of the decode cubin (a template "
+                         "instance), side by side with the shipped one")
+    ap.add_argument("--base", metavar="STEM",
+                    help="also check and time the shipped entry of cubins/run/STEM.cubin (e.g. "
+                         "attention_decode_base.sm90a) as variant `base`")
     args = ap.parse_args()
     os.makedirs(args.out, exist_ok=True)
-    cubins = os.path.join(args.build, "cubins", "run")
+    cubins = bench.use_build(args.build)
     rec = bench.Recorder(os.path.join(args.out, "attention.jsonl"), "attention", args.commit)
     peer_proc = None if args.no_peer else start_peer_warmup(args.out)
     ceilings = bench.floors(rec, skip_gemm=True)
@@ -191,9 +184,20 @@ def main():
     batches = args.batches.split(",")
     max_b = max(len(lens_of(x)) for x in batches)
     pool = max(sum((n + 63) // 64 for n in lens_of(x)) for x in batches) + 64
-    rt = load_decode(cubins, max_b, 2, pool, base=args.base)
+    rt = load_decode(cubins, max_b, 2, pool)
     kv = kv_view(rt, 2)
     fill_random(kv, seed=21)
+    # A variant is a runtime of the same manifest with another entry and a one-page KV state
+    # of its own; its calls bind the first runtime's KV state, so it reads the very same
+    # pages. Bound calls are eager: they are timed as torch graphs of one launch, and so is
+    # the shipped entry as a control ("shipped-tg").
+    variants = {}
+    for spec in args.variant:
+        name, entry = spec.split("=", 1)
+        variants[name] = load_decode(cubins, max_b, 2, 1, entry=entry)
+    if args.base:
+        variants["base"] = load_decode(cubins, max_b, 2, 1, cubin=args.base + ".cubin")
+    shared_kv = {"kv": rt.state("kv")}
     log(f"benchmark pool: {pool} pages x 2 layers = {kv.numel() * 2 / 1e9:.1f} GB in the runtime's kv state")
 
     fi, reason = None, "--no-peer"
@@ -223,11 +227,18 @@ def main():
         out = run_ours(rt, bt, graph=True)
         ok &= gate(rec, f"decode {lab} KV {min(bt.lens)}-{max(bt.lens)}", out, ref)
         contenders = {"ours": lambda: rt.enqueue("decode_l1", graph=True, vars=bt.vars())}
-        if args.base:
-            out_base = run_ours(rt, bt, graph=True, program="_base")
-            ok &= gate(rec, f"decode {lab} base {args.base}", out_base, ref)
-            contenders["base"] = lambda: rt.enqueue("decode_l1_base", graph=True, vars=bt.vars())
-            out = run_ours(rt, bt, graph=True)
+        if variants:
+            contenders["shipped-tg"] = bench.torch_graph(
+                lambda: rt.enqueue("decode_l1", bind=shared_kv, vars=bt.vars())).replay
+        for name, vrt in variants.items():
+            vout = vrt.buffer("out")
+            vout.fill_(float("nan"))
+            bt.write(vrt)
+            vrt.enqueue("decode_l1", bind=shared_kv, vars=bt.vars())
+            torch.cuda.synchronize()
+            ok &= gate(rec, f"[{name}] decode {lab} KV {min(bt.lens)}-{max(bt.lens)}", vout[:bt.bsz], ref)
+            contenders[name] = bench.torch_graph(
+                (lambda r: lambda: r.enqueue("decode_l1", bind=shared_kv, vars=bt.vars()))(vrt)).replay
         peer = None
         if fi is not None:
             import peer_flashinfer as P
@@ -245,28 +256,56 @@ def main():
                    ours_us=med["ours"], floor_us=floor, frac_of_floor=floor / med["ours"],
                    batch=bt.bsz, kv_lens=[min(bt.lens), max(bt.lens)], splits=shipped,
                    replays=args.iters * args.rounds, path="kernrt.Runtime.enqueue(graph=True)")
-        if "base" in med:
-            row.update(base=args.base, base_us=med["base"], speedup_vs_base=med["base"] / med["ours"])
         if "peer" in med:
             row.update(peer=f"flashinfer {fi.__version__} tensor-core decode (torch graph)",
                        peer_us=med["peer"], speedup_vs_peer=med["peer"] / med["ours"])
         table.append(rec.add(**row))
+        for name in variants:
+            rec.add(case=f"[{name}] decode {lab}", kind="bench", variant=name, ours_us=med[name],
+                    floor_us=floor, frac_of_floor=floor / med[name], batch=bt.bsz,
+                    vs_shipped=med["shipped-tg"] / med[name],
+                    **({"peer_us": med["peer"], "speedup_vs_peer": med["peer"] / med[name]}
+                       if "peer" in med else {}))
+            log(f"[{name}] {lab}: {med[name]:.1f} us (shipped {med['shipped-tg']:.1f} as a torch graph, "
+                f"{med['ours']:.1f} as the runtime's)")
         del peer, contenders
         torch.cuda.empty_cache()
 
-    print("\n| batch | KV lens | ours us | base us | flashinfer us | floor us | % floor | vs base "
-          "| vs FI |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    nan = float("nan")
+    print("\n| batch | KV lens | ours us | flashinfer us | floor us | % floor | vs FI |")
+    print("|---|---|---|---|---|---|---|")
     for r in table:
         print(f"| {r['batch']} | {r['kv_lens'][0]}-{r['kv_lens'][1]} | {r['ours_us']:.1f} | "
-              f"{r.get('base_us', nan):.1f} | {r.get('peer_us', nan):.1f} | {r['floor_us']:.1f} | "
-              f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_base', nan):.3f} | "
-              f"{r.get('speedup_vs_peer', nan):.3f} |")
+              f"{r.get('peer_us', float('nan')):.1f} | {r['floor_us']:.1f} | "
+              f"{r['frac_of_floor'] * 100:.1f} | {r.get('speedup_vs_peer', float('nan')):.3f} |")
     if fi is None:
         print("peer missing:", reason)
+    rt.close()
+    for vrt in variants.values():
+        vrt.close()
+    del kv
+    torch.cuda.empty_cache()
+    if not args.no_integration:
+        ok &= integration(args)
     print("ATTENTION ALL PASS" if ok else "ATTENTION SOME CHECK FAILED")
     return 0 if ok else 1
+
+
+def integration(args):
+    """KV append and program_io in their own processes (so the decode's memory is free)."""
+    cubins = os.path.join(args.build, "cubins", "run")
+    jobs = [[sys.executable, os.path.join(HERE, "kv_append_check.py"), "--build", args.build,
+             "--out", os.path.join(args.out, "kv_append.jsonl"), "--commit", args.commit],
+            [sys.executable, os.path.join(HERE, "program_io_check.py"), "--program-io",
+             os.path.join(args.build, "bin", "program_io"), "--cubins", cubins,
+             "--out", os.path.join(args.out, "program_io.jsonl"), "--commit", args.commit]
+            + (["--long"] if args.long else [])]
+    ok = True
+    for cmd in jobs:
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        tail = (p.stdout + p.stderr).strip().splitlines()[-3:]
+        log(f"{os.path.basename(cmd[1])}: exit {p.returncode}: " + " | ".join(tail))
+        ok &= p.returncode == 0
+    return ok
 
 
 if __name__ == "__main__":

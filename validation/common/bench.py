@@ -23,6 +23,15 @@ sys.path.insert(0, os.path.join(REPO, "runtime", "python"))
 T0 = time.time()
 
 
+def use_build(build_dir):
+    """Points the kernrt package at a CMake build's libkernrt.so and runnable cubins (before
+    its first use), and returns the cubin directory."""
+    build_dir = os.path.abspath(build_dir)
+    os.environ["KERNRT_LIBRARY"] = os.path.join(build_dir, "lib", "libkernrt.so")
+    os.environ["KERNRT_CUBINS"] = os.path.join(build_dir, "cubins", "run")
+    return os.environ["KERNRT_CUBINS"]
+
+
 def log(*a):
     print(f"[{time.time() - T0:6.1f}s]", *a, flush=True)
 

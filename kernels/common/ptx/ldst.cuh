@@ -2,9 +2,10 @@
 // each function named after it), and the shared-memory address every other wrapper takes.
 //
 // Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
-// the cluster (mapa) and 8-byte loads from there; per-thread 16-byte cp.async
-// into shared memory with its commit/wait groups; 16-byte global loads through the
-// non-coherent path with cache hints, and streaming 16-byte global stores.
+// the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
+// bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
+// global loads through the non-coherent path (one with cache hints), and streaming 16-byte
+// global stores.
 // Deliberately does not check: alignment (16 bytes for every address here), that a pointer
 // given as shared really points into shared memory, or that data read through the
 // non-coherent path is not written by the same grid (the caller's contract).
@@ -45,6 +46,24 @@ __device__ __forceinline__ void cp_async_cg_16(void* dst, const void* src) {
                : "memory");
 }
 
+// cp.async.cg.shared.global [dst], [src], 16, src_bytes: copies src_bytes (0..16) and zero
+// fills the rest of the 16 bytes, so a masked row lands as zeros.
+__device__ __forceinline__ void cp_async_cg_16_zfill(void* dst, const void* src,
+                                                     uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+// cp.async.ca.shared.global [dst], [src], 4, src_bytes: the 4-byte form (may allocate in L1),
+// zero filling past src_bytes (0..4).
+__device__ __forceinline__ void cp_async_ca_4_zfill(void* dst, const void* src,
+                                                    uint32_t src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
 // cp.async.commit_group: closes the group of this thread's cp.async issued since the last one.
 __device__ __forceinline__ void cp_async_commit_group() {
   asm volatile("cp.async.commit_group;" ::: "memory");
@@ -57,6 +76,31 @@ __device__ __forceinline__ void cp_async_wait_group() {
 }
 
 // ---- global loads and stores ------------------------------------------------------------------
+
+// ld.global.nc.{u16,u32,v2.u32,v4.u32}: 2 to 16 bytes through the non-coherent (read-only)
+// path; only for data no thread of the grid writes.
+__device__ __forceinline__ uint16_t ld_global_nc_u16(const void* p) {
+  uint16_t v;
+  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint32_t ld_global_nc_u32(const void* p) {
+  uint32_t v;
+  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint2 ld_global_nc_v2(const void* p) {
+  uint2 v;
+  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
+  return v;
+}
+__device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
+  uint4 v;
+  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "l"(p));
+  return v;
+}
 
 // ld.global.nc.L1::no_allocate.L2::256B.v4.u32: 16 bytes through the read-only path without
 // allocating in L1, asking L2 to fetch the whole 256-byte line (streams read once).

@@ -1,6 +1,6 @@
 // PTX wrappers for warp-level tensor-core math (one inline `asm` per instruction, each
-// function named after it): ldmatrix x4 and x4.trans, mma.sync m16n8k16 bf16 -> f32, and the
-// bf16x2 packing of their A operands.
+// function named after it): ldmatrix x4 and x4.trans, mma.sync m16n8k16 bf16 / f16 and
+// m16n8k8 tf32 -> f32, the tf32 conversion, and the f16x2 / bf16x2 packing of A operands.
 //
 // Deliberately does not check: 16-byte alignment of ldmatrix row addresses, that all 32
 // lanes of the warp execute each call (.sync.aligned), or the register fragment layout; the
@@ -45,6 +45,43 @@ __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], uint32_t a0, ui
       "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
       : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32: as above with f16 operands.
+__device__ __forceinline__ void mma_m16n8k16_f16(float (&d)[4], uint32_t a0, uint32_t a1,
+                                                 uint32_t a2, uint32_t a3, uint32_t b0,
+                                                 uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: d += A(16x8) * B(8x8), operands tf32 in
+// 32-bit registers: a0 = (row g, col t), a1 = (row g+8, col t), a2 = (row g, col t+4), a3 =
+// (row g+8, col t+4); b0 = (row t, col g), b1 = (row t+4, col g); D as for m16n8k16.
+__device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], uint32_t a0, uint32_t a1,
+                                                 uint32_t a2, uint32_t a3, uint32_t b0,
+                                                 uint32_t b1) {
+  asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+      "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// cvt.rna.tf32.f32: fp32 to tf32 (10-bit mantissa, round to nearest, ties away), as fp32 bits.
+__device__ __forceinline__ float cvt_rna_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+// cvt.rn.f16x2.f32: two floats to one f16x2 register (round to nearest even), `lo` in the low
+// half.
+__device__ __forceinline__ uint32_t pack_f16x2(float lo, float hi) {
+  uint32_t r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
 }
 
 // Two floats to one bf16x2 register (round to nearest), `lo` in the low half (the lower

@@ -3,9 +3,9 @@
 // launch, and the special registers the schedulers read.
 //
 // Owns: mbarrier init / arrive / arrive.expect_tx / try_wait.parity (and a spin wait over it),
-// the mbarrier-init and async-proxy fences, elect.sync, bar.sync with a thread count, the
-// cluster barrier (arrive.release / wait.acquire), griddepcontrol.wait / launch_dependents,
-// %nsmid and %cluster_ctarank.
+// the mbarrier-init and async-proxy fences, elect.sync, bar.sync / bar.arrive with a count,
+// the cluster barrier (arrive.release / wait.acquire), griddepcontrol.wait /
+// launch_dependents, %nsmid and %cluster_ctarank.
 // Deliberately does not check: alignment (an mbarrier is 8-byte aligned shared memory), that
 // arrival counts and expected transaction bytes match what is issued, phase bookkeeping, or
 // that the caller is on sm_90 or newer. These are the kernel's contract; a violation hangs
@@ -100,6 +100,11 @@ __device__ __forceinline__ bool elect_one_sync() {
 // bar.sync id, count: a barrier among `count` threads (a multiple of 32) of the CTA.
 __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
+}
+
+// bar.arrive id, count: arrives at named barrier `id` (of `count` threads) without waiting.
+__device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t count) {
+  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 // ---- clusters (sm_90+) ----------------------------------------------------------------------

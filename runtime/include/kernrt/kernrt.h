@@ -151,9 +151,9 @@ KERNRT_API kernrt_status kernrt_enqueue(kernrt_runtime* rt, const char* program,
                                         const uint64_t* var_values, size_t n_vars, int graph,
                                         void* stream);
 
-/* The caller's device memory standing in for a whole buffer during one call. */
+/* The caller's device memory standing in for a whole buffer or state during one call. */
 typedef struct kernrt_binding {
-  const char* buffer;
+  const char* buffer;  /* a buffer's name, or a state's */
   uint64_t device_ptr; /* 16-byte aligned, inside one allocation of this context */
   uint64_t bytes;      /* at least the buffer's allocation */
 } kernrt_binding;

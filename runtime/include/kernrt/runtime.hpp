@@ -49,9 +49,9 @@ struct TimingStats {
 // runtime's own compute stream.
 using Stream = void*;
 
-// The caller's device memory standing in for a whole buffer during one call.
+// The caller's device memory standing in for a whole buffer or state during one call.
 struct Binding {
-  std::string buffer;
+  std::string buffer;    // a buffer's name, or a state's
   uint64_t address = 0;  // device address in this runtime's context, 16-byte aligned
   uint64_t bytes = 0;    // at least the buffer's allocation (its size at var maxima)
 };
@@ -112,8 +112,8 @@ class Runtime {
   std::optional<Error> enqueue(const std::string& program,
                                const std::map<std::string, uint64_t>& vars, bool graph,
                                Stream stream);
-  // Eager enqueue with the caller's memory bound to buffers for this call only: every
-  // pointer, pack field and tensormap that names a bound buffer gets the caller's address.
+  // Eager enqueue with the caller's memory bound to buffers or states for this call only:
+  // every pointer, pack field and tensormap that names a bound one gets the caller's address.
   // Caller error (nothing launched) for an unknown or twice-bound buffer, an unaligned
   // address, fewer bytes than the allocation, or memory that is not one device allocation.
   std::optional<Error> enqueue_bound(const std::string& program,
