@@ -89,7 +89,8 @@ __device__ __forceinline__ void store_out(const KernelParams& p, int seq, int he
 }
 
 // The first of the 8 rows of partial slot `slot` of (seq, head) in the partial buffers.
-__device__ __forceinline__ int64_t partial_row0(const KernelParams& p, int seq, int head, int slot) {
+__device__ __forceinline__ int64_t partial_row0(const KernelParams& p, int seq, int head,
+                                                int slot) {
   return ((static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv + slot) * 8;
 }
 
