@@ -26,6 +26,10 @@
 // nothing is left to claim (leave: the last CTA of a head puts the head's counters back to
 // zero for the next launch or graph replay).
 //
+// Entries (Variant below): the shipped one runs this schedule at every batch; the `static` and
+// `static_pair` ones run the static plans of decode_static.cuh when every length is equal and
+// an even split is short (else this schedule), the latter in clusters of 2 CTAs.
+//
 // Per segment (one sequence): warp 0 loads Q (4 TMA boxes) and feeds a 3-stage ring of
 // 32 KiB tiles alternating K and V of one page (lane 0 issues TMA); a sentinel tile (page -1)
 // ends the segment. Warp w takes tokens [16w, 16w+16) of every page with its own online
