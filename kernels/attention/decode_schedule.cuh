@@ -1,7 +1,7 @@
 // The work schedule of one CTA of the sm_90a decode kernel: which sequence it starts on, which
 // it joins when its sequence runs dry, its arrival at a group, its part in the final merges,
 // and its exit. The kernel (attention_decode.cu) calls
-//   first -> [segment, end_segment, arrive, next]... -> drain -> leave
+//   first -> [begin, end_segment, finish (result, then arrive), next]... -> drain -> leave
 // and streams pages in between (decode_feed.cuh); the merges themselves are decode_merge.cuh.
 //
 // State: CTA-shared in DecodeShared (thread 0 decides, everyone reads after a __syncthreads);

@@ -3,7 +3,7 @@
 // each CTA knows its pages from (batch, units, its unit, the length) alone, so it streams
 // them without a claim, reads their page-table entries before the lengths arrive, and
 // leaves without the stealing schedule's drain and exit counters. Kernel call order as for
-// `Schedule` (attention_decode.cu): first -> [begin, end_segment, arrive, next]...; `advance`
+// `Schedule` (attention_decode.cu): first -> [begin, end_segment, finish, next]...; `advance`
 // is the producer's step into the unit's next segment, a segment ahead of the consumers.
 //
 // Plans (all CTA-uniform, decided by every CTA from the same lengths):
