@@ -26,6 +26,10 @@
 // nothing is left to claim (leave: the last CTA of a head puts the head's counters back to
 // zero for the next launch or graph replay).
 //
+// Entries (Variant below): the shipped one runs this schedule at every batch; the `static` and
+// `static_pair` ones run the static plans of decode_static.cuh when every length is equal and
+// an even split is short (else this schedule), the latter in clusters of 2 CTAs.
+//
 // Per segment (one sequence): warp 0 loads Q (4 TMA boxes) and feeds a 3-stage ring of
 // 32 KiB tiles alternating K and V of one page (lane 0 issues TMA); a sentinel tile (page -1)
 // ends the segment. Warp w takes tokens [16w, 16w+16) of every page with its own online
@@ -51,68 +55,64 @@
 #include "attention/decode_merge.cuh"
 #include "attention/decode_schedule.cuh"
 #include "attention/decode_shape.cuh"
+#include "attention/decode_static.cuh"
 #include "attention/params.h"
 #include "common/ptx.cuh"
 
 namespace kernrt::attention {
 
-extern "C" __global__ void __launch_bounds__(kThreads, 2)
-    attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  const int warp = threadIdx.x >> 5;
-  const int lane = threadIdx.x & 31;
-  const int tid = threadIdx.x;
-  const int batch = p.batch_size;
-  const int units = Schedule::work_units(p);
-  const int linear =
-      static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-  if (linear >= kHeadsKv * units || batch <= 0) return;
-  const int head = linear / units;
+// The entries of this cubin: one kernel body, the schedule a template parameter.
+//   kSteal   the shipped kernel: work stealing at every batch (decode_schedule.cuh).
+//   kStatic  equal lengths and a short even split: the static plans (decode_static.cuh),
+//            else kSteal. A unit's segments follow each other without draining the ring:
+//            the producer starts the next segment's Q and pages while the consumers merge
+//            the last one's warps in the stage the sentinel holds.
+//   kStaticPair  kStatic in clusters of 2 CTAs along grid.y: the static plans map units
+//            2m, 2m + 1 of a head to the two CTAs of a cluster, which merge a split group's
+//            pair of results through each other's shared memory (write_pair); kSteal keeps
+//            its own mapping and no CTA touches another's shared memory.
+enum class Variant { kSteal, kStatic, kStaticPair };
 
-  // ---- smem layout ------------------------------------------------------------------------
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+// One thread: the 4 Q boxes of (seq, head) into the Q tile, completing on q_bar.
+__device__ __forceinline__ void load_q(const KernelParams& p, DecodeShared* sh, uint8_t* q_tile,
+                                       int seq, int head) {
+  ptx::mbarrier_arrive_expect_tx(&sh->q_bar, kBoxesPerTile * kQBoxBytes);
+  for (int j = 0; j < kBoxesPerTile; ++j) {
+    ptx::tma_load_4d(q_tile + j * 1024, &p.tma_q, &sh->q_bar, j * 64, 0, head, seq);
+  }
+}
+
+// ---- segments: stream this CTA's segments of (sequence, head) -------------------------------
+// `seq` is the first sequence (-1: none); `feed` is warp 0's page feed of the schedule's type
+// (a static feed holds the first segment's page-table entries already). Two flows, by the
+// schedule's type:
+//   Sched::kKeepsStage false (stealing): the consumers give the sentinel's stage back at once
+//     and merge their warps in stages 0-1 of the drained ring; warp 0 starts every segment.
+//   true (static): the consumers keep the sentinel's stage for the warp merge (6 rows) and
+//     give it back after the epilogue; warp 0 starts a segment the producer did not start.
+//     With Sched::kAhead the producer starts the next segment right after a sentinel (its
+//     Q once the 4 warps read the last one, q_free), so its first page streams while the
+//     consumers merge.
+template <class Sched>
+__device__ __forceinline__ void stream_segments(const KernelParams& p, const Sched& sched,
+                                                typename Sched::FeedT& feed, GroupMerge& merge,
+                                                uint8_t* smem, DecodeShared* sh, int seq,
+                                                int head, int tid, int warp, int lane) {
   uint8_t* q_tile = smem + kQOffset;
-  DecodeShared* sh = reinterpret_cast<DecodeShared*>(smem + kBarOffset);
-  int* tmp = reinterpret_cast<int*>(smem + kTmpOffset);
-  const Schedule sched{p, sh, tmp, p.ptr_multi_ctas_kv_counter, batch, units, linear % units,
-                       head, tid, warp, lane};
-  GroupMerge merge{p, smem, &sh->merge_bar, 0u, tid, warp, lane};
-
-  // ---- barrier init -----------------------------------------------------------------------
-  if (tid == 0) {
-    ptx::prefetch_tensormap(&p.tma_q);
-    ptx::prefetch_tensormap(&p.tma_k);
-    ptx::prefetch_tensormap(&p.tma_v);
-    for (int i = 0; i < kStages; ++i) {
-      ptx::mbarrier_init(&sh->full[i], 1);
-      ptx::mbarrier_init(&sh->empty[i], kWarps);
-    }
-    ptx::mbarrier_init(&sh->q_bar, 1);
-    ptx::mbarrier_init(&sh->merge_bar, 1);
-    ptx::fence_mbarrier_init();
-    sched.enter();
-  }
-  // Rows 6 and 7 of each Q box are padding rows of the mma; TMA writes rows 0-5 only.
-  if (tid < kBoxesPerTile * 16) {
-    reinterpret_cast<uint4*>(q_tile + (tid >> 4) * 1024 + kGroup * 128)[tid & 15] =
-        make_uint4(0, 0, 0, 0);
-  }
-  int seq = sched.first();
-
   const int g = lane >> 2;  // fragment row: query head within the group
   const int t = lane & 3;
   const float scale = p.scale_softmax_log2;
   const uint32_t smem_base = ptx::smem_u32(smem);
-  Feed feed;
-  feed.lane = lane;
-  feed.claim = 0;
-  int issued = 0, seg_first = 0, feed_done = 0, cur_phys = 0, cur_logical = 0;  // warp 0
+  constexpr bool kKeep = Sched::kKeepsStage;
+  int issued = 0, seg_first = 0, cur_phys = 0, cur_logical = 0;  // warp 0
+  int feed_done = kKeep ? 1 : 0;  // warp 0; kKeep: no segment started yet
+  uint32_t q_issued = 1;  // warp 0, kAhead: Q loads issued (the first segment's by the loop)
   int cons = 0;       // the next ring tile the consumers take
   uint32_t seg = 0;   // segments started (Q barrier phase)
 
   // Issues tiles up to index `upto` (K at even offsets from the segment's first tile, V of
-  // the same page at odd ones). Warp 0 only.
+  // the same page at odd ones). With kAhead, a sentinel is followed by the next segment's Q
+  // (once the 4 warps read the last one) and tiles. Warp 0 only.
   auto produce = [&](int upto) {
     while (!feed_done && issued <= upto) {
       const int ti = issued;
@@ -134,7 +134,20 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           }
         }
       }
-      if (cur_logical < 0) feed_done = 1;
+      if (cur_logical < 0) {
+        feed_done = 1;
+        if constexpr (Sched::kAhead) {
+          if (sched.advance(feed)) {
+            if (lane == 0) {
+              ptx::mbarrier_wait(&sh->q_free, (q_issued - 1) & 1);
+              load_q(p, sh, q_tile, feed.seq, head);
+            }
+            ++q_issued;
+            seg_first = ti + 1;
+            feed_done = 0;
+          }
+        }
+      }
       ++issued;
       __syncwarp();
     }
@@ -143,17 +156,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
   do {
     if (seq >= 0) {
       // ---- one segment: this CTA's pages of (seq, head) -------------------------------------
-      const int len = p.ptr_seq_lens_kv[seq];
-      if (warp == 0) {
-        if (lane == 0) {
-          ptx::mbarrier_arrive_expect_tx(&sh->q_bar, kBoxesPerTile * kQBoxBytes);
-          for (int j = 0; j < kBoxesPerTile; ++j) {
-            ptx::tma_load_4d(q_tile + j * 1024, &p.tma_q, &sh->q_bar, j * 64, 0, head, seq);
-          }
-        }
-        feed.init(p.ptr_page_idx_kv + static_cast<int64_t>(seq) * p.max_num_pages_per_seq_kv,
-                  sched.counters + seq * kCounterStride + kClaimAt + head,
-                  pages_of(len));
+      const int len = sched.length(seq);
+      if (warp == 0 && (!kKeep || feed_done)) {
+        if (lane == 0) load_q(p, sh, q_tile, seq, head);
+        sched.begin(feed, seq, len);
         seg_first = issued;
         feed_done = 0;
       }
@@ -171,12 +177,17 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
           ptx::ldmatrix_x4(qa[2 * q][0], qa[2 * q][1], qa[2 * q + 1][0], qa[2 * q + 1][1], addr);
         }
       }
+      if constexpr (Sched::kAhead) {  // the producer may load the next segment's Q now
+        __syncwarp();
+        if (lane == 0) ptx::mbarrier_arrive(&sh->q_free);
+      }
       float o[32][4];
 #pragma unroll
       for (int j = 0; j < 32; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
       float row_max = -INFINITY;  // log2 domain, quad-uniform
       float row_sum = 0.f;        // this thread's share of the row's sum
       int npages = 0;
+      int sentinel_stage = 0;
 
       // ---- main loop: one page (K tile then V tile) per iteration -------------------------
       for (;;) {
@@ -185,9 +196,14 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         if (warp == 0) produce(tk + 2);
         ptx::mbarrier_wait(&sh->full[sk], (tk / kStages) & 1);
         const int logical = sh->tile_page[sk];
-        if (logical < 0) {  // the sentinel's slot goes back to the producer too
-          __syncwarp();
-          if (lane == 0) ptx::mbarrier_arrive(&sh->empty[sk]);
+        if (logical < 0) {
+          // Drained ring: the sentinel's slot goes back to the producer at once. kKeep: the
+          // warp merge uses it first (the next segment's tiles may fill the other stages).
+          if constexpr (!kKeep) {
+            __syncwarp();
+            if (lane == 0) ptx::mbarrier_arrive(&sh->empty[sk]);
+          }
+          sentinel_stage = sk;
           cons = tk + 1;
           break;
         }
@@ -281,19 +297,23 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
       }
 
       if (npages > 0) {
-        // ---- epilogue: merge the 4 warps in shared memory (no TMA is in flight) -----------
+        // ---- epilogue: merge the 4 warps in shared memory (no TMA writes the area) ----------
+        // Drained ring: stages 0-1 with the mma's 8 rows per warp; kKeep: the sentinel's
+        // stage with the group's 6.
+        constexpr int kRows = kKeep ? kGroup : 8;
+        uint8_t* area = smem + (kKeep ? sentinel_stage * kTileBytes : 0);
         const bool alone = npages == pages_of(len);
         if (tid == 0) sched.end_segment(npages, alone);
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 1);
         row_sum += __shfl_xor_sync(0xffffffffu, row_sum, 2);
         __syncthreads();  // every warp is past its last ldmatrix
-        {
-          float* dst = reinterpret_cast<float*>(smem) + (warp * 8 + g) * kMergeStride + 2 * t;
+        if (kRows == 8 || g < kRows) {
+          float* dst = reinterpret_cast<float*>(area) + (warp * kRows + g) * kMergeStride + 2 * t;
 #pragma unroll
           for (int j = 0; j < 32; ++j) {
             *reinterpret_cast<float2*>(dst + 8 * j) = make_float2(o[j][0], o[j][1]);
           }
-          float* merge_ml = reinterpret_cast<float*>(smem) + kWarps * 8 * kMergeStride;
+          float* merge_ml = reinterpret_cast<float*>(area) + kWarps * kRows * kMergeStride;
           if (t == 0) {
             merge_ml[(warp * 8 + g) * 2] = row_max;
             merge_ml[(warp * 8 + g) * 2 + 1] = row_sum;
@@ -302,19 +322,128 @@ extern "C" __global__ void __launch_bounds__(kThreads, 2)
         __syncthreads();
         // The sequence and slot again from shared memory: holding them in registers across
         // the main loop costs the loop some.
-        const int seq_e = sh->seq;
-        write_segment(p, smem, seq_e, sh->slot, head, alone, tid);
-        // ---- arrival: count this CTA's pages; the one that completes the group merges -----
-        sched.arrive(seq_e, npages, alone, merge);
+        // ---- the result, then the arrival: the CTA that completes the group merges --------
+        sched.template finish<kRows>(area, smem, sh->seq, npages, alone, merge);
         // The warp merge and the weights wrote ring stages and the Q tile through the generic
         // proxy; the next segment's TMA writes them (the argmax in next synchronises).
         ptx::fence_proxy_async_shared();
       }
+      if constexpr (kKeep) {  // the sentinel's stage back to the producer
+        __syncthreads();
+        if (lane == 0) ptx::mbarrier_arrive(&sh->empty[sentinel_stage]);
+      }
     }
   } while (sched.next(seq));
+}
 
+template <Variant kVariant>
+__device__ __forceinline__ void decode(const KernelParams& p) {
+  const int warp = threadIdx.x >> 5;
+  const int lane = threadIdx.x & 31;
+  const int tid = threadIdx.x;
+  const int batch = p.batch_size;
+  const int units = Schedule::work_units(p);
+  const int linear =
+      static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+  if (linear >= kHeadsKv * units || batch <= 0) return;
+  const int head = linear / units;
+  const int unit = linear % units;
+
+  // ---- smem layout ------------------------------------------------------------------------
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  uint8_t* q_tile = smem + kQOffset;
+  DecodeShared* sh = reinterpret_cast<DecodeShared*>(smem + kBarOffset);
+  int* tmp = reinterpret_cast<int*>(smem + kTmpOffset);
+  const Schedule sched{p, sh, tmp, p.ptr_multi_ctas_kv_counter, batch, units, unit,
+                       head, tid, warp, lane};
+  GroupMerge merge{p, smem, &sh->merge_bar, 0u, tid, warp, lane};
+
+  // ---- barrier init -----------------------------------------------------------------------
+  if (tid == 0) {
+    ptx::prefetch_tensormap(&p.tma_q);
+    ptx::prefetch_tensormap(&p.tma_k);
+    ptx::prefetch_tensormap(&p.tma_v);
+    for (int i = 0; i < kStages; ++i) {
+      ptx::mbarrier_init(&sh->full[i], 1);
+      ptx::mbarrier_init(&sh->empty[i], kWarps);
+    }
+    ptx::mbarrier_init(&sh->q_bar, 1);
+    ptx::mbarrier_init(&sh->merge_bar, 1);
+    if constexpr (kVariant != Variant::kSteal) ptx::mbarrier_init(&sh->q_free, kWarps);
+    ptx::fence_mbarrier_init();
+    if constexpr (kVariant == Variant::kSteal) sched.enter();
+  }
+  // Rows 6 and 7 of each Q box are padding rows of the mma; TMA writes rows 0-5 only.
+  if (tid < kBoxesPerTile * 16) {
+    reinterpret_cast<uint4*>(q_tile + (tid >> 4) * 1024 + kGroup * 128)[tid & 15] =
+        make_uint4(0, 0, 0, 0);
+  }
+
+  if constexpr (kVariant == Variant::kSteal) {
+    Feed feed;
+    feed.lane = lane;
+    feed.claim = 0;
+    stream_segments(p, sched, feed, merge, smem, sh, sched.first(), head, tid, warp, lane);
+  } else {
+    // ---- static or stealing: every CTA decides the same from the lengths ------------------
+    // Warp 0 loads the static plan's first page-table entries while the lengths are read:
+    // their round trip is off the first page's path.
+    // kStaticPair: cluster c = x + grid.x * (y / 2) (the worker set is the z = 0 plane when
+    // U = grid.x) holds units 2 (c % (U/2)) + rank of head c / (U/2).
+    int s_unit = unit, s_head = head;
+    bool pairs = false;
+    if constexpr (kVariant == Variant::kStaticPair) {
+      pairs = gridDim.y == kHeadsKv && units == static_cast<int>(gridDim.x) && units % 2 == 0;
+      if (pairs) {
+        const int c = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y >> 1));
+        s_head = c / (units / 2);
+        s_unit = 2 * (c % (units / 2)) + static_cast<int>(ptx::cluster_ctarank());
+      }
+    }
+    StaticFeed sfeed;
+    if (warp == 0) StaticPlan::prefetch(p, sfeed, batch, units, s_unit, lane);
+    const int len_t = batch <= kMaxRanked && tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
+    const int len0 = p.ptr_seq_lens_kv[0];
+    const bool equal = batch <= kMaxRanked && !__syncthreads_or(tid < batch && len_t != len0);
+    StaticSchedule st{p, sh, s_unit, s_head, tid, 0, 0, false};
+    if (!equal || !st.init(len0, pairs)) {
+      if (tid == 0) sched.enter();
+      Feed feed;
+      feed.lane = lane;
+      feed.claim = 0;
+      stream_segments(p, sched, feed, merge, smem, sh, sched.first<true>(len_t), head, tid, warp,
+                      lane);
+      sched.drain(merge);
+      sched.leave();
+      return;
+    }
+    stream_segments(p, st, sfeed, merge, smem, sh, st.first(), s_head, tid, warp, lane);
+    return;
+  }
   sched.drain(merge);
   sched.leave();
+}
+
+// ---- entries ----------------------------------------------------------------------------------
+// Same parameter block, grid, block and shared memory (geometry.json); a manifest picks one
+// by `entry`. The shipped one keeps its name.
+extern "C" __global__ void __launch_bounds__(kThreads, 2)
+    attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  decode<Variant::kSteal>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 2)
+    attention_decode_static_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  decode<Variant::kStatic>(p);
+}
+
+// Clusters of 2 along grid.y (the 4 KV heads): compile-time cluster dims, so a launch without
+// a cluster attribute (the manifest's) runs them.
+extern "C" __global__ void __cluster_dims__(1, 2, 1) __launch_bounds__(kThreads, 2)
+    attention_decode_static_pair_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  decode<Variant::kStaticPair>(p);
 }
 
 }  // namespace kernrt::attention

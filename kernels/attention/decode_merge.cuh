@@ -1,10 +1,10 @@
 // The split-merge math of the sm_90a decode kernel, written once: a set of online-softmax
 // results (O_s unnormalised, m_s = max score in the log2 domain, l_s = sum of 2^(s - m_s))
 // merges as O = sum_s O_s 2^(m_s - M) / L with M = max m_s and L = sum l_s 2^(m_s - M).
-// Three merges use it: the 4 warps of a CTA at the end of a segment (write_segment), and the
-// final merge of a (sequence, KV head) group's n partials (slots 0..n-1), by the whole group at
-// once (GroupMerge::whole_group, n <= 16) or by query-head row
-// (GroupMerge::one_row).
+// Four merges use it: the 4 warps of a CTA at the end of a segment (write_segment), the two
+// CTAs of a cluster pair (write_pair, the static_pair entry), and the final merge of a
+// (sequence, KV head) group's n partials (slots 0..n-1), by the whole group at once
+// (GroupMerge::whole_group, n <= 16) or by query-head row (GroupMerge::one_row).
 //
 // The final merge goes in parts so that several CTAs can share it (the CTA that completes a
 // group and CTAs with no stream work left claim parts from a counter, decode_schedule.cuh):
@@ -55,48 +55,130 @@ __device__ __forceinline__ void warp_merge_weights(float (&ms)[N], const float (
 }
 
 // ---- end of a segment: the CTA's 4 warps merged --------------------------------------------
-// Each warp put its rows' O (8 rows x 256, row stride kMergeStride) and (max, sum) at the
-// start of the ring (no TMA is in flight there). Writes the CTA's result for (seq, head):
-// the normalised output when the CTA did every page of the sequence (`alone`), else its
-// unnormalised partial O and (m, l) in partial slot `slot`. The whole CTA calls it.
-__device__ __forceinline__ void write_segment(const KernelParams& p, const uint8_t* smem, int seq,
+// Each warp put its rows' O (R rows x 256, row stride kMergeStride: R = 8 with the mma's
+// padding rows, 6 without) and (max, sum) in `area` of the ring (no TMA is in flight
+// there). The CTA's (m, l, O at dims d, d + 1) of query-head row `row`.
+template <int R>
+__device__ __forceinline__ void warps_merged(const uint8_t* area, int row, int d, float& m,
+                                             float& l, float& ox, float& oy) {
+  static_assert(R == 8 || R == kGroup, "rows per warp: all 8 of the mma, or the group's 6");
+  const float* merge_o = reinterpret_cast<const float*>(area);
+  const float* merge_ml = merge_o + kWarps * R * kMergeStride;  // [warp][row of 8][max, sum]
+  m = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[(w * 8 + row) * 2]);
+  l = ox = oy = 0.f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float f = merge_scale(merge_ml[(w * 8 + row) * 2], m);
+    l += merge_ml[(w * 8 + row) * 2 + 1] * f;
+    const float2 ow = *reinterpret_cast<const float2*>(merge_o + (w * R + row) * kMergeStride + d);
+    ox += ow.x * f;
+    oy += ow.y * f;
+  }
+}
+
+// Output dims d, d + 1 of query-head row `row` of (seq, head): O / l in bf16 (l >= 1: the
+// row's largest score adds 2^0).
+__device__ __forceinline__ void store_out(const KernelParams& p, int seq, int head, int row, int d,
+                                          float l, float ox, float oy) {
+  const float inv = 1.f / l;
+  *reinterpret_cast<__nv_bfloat162*>(
+      static_cast<__nv_bfloat16*>(p.ptr_o) + static_cast<int64_t>(seq) * p.num_hidden_elts_o +
+      (head * kGroup + row) * kHeadDim + d) = __floats2bfloat162_rn(ox * inv, oy * inv);
+}
+
+// The first of the 8 rows of partial slot `slot` of (seq, head) in the partial buffers.
+__device__ __forceinline__ int64_t partial_row0(const KernelParams& p, int seq, int head,
+                                                int slot) {
+  return ((static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv + slot) * 8;
+}
+
+// Dims d, d + 1 of query-head row `row` of the partial at `row0` (partial_row0): unnormalised
+// O, and (m, l) with d = 0.
+__device__ __forceinline__ void store_partial(const KernelParams& p, int64_t row0, int row, int d,
+                                              float m, float l, float ox, float oy) {
+  __stcg(reinterpret_cast<float2*>(p.ptr_partial_o + (row0 + row) * kHeadDim + d),
+         make_float2(ox, oy));
+  if (d == 0) {
+    __stcg(reinterpret_cast<float2*>(p.ptr_partial_stats + (row0 + row) * 2), make_float2(m, l));
+  }
+}
+
+// Writes the CTA's result for (seq, head) from the warp merge in `area`: the normalised
+// output when the CTA did every page of the sequence (`alone`), else its unnormalised partial
+// O and (m, l) in partial slot `slot`. The whole CTA calls it.
+template <int R>
+__device__ __forceinline__ void write_segment(const KernelParams& p, const uint8_t* area, int seq,
                                               int slot, int head, bool alone, int tid) {
-  const float* merge_o = reinterpret_cast<const float*>(smem);
-  const float* merge_ml = merge_o + kWarps * 8 * kMergeStride;  // [warp][row][max, sum]
-  const int64_t slot0 = (static_cast<int64_t>(head) * p.batch_size + seq) * p.max_num_ctas_kv;
-  const int64_t part_row0 = (slot0 + slot) * 8;
+  const int64_t row0 = partial_row0(p, seq, head, slot);
   // Each thread owns dim pairs; 6 rows x 128 pairs = 768 pairs, 6 per thread.
   for (int pair = tid; pair < kGroup * kHeadDim / 2; pair += kThreads) {
     const int row = pair / (kHeadDim / 2);
     const int d = (pair % (kHeadDim / 2)) * 2;
-    float m = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) m = fmaxf(m, merge_ml[(w * 8 + row) * 2]);
-    float l = 0.f, ox = 0.f, oy = 0.f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float f = merge_scale(merge_ml[(w * 8 + row) * 2], m);
-      l += merge_ml[(w * 8 + row) * 2 + 1] * f;
-      const float2 ow =
-          *reinterpret_cast<const float2*>(merge_o + (w * 8 + row) * kMergeStride + d);
-      ox += ow.x * f;
-      oy += ow.y * f;
-    }
+    float m, l, ox, oy;
+    warps_merged<R>(area, row, d, m, l, ox, oy);
     if (alone) {
-      const float inv = 1.f / l;  // l >= 1: the row's largest score adds 2^0
-      *reinterpret_cast<__nv_bfloat162*>(
-          static_cast<__nv_bfloat16*>(p.ptr_o) + static_cast<int64_t>(seq) * p.num_hidden_elts_o +
-          (head * kGroup + row) * kHeadDim + d) = __floats2bfloat162_rn(ox * inv, oy * inv);
+      store_out(p, seq, head, row, d, l, ox, oy);
       continue;
     }
-    __stcg(reinterpret_cast<float2*>(p.ptr_partial_o + (part_row0 + row) * kHeadDim + d),
-           make_float2(ox, oy));
-    if (d == 0) {
-      __stcg(reinterpret_cast<float2*>(p.ptr_partial_stats + (part_row0 + row) * 2),
-             make_float2(m, l));
+    store_partial(p, row0, row, d, m, l, ox, oy);
+  }
+}
+
+// ---- end of a segment: a cluster pair's two CTAs merged -------------------------------------
+// The two CTAs of a cluster of 2 (ranks 0, 1) did complementary pages of (seq, head); each
+// holds its warp merge in `area`. Rank r keeps its rows [3r, 3r + 3) in registers, puts the
+// others (O and (m, l)) at the start of its ring for the partner, and after the cluster
+// barrier merges its rows with the partner's, read across the cluster: the output when the
+// pair did the whole sequence (`direct`), else partial slot `slot` of the group. The caller
+// holds the partner until both read (a second cluster barrier). No TMA is in flight in the
+// ring. The whole CTA calls it.
+template <int R>
+__device__ __forceinline__ void write_pair(const KernelParams& p, const uint8_t* area,
+                                           uint8_t* smem, int seq, int head, int slot, bool direct,
+                                           int tid) {
+  constexpr int kHalf = kGroup / 2;
+  const uint32_t rank = ptx::cluster_ctarank();
+  const int d = 2 * tid;  // 128 threads x 2 dims: one pair of every row
+  static_assert(2 * kThreads == kHeadDim, "a thread per dim pair of a row");
+  float m[kGroup], l[kGroup], ox[kGroup], oy[kGroup];
+#pragma unroll
+  for (int row = 0; row < kGroup; ++row) {
+    warps_merged<R>(area, row, d, m[row], l[row], ox[row], oy[row]);
+  }
+  __syncthreads();  // every thread read the warp merge, which the buffer may overwrite
+  float* buf = reinterpret_cast<float*>(smem);                        // [6][256] O
+  float2* buf_ml = reinterpret_cast<float2*>(buf + kGroup * kHeadDim);  // [6] (m, l)
+#pragma unroll
+  for (int row = 0; row < kGroup; ++row) {
+    if (row / kHalf == static_cast<int>(rank)) continue;
+    *reinterpret_cast<float2*>(buf + row * kHeadDim + d) = make_float2(ox[row], oy[row]);
+    if (tid == 0) buf_ml[row] = make_float2(m[row], l[row]);
+  }
+  ptx::barrier_cluster_arrive_release();
+  ptx::barrier_cluster_wait_acquire();
+  const uint32_t remote = ptx::mapa_shared_cluster(ptx::smem_u32(buf), rank ^ 1u);
+  const int64_t row0 = partial_row0(p, seq, head, slot);
+#pragma unroll
+  for (int row = 0; row < kGroup; ++row) {
+    if (row / kHalf != static_cast<int>(rank)) continue;
+    const float2 o2 = ptx::ld_shared_cluster_v2_f32(remote + (row * kHeadDim + d) * 4);
+    const float2 ml = ptx::ld_shared_cluster_v2_f32(remote + (kGroup * kHeadDim + 2 * row) * 4);
+    const float mm = fmaxf(m[row], ml.x);
+    const float f0 = merge_scale(m[row], mm);
+    const float f1 = merge_scale(ml.x, mm);
+    const float ll = l[row] * f0 + ml.y * f1;
+    const float x = ox[row] * f0 + o2.x * f1;
+    const float y = oy[row] * f0 + o2.y * f1;
+    if (direct) {
+      store_out(p, seq, head, row, d, ll, x, y);
+    } else {
+      store_partial(p, row0, row, d, mm, ll, x, y);
     }
   }
 }
+static_assert(kGroup * kHeadDim * 4 + kGroup * 8 <= kTileBytes, "a pair's exchange in stage 0");
 
 // Row `row` of partials [first, first + n) of the group at `slot0` into the ring (tid 0),
 // completing on `bar`.

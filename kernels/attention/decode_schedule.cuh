@@ -1,7 +1,7 @@
 // The work schedule of one CTA of the sm_90a decode kernel: which sequence it starts on, which
 // it joins when its sequence runs dry, its arrival at a group, its part in the final merges,
 // and its exit. The kernel (attention_decode.cu) calls
-//   first -> [segment, end_segment, arrive, next]... -> drain -> leave
+//   first -> [begin, end_segment, finish (result, then arrive), next]... -> drain -> leave
 // and streams pages in between (decode_feed.cuh); the merges themselves are decode_merge.cuh.
 //
 // State: CTA-shared in DecodeShared (thread 0 decides, everyone reads after a __syncthreads);
@@ -38,6 +38,10 @@ struct Schedule {
   int batch, units, unit, head;
   int tid, warp, lane;
 
+  using FeedT = Feed;
+  static constexpr bool kKeepsStage = false;  // segment flow (attention_decode.cu)
+  static constexpr bool kAhead = false;
+
   // U = min(CTAs in the grid's x-z plane, 2 per SM, partial slots, 128) work units per KV head.
   // The workers are the first 4U blocks in launch order, head = linear / U, so the block
   // scheduler spreads them over the SMs (taken from blockIdx.x alone, half the SMs got two at
@@ -58,9 +62,12 @@ struct Schedule {
   // The first sequence (-1: none, join at once), and zeros for empty sequences (sequence b by
   // unit b % U). Up to U sequences get consecutive units in proportion to their pages; beyond,
   // unit u starts at sequence u * B / U.
-  __device__ __forceinline__ int first() const {
+  // With kGiven, `len_given` is this thread's length (sequence tid; 0 past the batch), read
+  // by the caller.
+  template <bool kGiven = false>
+  __device__ __forceinline__ int first(int len_given = 0) const {
     if (batch <= kMaxRanked) {
-      const int len_t = tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
+      const int len_t = kGiven ? len_given : tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
       const int pages_t = tid < batch ? pages_of(len_t) : 0;
       if (tid < batch && len_t <= 0 && tid % units == unit) zero_rows(tid);
       if (batch <= units) {
@@ -91,6 +98,17 @@ struct Schedule {
     return sh->seq;
   }
 
+  __device__ __forceinline__ int length(int seq) const { return p.ptr_seq_lens_kv[seq]; }
+
+  // Warp 0 at a segment's start: the page feed of (seq, head), claims from its counter.
+  __device__ __forceinline__ void begin(Feed& feed, int seq, int len) const {
+    feed.init(p.ptr_page_idx_kv + static_cast<int64_t>(seq) * p.max_num_pages_per_seq_kv,
+              counters + seq * kCounterStride + kClaimAt + head, pages_of(len));
+  }
+
+  // Pipelined segments are for static schedules only (decode_static.cuh).
+  __device__ __forceinline__ bool advance(Feed&) const { return false; }
+
   // ---- a segment's end -----------------------------------------------------------------------
   // Thread 0, once the segment's pages are streamed: their count, and this CTA's partial slot
   // in the group unless it did every page (`alone`: it writes the output itself, so the group's
@@ -99,6 +117,14 @@ struct Schedule {
   __device__ __forceinline__ void end_segment(int npages, bool alone) const {
     sh->pages = npages;
     if (!alone) sh->slot = atomicAdd(counters + sh->seq * kCounterStride + kAllocAt + head, 1);
+  }
+
+  // The segment's result from the warp merge in `area` (rows per warp R), then the arrival.
+  template <int R>
+  __device__ __forceinline__ void finish(const uint8_t* area, uint8_t*, int seq, int npages,
+                                         bool alone, GroupMerge& merge) const {
+    write_segment<R>(p, area, seq, sh->slot, head, alone, tid);
+    arrive(seq, npages, alone, merge);
   }
 
   // After the segment's result is written: counts this CTA's pages; the CTA whose pages

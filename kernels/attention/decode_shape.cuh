@@ -52,6 +52,7 @@ struct DecodeShared {
   int pages;                // pages this CTA did in the segment
   int slot;                 // this CTA's partial slot in the segment's group
   int merge_n;              // partials of the group whose merge part was claimed ahead
+  uint64_t q_free;          // the 4 warps read the segment's Q (pipelined segments)
 };
 static_assert(sizeof(DecodeShared) <= kListOffset - kBarOffset, "barrier area");
 
@@ -80,6 +81,8 @@ __device__ __forceinline__ int merge_parts(int n) {
 }
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
+static_assert(kWarps * kGroup * kMergeStride * 4 + kWarps * 16 * 4 <= kTileBytes,
+              "warp merge without the padding rows fits in one stage");
 
 // ---- merge scratch after the barriers: weights, the half-sums, reduction ints --------------
 constexpr int kFacOffset = kListOffset;                        // kMaxUnits floats

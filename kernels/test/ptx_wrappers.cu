@@ -50,6 +50,14 @@ __device__ __forceinline__ void use_sync_tma(uint8_t* s, uint64_t* bar, const fl
   ptx::bar_arrive(2, 64);
 }
 
+__device__ __forceinline__ float use_cluster(const uint8_t* s) {
+  ptx::barrier_cluster_arrive_release();
+  ptx::barrier_cluster_wait_acquire();
+  const uint32_t rank = ptx::cluster_ctarank();
+  const float2 v = ptx::ld_shared_cluster_v2_f32(ptx::mapa_shared_cluster(ptx::smem_u32(s), rank));
+  return v.x + v.y;
+}
+
 __device__ __forceinline__ float use_mma(const uint8_t* s) {
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
   uint32_t r0, r1, r2, r3;
@@ -82,5 +90,6 @@ extern "C" __global__ void __launch_bounds__(128)
   t += block::exclusive_scan<4>(t, tmp + 8, warp, lane);
   __syncthreads();
   t += block::argmax<4>(t, lane, tmp + 16, warp, lane);
-  o[threadIdx.x + 4] = kernrt::test::use_mma(s) + static_cast<float>(t);
+  o[threadIdx.x + 4] =
+      kernrt::test::use_mma(s) + kernrt::test::use_cluster(s) + static_cast<float>(t);
 }

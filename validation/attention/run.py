@@ -5,19 +5,22 @@ kernrt.gen.attention_manifest (pinned to the build's cubin), kernrt.load loads t
 written in place through the runtime's buffer views, the paged KV lives in the runtime's `kv`
 state (filled with random bf16 in place), and programs are enqueued on torch's stream. Checks
 (float32 torch reference; gates finite, rel L2 < 0.02, max abs < 0.02): page boundaries and
-length 1, ragged batches (16, 200 sequences), peaky softmax, the seed example's lengths,
-pages in order, empty sequences, the 16-layer page stride, splits 1 / 38 / shipped, and 1000
-replays of the runtime's graph. Benchmark: batch 1..32 at average KV 200k (batch 1 exactly
-200k, batch > 1 evenly 150k-250k, not multiples of 64) and short-context probes (BxN), ours and
-FlashInfer 0.7.2.post1 (tensor-core paged decode on the same K/V views) in this process, each
-a CUDA graph of one decode (ours: the runtime's own graph, replayed with rt.enqueue(graph=True);
-FlashInfer: torch.cuda.graph), replays timed with events, rounds in alternating order, medians.
+length 1, ragged batches (16, 200 sequences), peaky softmax, the seed example's lengths, pages
+in order, empty sequences, equal lengths (4 x 8191, 100 x 64, 7 x 1: the static plans of the
+static entries), the 16-layer page stride (ragged and equal), splits 1 / 38 / shipped, and 1000
+replays of the runtime's graph (ragged 12, equal 32 x 4095); every --variant entry runs the same
+small cases. Benchmark: batch 1..32 at average KV 200k (batch 1 exactly 200k, batch > 1 evenly
+150k-250k, not multiples of 64) and short-context probes (BxN), ours and FlashInfer 0.7.2.post1
+(tensor-core paged decode on the same K/V views) in this process, each a CUDA graph of one
+decode (ours: the runtime's own graph, replayed with rt.enqueue(graph=True); FlashInfer:
+torch.cuda.graph), replays timed with events, rounds in alternating order, medians.
 Then runs kv_append_check.py and program_io_check.py (the integration cases through the
 product's CLI; --long adds batch 1-32 at 150k-250k) into the same directory. Writes
 OUT/attention.jsonl, OUT/kv_append.jsonl, OUT/program_io.jsonl and prints a table last.
 With --base STEM (another decode cubin in the build's cubins/run, e.g. the previous kernel that
 KERNRT_BUILD_VARIANTS builds as attention_decode_base.sm90a) that cubin's shipped entry runs as
-variant `base`, checked and timed like a --variant.
+variant `base`, checked and timed like a --variant. Variants are checked before and after
+their timing at every benchmark batch (their counters must come back to zero every replay).
 Deliberately does not check: the old harness (gone; git history holds it).
 """
 import argparse
@@ -68,9 +71,11 @@ def gate(rec, case, out, ref, vs="float32 reference"):
                      finite=finite, gate=GATE)
 
 
-def small_cases(rec, cubins, shipped_splits):
+def small_cases(rec, cubins, shipped_splits, entry=None, tag=""):
+    """The small cases through `entry` (None: the shipped one); case names start with `tag`."""
     ok = True
-    rts = {sp: load_decode(cubins, 200, 2, 8192, splits=sp) for sp in sorted({shipped_splits, 1, 38})}
+    rts = {sp: load_decode(cubins, 200, 2, 8192, splits=sp, entry=entry)
+           for sp in sorted({shipped_splits, 1, 38})}
     kvs = {sp: kv_view(rt, 2) for sp, rt in rts.items()}
     for sp, kv in kvs.items():
         fill_random(kv, seed=11)
@@ -84,6 +89,9 @@ def small_cases(rec, cubins, shipped_splits):
         ("pages in order lens [5000, 3], layer 1/2", [5000, 3], 1, 1.0, {"contiguous": True}),
         ("empty sequences (length 0) in a batch [0, 100, 0, 70]", [0, 100, 0, 70], 1, 1.0, {}),
         ("ragged batch 200 (1..3000), layer 0/2", None, 0, 1.0, {"ragged": 200, "max": 3000}),
+        ("equal lengths 4 x 8191, layer 1/2", [8191] * 4, 1, 1.0, {}),
+        ("equal lengths 100 x 64, layer 0/2", [64] * 100, 0, 1.0, {}),
+        ("equal lengths 7 x 1, layer 1/2", [1] * 7, 1, 1.0, {}),
     ]
     for name, lens, layer, qs, opt in cases:
         if lens is None:
@@ -91,39 +99,44 @@ def small_cases(rec, cubins, shipped_splits):
         for sp, rt in rts.items():
             bt = Batch(kvs[sp], lens, layer, seed=len(name), q_scale=qs,
                        contiguous_pages=opt.get("contiguous", False))
-            ok &= gate(rec, f"{name}, splits {sp}", run_ours(rt, bt), bt.reference())
+            ok &= gate(rec, f"{tag}{name}, splits {sp}", run_ours(rt, bt), bt.reference())
     # 1000 replays of the runtime's graph (the merge counters must come back to zero each time,
     # or later replays would merge stale partials).
+    # Ragged lengths (stealing), then equal ones (a static plan in the static entries).
     rt, kv = rts[shipped_splits], kvs[shipped_splits]
-    lens = torch.randint(1, 30001, (12,), generator=gen).tolist()
-    bt = Batch(kv, lens, 1, seed=99)
-    ref = bt.reference()
-    out = run_ours(rt, bt, graph=True)
-    worst = 0.0
-    for i in range(1000):
-        if i % 250 == 0:
-            out.fill_(float("nan"))
-        rt.enqueue("decode_l1", graph=True, vars=bt.vars())
-        if i % 250 == 249:
-            torch.cuda.synchronize()
-            finite, rel, _ = bench.errors(out, ref)
-            worst = max(worst, rel if finite else float("inf"))
-    ok &= rec.check(f"runtime graph replay x1000, ragged 12, splits {shipped_splits}", worst < GATE,
-                    error=worst, gate=GATE)
-    eager = run_ours(rt, bt).clone()
-    graph = run_ours(rt, bt, graph=True)
-    ok &= rec.check("graph replay bit-identical to eager", torch.equal(eager.view(torch.int16),
-                                                                        graph.view(torch.int16)))
+    ragged = torch.randint(1, 30001, (12,), generator=gen).tolist()
+    for what, lens in (("ragged 12", ragged), ("equal 32 x 4095", [4095] * 32)):
+        bt = Batch(kv, lens, 1, seed=99)
+        ref = bt.reference()
+        out = run_ours(rt, bt, graph=True)
+        worst = 0.0
+        for i in range(1000):
+            if i % 250 == 0:
+                out.fill_(float("nan"))
+            rt.enqueue("decode_l1", graph=True, vars=bt.vars())
+            if i % 250 == 249:
+                torch.cuda.synchronize()
+                finite, rel, _ = bench.errors(out, ref)
+                worst = max(worst, rel if finite else float("inf"))
+        ok &= rec.check(f"{tag}runtime graph replay x1000, {what}, splits {shipped_splits}",
+                        worst < GATE, error=worst, gate=GATE)
+        if what == "ragged 12":
+            eager = run_ours(rt, bt).clone()
+            graph = run_ours(rt, bt, graph=True)
+            ok &= rec.check(f"{tag}graph replay bit-identical to eager",
+                            torch.equal(eager.view(torch.int16), graph.view(torch.int16)))
     for r in rts.values():
         r.close()
     del rts, kvs
     torch.cuda.empty_cache()
     # The model geometry: 16 interleaved layers (page stride 4 MiB), last layer.
-    rt = load_decode(cubins, 4, 16, 300)
+    rt = load_decode(cubins, 4, 16, 300, entry=entry)
     kv = kv_view(rt, 16)
     fill_random(kv, seed=12)
-    bt = Batch(kv, [700, 1300, 64 * 33 + 5, 64 * 100], 15, seed=3)
-    ok &= gate(rec, f"16-layer stride, layer 15, lens {bt.lens}", run_ours(rt, bt), bt.reference())
+    for lens in ([700, 1300, 64 * 33 + 5, 64 * 100], [64 * 33 + 5] * 4):
+        bt = Batch(kv, lens, 15, seed=3)
+        ok &= gate(rec, f"{tag}16-layer stride, layer 15, lens {bt.lens}", run_ours(rt, bt),
+                   bt.reference())
     rt.close()
     return ok
 
@@ -179,6 +192,9 @@ def main():
     ok = True
     if not args.skip_checks:
         ok &= small_cases(rec, cubins, shipped)
+        for spec in args.variant:
+            name, entry = spec.split("=", 1)
+            ok &= small_cases(rec, cubins, shipped, entry=entry, tag=f"[{name}] ")
         log("small cases:", "PASS" if ok else "FAIL")
 
     batches = args.batches.split(",")
@@ -251,6 +267,12 @@ def main():
             contenders["peer"] = g.replay
         med = bench.interleaved(contenders, args.iters, args.rounds)
         ok &= gate(rec, f"decode {lab} after timing", out, ref)
+        for name, vrt in variants.items():  # its counters came back to zero every replay
+            vout = vrt.buffer("out")
+            vout.fill_(float("nan"))
+            vrt.enqueue("decode_l1", bind=shared_kv, vars=bt.vars())
+            torch.cuda.synchronize()
+            ok &= gate(rec, f"[{name}] decode {lab} after timing", vout[:bt.bsz], ref)
         floor = bt.kv_bytes / ceilings["copy_Bps"] * 1e6
         row = dict(case=f"decode {lab} avg KV {sum(bt.lens) // bt.bsz} single layer", kind="bench",
                    ours_us=med["ours"], floor_us=floor, frac_of_floor=floor / med["ours"],

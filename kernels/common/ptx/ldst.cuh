@@ -1,10 +1,11 @@
 // PTX wrappers for plain and asynchronous loads and stores (one inline `asm` per instruction,
 // each function named after it), and the shared-memory address every other wrapper takes.
 //
-// Owns: the 32-bit shared-window address of a generic pointer; per-thread cp.async into shared
-// memory (16 bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups;
-// 2- to 16-byte global loads through the non-coherent path (one with cache hints), and
-// streaming 16-byte global stores.
+// Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
+// the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
+// bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
+// global loads through the non-coherent path (one with cache hints), and streaming 16-byte
+// global stores.
 // Deliberately does not check: alignment (16 bytes for every address here), that a pointer
 // given as shared really points into shared memory, or that data read through the
 // non-coherent path is not written by the same grid (the caller's contract).
@@ -19,6 +20,22 @@ namespace kernrt::ptx {
 // Shared-memory address of a generic pointer, as the 32-bit operand PTX expects.
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// mapa.shared::cluster.u32: the address in CTA `rank` of the cluster of the shared-memory
+// location at `addr` in this CTA (the same offset in the other CTA's shared memory).
+__device__ __forceinline__ uint32_t mapa_shared_cluster(uint32_t addr, uint32_t rank) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(out) : "r"(addr), "r"(rank));
+  return out;
+}
+
+// ld.shared::cluster.v2.f32: 8 bytes from a shared::cluster address (mapa's result).
+__device__ __forceinline__ float2 ld_shared_cluster_v2_f32(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr)
+               : "memory");
+  return v;
 }
 
 // ---- cp.async (sm_80+): one thread, 16 bytes, global -> shared ------------------------------

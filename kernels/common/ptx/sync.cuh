@@ -4,7 +4,8 @@
 //
 // Owns: mbarrier init / arrive / arrive.expect_tx / try_wait.parity (and a spin wait over it),
 // the mbarrier-init and async-proxy fences, elect.sync, bar.sync / bar.arrive with a count,
-// griddepcontrol.wait / launch_dependents, and %nsmid.
+// the cluster barrier (arrive.release / wait.acquire), griddepcontrol.wait /
+// launch_dependents, %nsmid and %cluster_ctarank.
 // Deliberately does not check: alignment (an mbarrier is 8-byte aligned shared memory), that
 // arrival counts and expected transaction bytes match what is issued, phase bookkeeping, or
 // that the caller is on sm_90 or newer. These are the kernel's contract; a violation hangs
@@ -106,6 +107,21 @@ __device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
+// ---- clusters (sm_90+) ----------------------------------------------------------------------
+
+// barrier.cluster.arrive.release.aligned: this thread's arrival at the cluster barrier; its
+// earlier memory accesses (shared memory of any CTA of the cluster included) are released to
+// the threads that wait. Every thread of the warp executes it.
+__device__ __forceinline__ void barrier_cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+
+// barrier.cluster.wait.acquire.aligned: waits until every non-exited thread of the cluster
+// arrived, acquiring what they released. Every thread of the warp executes it.
+__device__ __forceinline__ void barrier_cluster_wait_acquire() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
 // ---- programmatic dependent launch (sm_90+) -----------------------------------------------
 
 // griddepcontrol.wait: blocks until the previous grid in the stream has completed and its
@@ -120,6 +136,13 @@ __device__ __forceinline__ void griddepcontrol_launch_dependents() {
 }
 
 // ---- special registers ---------------------------------------------------------------------
+
+// %cluster_ctarank: this CTA's rank in its cluster (0 without a cluster launch).
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
 
 // %nsmid: the number of SM ids. PTX allows it to exceed the SMs present (sparse SM ids), so a
 // schedule sized by it may overestimate one wave. Not volatile: constant within a launch.
