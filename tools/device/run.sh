@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one device run (the lent H200 through the device tool's `run`, from the repository root):
 #
-#   tools/device/run.sh FAMILY...        FAMILY: runtime attention conv kda hybrid
+#   tools/device/run.sh FAMILY...        FAMILY: runtime attention prefill conv kda hybrid
 #
 #   1. configures with the `h200` preset (CMakePresets.json: Release, Ninja, build-h200,
 #      dependencies from the carried .deps/prefix that tools/device/deps.sh makes) and builds
@@ -12,13 +12,17 @@
 #      runtime-overhead benchmark, and compute-sanitizer memcheck of program_io over the test
 #      manifests (eager and graph). Every other family:
 #        python3 validation/<family>/run.py --build build-h200 --out $OUT/<family> --commit <sha>
-#      when that file exists (otherwise the summary says it is absent); with KERNRT_DECODE_BASE
-#      the attention family also gets --base attention_decode_base.sm90a (timed beside ours).
+#      when that file exists (otherwise the summary says it is absent); `prefill` runs
+#      validation/attention/prefill_run.py the same way; with KERNRT_DECODE_BASE the attention
+#      family also gets --base attention_decode_base.sm90a (timed beside ours).
 #
 # Env: OUT (results and logs, default /tmp/kernrt-out); BUDGET_S (seconds for the whole run,
 # default 540: every step runs under `timeout` with what is left, the build keeps 60 s per
 # later step, and each family gets an equal share of what is left at its turn); COMMIT (the sha
-# recorded in results, default git's HEAD or "unknown"); KERNRT_DECODE_BASE (above).
+# recorded in results, default git's HEAD or "unknown"); KERNRT_DECODE_BASE (above);
+# ARGS_<family> (more arguments for that family's script, e.g. ARGS_attention="--variant
+# static=<entry>"); BUDGET_<family> (its seconds instead of an equal share of what is left);
+# SKIP_BUILD=1 and SKIP_CTEST=1 (a second call on a warm machine whose build-h200 is current).
 # Carried, git-ignored folders: .deps/prefix (tools/device/deps.sh), .shared (a copy of
 # ../shared, which the corpus tests read), .peer/site (peers' wheels unpacked on the dev machine;
 # it goes on PYTHONPATH after runtime/python).
@@ -30,7 +34,7 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
-FAMILIES=(runtime attention conv kda hybrid)
+FAMILIES=(runtime attention prefill conv kda hybrid)
 usage() {
   echo "usage: tools/device/run.sh FAMILY... (families: ${FAMILIES[*]})" >&2
   exit 2
@@ -76,14 +80,22 @@ VARIANTS=(-DKERNRT_BUILD_VARIANTS=OFF)
 [ -n "${KERNRT_DECODE_BASE:-}" ] &&
   VARIANTS=(-DKERNRT_BUILD_VARIANTS=ON "-DKERNRT_DECODE_BASE=$KERNRT_DECODE_BASE")
 : > "$OUT/build.log"
-if ! within $(($(left) - 30)) "$OUT/build.log" cmake --preset h200 "${VARIANTS[@]}"; then
+if [ "${SKIP_BUILD:-0}" = 1 ] && [ -f "$B/build.ninja" ]; then
+  say "build: skipped (SKIP_BUILD=1, $B exists)"
+elif ! within $(($(left) - 30)) "$OUT/build.log" cmake --preset h200 "${VARIANTS[@]}"; then
   say "configure FAILED (build.log)"
   tail -30 "$OUT/build.log"
   exit 2
 fi
-within $(($(left) - 60 * ($# + 1))) "$OUT/build.log" cmake --build --preset h200
-rc=$?
-if [ $rc -eq 0 ]; then
+if [ "${SKIP_BUILD:-0}" = 1 ] && [ -f "$B/build.ninja" ]; then
+  rc=0
+else
+  within $(($(left) - 60 * ($# + 1))) "$OUT/build.log" cmake --build --preset h200
+  rc=$?
+fi
+if [ "${SKIP_BUILD:-0}" = 1 ] && [ -f "$B/build.ninja" ]; then
+  :
+elif [ $rc -eq 0 ]; then
   say "build: ok after $((SECONDS - T0)) s"
 elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then
   status=1
@@ -110,9 +122,13 @@ fi
 
 # ---- 2. GPU tests ------------------------------------------------------------------------------
 : > "$OUT/ctest-gpu.log"
-within $(($(left) - 30 * $#)) "$OUT/ctest-gpu.log" ctest --preset h200 -L gpu || status=1
-say "ctest -L gpu: $(grep -E 'tests passed|tests failed|No tests were found' "$OUT/ctest-gpu.log" | tail -1)"
-grep -E "\((Failed|SEGFAULT|Timeout|Not Run|Subprocess aborted)\)" "$OUT/ctest-gpu.log" | tee -a "$SUMMARY"
+if [ "${SKIP_CTEST:-0}" = 1 ]; then
+  say "ctest -L gpu: skipped (SKIP_CTEST=1)"
+else
+  within $(($(left) - 30 * $#)) "$OUT/ctest-gpu.log" ctest --preset h200 -L gpu || status=1
+  say "ctest -L gpu: $(grep -E 'tests passed|tests failed|No tests were found' "$OUT/ctest-gpu.log" | tail -1)"
+  grep -E "\((Failed|SEGFAULT|Timeout|Not Run|Subprocess aborted)\)" "$OUT/ctest-gpu.log" | tee -a "$SUMMARY"
+fi
 
 # ---- 3. families -------------------------------------------------------------------------------
 # runtime SECONDS: the runtime's checks (formerly tools/device/h200.sh).
@@ -177,23 +193,29 @@ PY
 n=$#
 for family in "$@"; do
   share=$(($(left) / n))
+  budget_var="BUDGET_$family"
+  [ -n "${!budget_var:-}" ] && share=${!budget_var}
   n=$((n - 1))
   start=$SECONDS
+  script="validation/$family/run.py"
+  [ "$family" = prefill ] && script=validation/attention/prefill_run.py
   if [ "$family" = runtime ]; then
     runtime_family "$share" || status=1
-  elif [ -f "validation/$family/run.py" ]; then
+  elif [ -f "$script" ]; then
     extra=()
     [ "$family" = attention ] && [ -n "${KERNRT_DECODE_BASE:-}" ] &&
       extra=(--base attention_decode_base.sm90a)
+    args_var="ARGS_$family"
+    read -r -a more <<< "${!args_var:-}"
     : > "$OUT/$family.log"
-    within "$share" "$OUT/$family.log" python3 "validation/$family/run.py" --build "$B" \
-      --out "$OUT/$family" --commit "$COMMIT" "${extra[@]}"
+    within "$share" "$OUT/$family.log" python3 "$script" --build "$B" \
+      --out "$OUT/$family" --commit "$COMMIT" "${extra[@]}" "${more[@]}"
     rc=$?
     [ $rc -eq 0 ] || status=1
-    say "$family: run.py exit $rc after $((SECONDS - start)) s; last lines:"
+    say "$family: $script exit $rc after $((SECONDS - start)) s; last lines:"
     tail -12 "$OUT/$family.log" | tee -a "$SUMMARY"
   else
-    say "$family: validation/$family/run.py is absent; nothing to run"
+    say "$family: $script is absent; nothing to run"
   fi
 done
 
