@@ -121,10 +121,14 @@ def small_cases(rec, cubins, shipped_splits, entry=None, tag=""):
         ok &= rec.check(f"{tag}runtime graph replay x1000, {what}, splits {shipped_splits}",
                         worst < GATE, error=worst, gate=GATE)
         if what == "ragged 12":
+            # The split merge's order follows the CTAs' timing, so two launches may differ in
+            # the last bits (kernels/attention/README.md): eager and graph agree within bf16
+            # rounding of each other, not bit for bit.
             eager = run_ours(rt, bt).clone()
             graph = run_ours(rt, bt, graph=True)
-            ok &= rec.check(f"{tag}graph replay bit-identical to eager",
-                            torch.equal(eager.view(torch.int16), graph.view(torch.int16)))
+            _, rel, mx = bench.errors(graph, eager.float())
+            ok &= rec.check(f"{tag}graph replay agrees with eager (within bf16 rounding)",
+                            rel < 4e-3, error=rel, max_abs=mx, gate=4e-3)
     for r in rts.values():
         r.close()
     del rts, kvs

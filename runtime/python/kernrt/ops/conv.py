@@ -160,9 +160,9 @@ def _present(**kw):
 
 def _load(spec):
     import kernrt
-    from ..gen import conv_dropin
+    from ..gen import conv as gen_conv  # conv re-exports conv_dropin's builder (import order)
     positional, keywords, gpu = spec
-    manifest = conv_dropin.dropin_manifest(*positional, **dict(keywords))
+    manifest = gen_conv.dropin_manifest(*positional, **dict(keywords))
     cubins = kernrt.cubin_dir()
     return kernrt.load(_gen.pin(manifest, cubins), cubins=[cubins], gpu=gpu)
 
