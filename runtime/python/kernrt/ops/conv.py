@@ -203,12 +203,12 @@ def causal_conv1d(x, weight=None, bias=None, residual=None, initial_state=None,
         bind["cu_seqlens"] = cu_seqlens.to(torch.int32)
     if initial_state is not None:
         bind["initial_state"] = initial_state
+    seqs = dict(spec[1])["varlen_seqs"] or B
     final_state = None
     if output_final_state:
-        seqs = dict(spec[1])["varlen_seqs"] or B
         final_state = torch.empty((seqs, D, W), dtype=x.dtype, device=x.device)
         bind["final_state"] = final_state
-    rt.enqueue("main", bind=bind)
+    rt.enqueue("main", bind=bind, tokens=T, seqs=seqs)  # the manifest's maxima: the call's shape
     FAMILY.note("kernrt", f"causal_conv1d on sm90a, first shape B{B} T{T} D{D} W{W}")
     return y, final_state
 
@@ -266,7 +266,7 @@ def causal_conv1d_update(x, cache, residual=None, weight=None, bias=None, activa
         bind["bias"] = bias
     if residual is not None:
         bind["residual"] = residual
-    rt.enqueue("main", bind=bind)
+    rt.enqueue("main", bind=bind, seqs=N)
     FAMILY.note("kernrt", f"causal_conv1d_update on sm90a, first shape N{N} D{D} W{spec[0][4]}")
     return y.view(shape), cache
 
