@@ -29,26 +29,9 @@ _ACTIVATIONS = {None: None, "silu": "silu", "swish": "silu"}
 _FWD_KWARGS = {"cu_seqlens_cpu", "chunk_indices"}  # derived data fla accepts; no effect here
 
 
-def _grad(*tensors):
-    try:
-        import torch
-        if not torch.is_grad_enabled():
-            return False
-    except ImportError:
-        pass
-    return any(t is not None and getattr(t, "requires_grad", False) for t in tensors)
-
-
-def _aligned(t):
-    return t.data_ptr() % 16 == 0
-
-
-def _capturing():
-    try:
-        import torch
-        return torch.cuda.is_current_stream_capturing()
-    except Exception:
-        return False
+_grad = _dispatch.needs_grad
+_aligned = _dispatch.aligned16
+_capturing = _dispatch.capturing
 
 
 def _contiguous_cuda(name, t, shape, dtype=None):
