@@ -6,8 +6,8 @@ written in place through the runtime's buffer views, the paged KV lives in the r
 state (filled with random bf16 in place), and programs are enqueued on torch's stream. Checks
 (float32 torch reference; gates finite, rel L2 < 0.02, max abs < 0.02): page boundaries and
 length 1, ragged batches (16, 200 sequences), peaky softmax, the seed example's lengths, pages
-in order, empty sequences, equal lengths (4 x 8191, 100 x 64, 7 x 1: the static plans of the
-static entries), the 16-layer page stride (ragged and equal), splits 1 / 38 / shipped, and 1000
+in order, empty sequences, equal lengths (4 x 8191, 100 x 64, 7 x 1: the kernel's static
+plans), the 16-layer page stride (ragged and equal), splits 1 / 38 / shipped, and 1000
 replays of the runtime's graph (ragged 12, equal 32 x 4095); every --variant entry runs the same
 small cases. Benchmark: batch 1..32 at average KV 200k (batch 1 exactly 200k, batch > 1 evenly
 150k-250k, not multiples of 64) and short-context probes (BxN), ours and FlashInfer 0.7.2.post1
@@ -120,7 +120,7 @@ def small_cases(rec, cubins, shipped_splits, entry=None, tag=""):
             ok &= gate(rec, f"{tag}{name}, splits {sp}", run_ours(rt, bt), bt.reference())
     # 1000 replays of the runtime's graph (the merge counters must come back to zero each time,
     # or later replays would merge stale partials).
-    # Ragged lengths (stealing), then equal ones (a static plan in the static entries).
+    # Ragged lengths (stealing), then equal ones (the kernel's static plans).
     rt, kv = rts[shipped_splits], kvs[shipped_splits]
     ragged = torch.randint(1, 30001, (12,), generator=gen).tolist()
     for what, lens in (("ragged 12", ragged), ("equal 32 x 4095", [4095] * 32)):
