@@ -12,9 +12,13 @@ bytes; the decode update at B64 D4096 and B256 D8192 for s4 / s4wave / s1 over o
 lines and s4 / s1 over fla's [N, D, W] cache (the drop-in's form) next to fla's
 causal_conv1d_update. 2. correctness (cases.py) for every candidate, fla's forward pinned to
 one Triton config first (its per-output arithmetic does not depend on the config; without
-it a fresh machine autotunes every check shape). Writes OUT/conv.jsonl (one row per case:
-DESIGN.md's schema) as it goes and prints the table last. Peers import lazily; a missing or
-failing one is recorded as "peer unavailable: <why>", and kernel-fun's is_supported reason
+it a fresh machine autotunes every check shape). Every floor is the bytes the call must
+move (forward: x read + y written; decode: state read + written, x, y) at the copy rate of
+validation/common's 4 GB device copy, measured at the start of this call; the same-bytes
+torch copy stays in the forward row as `copy_us` (a graph-captured copy of 512 MiB tensors
+ran at 2.7 TB/s where this rate was 4.23, so it is not a floor). Writes OUT/conv.jsonl (one
+row per case: DESIGN.md's schema) as it goes and prints the table last. Peers import
+lazily; a missing or failing one is recorded as "peer unavailable: <why>", and kernel-fun's is_supported reason
 when it would fall back to fla (then its column is fla's kernel, and the row says so).
 A watchdog thread ends the process at --budget + 60 s whatever it is stuck in (rows
 already written stay); the phases themselves stop starting work at the budget. Expect
@@ -147,7 +151,7 @@ def main():
           f"{ {k: v for k, v in notes.items() if 'unavailable' in v} }", flush=True)
     table = []
     reps = 10 if a.quick else 20
-    ceiling = common.copy_rate()  # 4 GB device copy, read + write: the decode floors' rate
+    ceiling = common.copy_rate()  # 4 GB device copy, read + write: every floor's rate
     emit({"case": "ceiling: device-to-device copy 4 GB (read + write)", "kind": "ceiling",
           "bytes_per_s": ceiling})
     print(f"copy ceiling {ceiling / 1e12:.3f} TB/s", flush=True)
@@ -175,13 +179,14 @@ def main():
             kf_note = "kernel-fun's autotuner learnt no key here: its own kernel may not have run"
         best = min((k for k in pc if res.get(k)), key=lambda k: res[k], default=None)
         case = f"fwd B{B} T{T} D{D} W4 silu bf16 wf32"
-        floor = res.get("copy")
+        floor = nbytes / ceiling * 1e6
         row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res.get(k)) for k in pc},
-               "floor_us": _r(floor), "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6)}
+               "floor_us": _r(floor), "floor_rate_tbs": round(ceiling / 1e12, 3),
+               "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6),
+               "copy_us": _r(res.get("copy"))}
         if best:
             row.update(ours=best, ours_us=_r(res[best]))
-            if floor:
-                row["frac_of_floor"] = round(floor / res[best], 3)
+            row["frac_of_floor"] = round(floor / res[best], 3)
         for peer in ("kernel-fun", "fla"):
             if res.get(peer):
                 row[f"{peer}_us"] = _r(res[peer])
