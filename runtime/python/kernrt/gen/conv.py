@@ -23,11 +23,11 @@ Does not check: kernel behaviour, the manifest rules (kernrt-verify does), or se
 whose lengths differ from what cu_seqlens says. Python 3 standard library only.
 """
 
-import argparse
 import json
 import os
 import sys
 
+from . import files as _files
 from . import conv_params as cp
 from .conv_params import FWD, UPDATE, field
 
@@ -283,20 +283,7 @@ from .conv_check import check  # noqa: E402,F401
 # ---- files -------------------------------------------------------------------------------
 
 
-def _fmt(o, ind):
-    """JSON with short values on one line (<= 96 columns), longer ones expanded."""
-    flat = json.dumps(o)
-    if not isinstance(o, (dict, list)) or len(flat) + ind <= 96:
-        return flat
-    pad = " " * (ind + 2)
-    if isinstance(o, dict):
-        items = [f"{pad}{json.dumps(k)}: {_fmt(v, ind + 2)}" for k, v in o.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * ind + "}"
-    return "[\n" + ",\n".join(pad + _fmt(v, ind + 2) for v in o) + "\n" + " " * ind + "]"
-
-
-def dump(obj):
-    return _fmt(obj, 0) + "\n"
+dump = _files.dump
 
 
 def outputs():
@@ -312,39 +299,8 @@ def outputs():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    w = sub.add_parser("write", help="write the fragment and the examples into the repository")
-    w.add_argument("--root", default=REPO)
-    d = sub.add_parser("diff", help="exit 1 if a committed generated file differs from the generator")
-    d.add_argument("--root", default=REPO)
-    c = sub.add_parser("check", help="refuse conv calls whose buffers cannot match the op")
-    c.add_argument("manifests", nargs="+")
-    a = ap.parse_args(argv)
-    try:
-        if a.cmd == "check":
-            bad = 0
-            for path in a.manifests:
-                with open(path) as f:
-                    for ptr, msg in check(json.load(f)):
-                        print(f"{path}: {ptr}: {msg}", file=sys.stderr)
-                        bad += 1
-            return 1 if bad else 0
-        files = outputs()
-        stale = 0
-        for rel, text in sorted(files.items()):
-            path = os.path.join(a.root, rel)
-            if a.cmd == "write":
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as f:
-                    f.write(text)
-            elif not os.path.exists(path) or open(path).read() != text:
-                print(f"{rel}: differs from `conv_op.py write`", file=sys.stderr)
-                stale += 1
-        return 1 if stale else 0
-    except GenError as e:
-        print(f"conv_op: {e}", file=sys.stderr)
-        return 1
+    return _files.main(argv, prog="conv_op.py", description=__doc__.split("\n")[0], outputs=outputs,
+                       check=check, error=GenError, repo=REPO, what="the fragment and the examples")
 
 
 if __name__ == "__main__":
