@@ -34,7 +34,7 @@
 // monotone with cu[0] = 0, sequence lengths >= 1 where a final state is wanted, and that the
 // initial and final states do not overlap (a tile reading an initial state may run after
 // the tile that writes the final state).
-#include "conv/conv_ptx.cuh"
+#include "common/ptx/sync.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/conv_walk.cuh"
 #include "conv/params.h"

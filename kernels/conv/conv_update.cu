@@ -22,7 +22,7 @@
 //
 // Not checked here: D % 8 and 16-byte alignment (manifest and load checks), steps <= 8,
 // distinct lines for distinct sequences (two sequences sharing a line race).
-#include "conv/conv_ptx.cuh"
+#include "common/ptx/sync.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/params.h"
 
