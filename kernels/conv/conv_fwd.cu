@@ -64,7 +64,9 @@ __device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, in
 // The span as segments of one sequence each (dense: one segment); inside a segment the
 // rows need no check, so the hot loop holds only loads, math and stores, and the sequence
 // switch and the final state happen between segments.
-template <typename E, int W, int N, int G>
+// kEarly: the dependent grid may launch as soon as every block has started (its blocks then
+// wait in the slots this grid's tail frees), else when every block is in its last group.
+template <typename E, int W, int N, int G, bool kEarly>
 __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   const E tag{};
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
@@ -72,6 +74,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   Walk<W, N> k;
   start_walk(p, k, c0);
   ptx::griddepcontrol_wait();
+  if (kEarly) ptx::griddepcontrol_launch_dependents();
   const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
   const int t0 = blockIdx.y * span;
   const uint16_t* x;
@@ -88,7 +91,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
 #pragma unroll 1
   for (int tc = t0;;) {
-    if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
+    if (!kEarly && tc + G >= stop) ptx::griddepcontrol_launch_dependents();
     if (res == nullptr && tc + G <= seg) {
       // The common group: whole, no residual. Straight-line rows, so the window slides by
       // register renaming and y advances by one add per row.
@@ -130,17 +133,20 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
 // Register budget (bf16 W4, sm_90a, no spills): 7 blocks of 128 per SM (<= 72 registers: 28
 // warps, up to 8 rows of 8 bytes in flight per lane). f16 entries get one block per SM less:
 // their conversions spill 8-48 bytes at the bf16 budget (f16 is not a timed shape).
-#define KERNRT_CONV_FWD_ENTRY(blocks, dtype, tag, w)                                  \
+#define KERNRT_CONV_FWD_ENTRY(loader, early, blocks, dtype, tag, w)                    \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
-      conv_fwd_strip4_sm90a_##dtype##_w##w(                                         \
+      conv_fwd_##loader##_sm90a_##dtype##_w##w(                                     \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
     kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
-                                 kernrt::conv::kGroup>(p);                          \
+                                 kernrt::conv::kGroup, early>(p);                   \
   }
+#define KERNRT_CONV_FWD_ENTRIES(blocks, dtype, tag, w)             \
+  KERNRT_CONV_FWD_ENTRY(strip4, false, blocks, dtype, tag, w)      \
+  KERNRT_CONV_FWD_ENTRY(strip4e, true, blocks, dtype, tag, w)
 
-KERNRT_CONV_FWD_ENTRY(7, bf16, Bf16, 2)
-KERNRT_CONV_FWD_ENTRY(7, bf16, Bf16, 3)
-KERNRT_CONV_FWD_ENTRY(7, bf16, Bf16, 4)
-KERNRT_CONV_FWD_ENTRY(6, f16, F16, 2)
-KERNRT_CONV_FWD_ENTRY(6, f16, F16, 3)
-KERNRT_CONV_FWD_ENTRY(6, f16, F16, 4)
+KERNRT_CONV_FWD_ENTRIES(7, bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRIES(7, bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRIES(7, bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRIES(6, f16, F16, 2)
+KERNRT_CONV_FWD_ENTRIES(6, f16, F16, 3)
+KERNRT_CONV_FWD_ENTRIES(6, f16, F16, 4)

@@ -43,13 +43,25 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = ["s4"]    # and UPDATE_KERNELS (each over our lines and fla's cache)
+FWD_LOADERS = ["strip4"]   # the loaders checked: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = ["s4", "s2", "c4", "c4s2"]  # and UPDATE_KERNELS (our lines and fla's cache)
+# (loader, span) of every forward timing
+FWD_TIMED = [("strip4", 32), ("strip4", 24), ("strip4", 16), ("strip4", 8), ("strip4e", 32), ("strip4e", 16)]
 
 
 def fwd_candidates(g):
-    """label -> (loader, span) of every forward timing: each loader at its own span."""
-    return {f"{k}_s{g.FWD_KERNELS[k][2]}": (k, g.FWD_KERNELS[k][2]) for k in FWD_LOADERS}
+    """label -> (loader, span) of every forward timing."""
+    return {f"{k}_s{span}": (k, span) for k, span in FWD_TIMED}
+
+
+def sm_copy_fields(res, floor):
+    """Row fields of the fastest same-bytes SM copy in res (sm_copy.py), or {}."""
+    cs = {k.split(":", 1)[1]: v for k, v in res.items() if k.startswith("sm_copy:") and v}
+    if not cs:
+        return {}
+    best = min(cs, key=cs.get)
+    return {"sm_copy_us": _r(cs[best]), "sm_copy_config": best, "sm_copy_frac_of_floor": round(floor / cs[best], 3),
+            "sm_copy_candidates_us": {k: _r(v) for k, v in cs.items()}}
 
 
 def update_candidates():
@@ -181,6 +193,9 @@ def main():
                "floor_us": _r(floor), "floor_rate_tbs": round(ceiling / 1e12, 3),
                "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6),
                "copy_us": _r(res.get("copy"))}
+        if res.get("copy"):
+            row["copy_frac_of_floor"] = round(floor / res["copy"], 3)
+        row.update(sm_copy_fields(res, floor))
         if best:
             row.update(ours=best, ours_us=_r(res[best]))
             row["frac_of_floor"] = round(floor / res[best], 3)
@@ -229,6 +244,8 @@ def main():
             if res.get("fla"):
                 row.update(peer=f"fla {getattr(fla, 'version', '')}", peer_us=_r(res["fla"]),
                            speedup_vs_peer=round(res["fla"] / res[best], 3))
+            if layout == "our lines":  # the copy moves our lines' bytes
+                row.update(sm_copy_fields(res, floor))
             if why:
                 row["notes"] = why
             emit(row)
@@ -263,12 +280,15 @@ def main():
             ck.failed += 1
 
     # ---- table -------------------------------------------------------------------------
-    print(f"\n{'case':<52} {'ours':>10} {'us':>8} {'floor':>7} {'%floor':>7} {'x kf':>6} {'x fla':>6}")
+    print(f"\n{'case':<52} {'ours':>10} {'us':>8} {'floor':>7} {'%floor':>7} {'x kf':>6} {'x fla':>6} "
+          f"{'smcopy':>7} {'%floor':>7} {'memcpy':>7}")
     for r in table:
         print(f"{r['case']:<52} {r.get('ours', '-'):>10} {r.get('ours_us') or float('nan'):8.2f} "
               f"{r.get('floor_us') or float('nan'):7.2f} {100 * (r.get('frac_of_floor') or float('nan')):6.1f}% "
               f"{r.get('speedup_vs_kernel-fun') or float('nan'):6.2f} "
-              f"{r.get('speedup_vs_fla') or r.get('speedup_vs_peer') or float('nan'):6.2f}")
+              f"{r.get('speedup_vs_fla') or r.get('speedup_vs_peer') or float('nan'):6.2f} "
+              f"{r.get('sm_copy_us') or float('nan'):7.2f} {100 * (r.get('sm_copy_frac_of_floor') or float('nan')):6.1f}% "
+              f"{r.get('copy_us') or float('nan'):7.2f}")
         print("    " + " ".join(f"{k}={v}" for k, v in r.get("candidates_us", {}).items())
               + "".join(f"  [{k}: {v}]" for k, v in r.get("notes", {}).items()))
     print(f"\n{ck.passed} passed, {ck.failed} failed ({time.monotonic() - t0:.0f} s)")

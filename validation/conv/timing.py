@@ -91,6 +91,7 @@ def fwd_shape(cubins, cands, peers, B, T, D, W=4, calls=8, reps=20):
         if why:
             notes[label] = why
     res["copy"], _ = _safe(torch_graph_us, lambda i: ys[i].copy_(xs[i]), nsets, calls, reps)
+    _sm_copies(res, notes, [x.view(-1) for x in xs], [y.view(-1) for y in ys], nsets, calls, reps)
     for name, fn in peers.items():
         if fn is None:
             continue
@@ -98,6 +99,20 @@ def fwd_shape(cubins, cands, peers, B, T, D, W=4, calls=8, reps=20):
         if why:
             notes[name] = why
     return res, notes, 2 * xb  # the caller empties torch's cache once these views are gone
+
+
+def _sm_copies(res, notes, srcs, dsts, nsets, calls, reps):
+    """res["sm_copy:<config>"]: sm_copy.py's copy of srcs[i] -> dsts[i], K calls in a graph."""
+    try:
+        import sm_copy
+    except Exception as e:  # noqa: BLE001 - a missing Triton is recorded, not fatal
+        notes["sm_copy"] = f"unavailable: {type(e).__name__}: {e}"[:160]
+        return
+    for cfg in sm_copy.CONFIGS:
+        res[f"sm_copy:{cfg}"], why = _safe(torch_graph_us, lambda i, c=cfg: sm_copy.copy(srcs[i], dsts[i], c),
+                                           nsets, calls, reps)
+        if why:
+            notes[f"sm_copy:{cfg}"] = why
 
 
 def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
@@ -132,4 +147,9 @@ def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
                                 nsets, calls, reps)
         if why:
             notes["fla"] = why
+    # the same bytes through the SMs: our lines' state + x read, state + y written
+    nb = N * D * W * 2  # (W - 1) slots + the token per channel, 2 bytes each
+    srcs = [torch.empty(nb // 2, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
+    dsts = [torch.empty_like(t) for t in srcs]
+    _sm_copies(res, notes, srcs, dsts, nsets, calls, reps)
     return res, notes, per_call, 2 * N * D * 2 + 2 * N * D * W * 2

@@ -35,9 +35,10 @@ from .conv_params import FWD, UPDATE, field
 # 32 rows in blocks of 128 was the fastest forward at all four timed shapes on the H200
 # (spans of 64 / 128 rows ran 0.7-27 % slower; blocks of 64 / 32 were within 0.8 % of 128
 # at span 64; notes.md).
-FWD_KERNELS = {"strip4": (4, 128, 32)}
-# loader -> (sequences per thread, block.x); its entries cover our lines and fla's
-UPDATE_KERNELS = {"s4": (4, 64)}
+FWD_KERNELS = {"strip4": (4, 128, 32), "strip4e": (4, 128, 32)}
+# loader -> (sequences per thread, block.x, channels per thread); its entries cover our
+# lines and fla's
+UPDATE_KERNELS = {"s4": (4, 64, 8), "s2": (2, 64, 8), "c4": (1, 128, 4), "c4s2": (2, 128, 4)}
 FWD_KERNEL = "strip4"    # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = "s4"
 VERIFY_THREADS = 128
@@ -130,7 +131,7 @@ class Profile:
         if kind == "fwd":
             ch, threads = FWD_KERNELS[self.fwd_kernel][0], self.fwd_threads
         elif kind == "update":
-            ch, threads = CHANNELS, UPDATE_KERNELS[self.update_kernel][1]
+            _, threads, ch = UPDATE_KERNELS[self.update_kernel]
         else:
             ch, threads = CHANNELS, VERIFY_THREADS
         return -(-self.dim // (ch * threads))
