@@ -244,6 +244,11 @@ def main():
             if res.get("fla"):
                 row.update(peer=f"fla {getattr(fla, 'version', '')}", peer_us=_r(res["fla"]),
                            speedup_vs_peer=round(res["fla"] / res[best], 3))
+            row["candidates_seqs1_us"] = {k: _r(res.get(f"{k}@1")) for k in cs}
+            if res.get(f"{best}@1"):
+                row["ours_seqs1_us"] = _r(res[f"{best}@1"])
+            if res.get("fla@1"):
+                row["peer_seqs1_us"] = _r(res["fla@1"])
             if layout == "our lines":  # the copy moves our lines' bytes
                 row.update(sm_copy_fields(res, floor))
             if why:

@@ -117,8 +117,9 @@ def _sm_copies(res, notes, srcs, dsts, nsets, calls, reps):
 
 def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
     """Decode timing: cands {label: (layout, loader)} over our pool lines (layout "lines") or
-    fla's cache as a carry buffer (layout "fla", the drop-in's form). Returns
-    ({label: us}, notes, bytes per call of our lines, bytes per call of fla's)."""
+    fla's cache as a carry buffer (layout "fla", the drop-in's form), each also at one
+    sequence (`<label>@1`, `fla@1`: the per-call latency floor), and sm_copy.py's copy of our
+    lines' bytes. Returns ({label: us}, notes, bytes per call of our lines, of fla's)."""
     ours_line = D * (W - 1) * 2
     per_call = 2 * N * D * 2 + 2 * N * ours_line
     nsets = min(calls, max(2, -(-L2_ROT // per_call)))
@@ -140,6 +141,8 @@ def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
         res[label], why = _safe(ours_us, rt, label, calls, reps, seqs=N)  # noqa: B023
         if why:
             notes[label] = why
+        # the same program at one sequence: the call's latency floor on this launch path
+        res[f"{label}@1"], _ = _safe(ours_us, rt, label, calls, reps, seqs=1)
     if fla_update is not None:
         caches = [torch.randn(N, D, W, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(nsets)]
         xs = [rt.buffer(f"x{i}") for i in range(nsets)]
@@ -147,6 +150,8 @@ def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
                                 nsets, calls, reps)
         if why:
             notes["fla"] = why
+        res["fla@1"], _ = _safe(torch_graph_us, lambda i: fla_update(xs[i][:1], caches[i][:1], weight=w,
+                                                                     activation="silu"), nsets, calls, reps)
     # the same bytes through the SMs: our lines' state + x read, state + y written
     nb = N * D * W * 2  # (W - 1) slots + the token per channel, 2 bytes each
     srcs = [torch.empty(nb // 2, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
