@@ -66,7 +66,9 @@ __device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, in
 // switch and the final state happen between segments.
 // kEarly: the dependent grid may launch as soon as every block has started (its blocks then
 // wait in the slots this grid's tail frees), else when every block is in its last group.
-template <typename E, int W, int N, int G, bool kEarly>
+// kPrefetch: the next group's loads are issued before this group's math (a second set of
+// G vectors), else after it.
+template <typename E, int W, int N, int G, bool kEarly, bool kPrefetch>
 __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   const E tag{};
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
@@ -87,11 +89,15 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   if (res != nullptr) res += c0;
   int seg = min(stop, k.end);  // end of the current segment
   Vec<N> v[G];
+  Vec<N> nv[G];  // the prefetched group (unused without kPrefetch)
   load_group<N, G>(v, x, p.x_stride_tok, t0, seg);
   enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
 #pragma unroll 1
   for (int tc = t0;;) {
     if (!kEarly && tc + G >= stop) ptx::griddepcontrol_launch_dependents();
+    if constexpr (kPrefetch) {
+      if (tc + G < seg) load_group<N, G>(nv, x, p.x_stride_tok, tc + G, seg);
+    }
     if (res == nullptr && tc + G <= seg) {
       // The common group: whole, no residual. Straight-line rows, so the window slides by
       // register renaming and y advances by one add per row.
@@ -116,14 +122,21 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
       }
     }
     tc += G;
+    bool fresh = !kPrefetch;  // v must be loaded here (else it is the prefetched group)
     if (tc >= seg) {  // the segment is done: a sequence end, the span's end, or both
       if (seg == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
       if (seg >= stop) break;
       next_sequence<E>(p, k, c0, seg);
       start = tc = seg;
       seg = min(stop, k.end);
+      fresh = true;
     }
-    load_group<N, G>(v, x, p.x_stride_tok, tc, seg);
+    if (fresh) {
+      load_group<N, G>(v, x, p.x_stride_tok, tc, seg);
+    } else {
+#pragma unroll
+      for (int r = 0; r < G; ++r) v[r] = nv[r];
+    }
   }
 }
 
@@ -133,16 +146,17 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
 // Register budget (bf16 W4, sm_90a, no spills): 7 blocks of 128 per SM (<= 72 registers: 28
 // warps, up to 8 rows of 8 bytes in flight per lane). f16 entries get one block per SM less:
 // their conversions spill 8-48 bytes at the bf16 budget (f16 is not a timed shape).
-#define KERNRT_CONV_FWD_ENTRY(loader, early, blocks, dtype, tag, w)                    \
+#define KERNRT_CONV_FWD_ENTRY(loader, early, prefetch, blocks, dtype, tag, w)          \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
       conv_fwd_##loader##_sm90a_##dtype##_w##w(                                     \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
     kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
-                                 kernrt::conv::kGroup, early>(p);                   \
+                                 kernrt::conv::kGroup, early, prefetch>(p);         \
   }
-#define KERNRT_CONV_FWD_ENTRIES(blocks, dtype, tag, w)             \
-  KERNRT_CONV_FWD_ENTRY(strip4, false, blocks, dtype, tag, w)      \
-  KERNRT_CONV_FWD_ENTRY(strip4e, true, blocks, dtype, tag, w)
+#define KERNRT_CONV_FWD_ENTRIES(blocks, dtype, tag, w)                   \
+  KERNRT_CONV_FWD_ENTRY(strip4, false, false, blocks, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY(strip4e, true, false, blocks, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY(strip4p, false, true, blocks - 2, dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRIES(7, bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRIES(7, bf16, Bf16, 3)

@@ -43,10 +43,11 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4"]   # the loaders checked: kernrt.gen.conv's FWD_KERNELS
+FWD_LOADERS = ["strip4", "strip4p", "strip4e"]  # the loaders checked: kernrt.gen.conv's FWD_KERNELS
 UPDATE_LOADERS = ["s4", "s2", "c4", "c4s2"]  # and UPDATE_KERNELS (our lines and fla's cache)
 # (loader, span) of every forward timing
-FWD_TIMED = [("strip4", 32), ("strip4", 24), ("strip4", 16), ("strip4", 8), ("strip4e", 32), ("strip4e", 16)]
+FWD_TIMED = [("strip4", 32), ("strip4", 24), ("strip4", 16), ("strip4", 8), ("strip4e", 32), ("strip4e", 16),
+             ("strip4p", 32), ("strip4p", 16)]
 
 
 def fwd_candidates(g):
@@ -166,9 +167,47 @@ def main():
     print(f"copy ceiling {ceiling / 1e12:.3f} TB/s", flush=True)
 
     # ---- 1. timing ---------------------------------------------------------------------
+    ucands = update_candidates()
+    for N, D in UPDATE_SHAPES:
+        if time.monotonic() > deadline - 10:
+            print(f"SKIP update B{N} D{D}: out of time", flush=True)
+            continue
+        pc = ucands
+        with torch.no_grad():
+            res, why, ours_bytes, fla_bytes = timing.update_shape(cubins, pc, fla_update, N, D, reps=reps)
+        torch.cuda.empty_cache()
+        rate = ceiling
+        lines_c = [k for k in pc if pc[k][0] == "lines" and res.get(k)]
+        fla_c = [k for k in pc if pc[k][0] == "fla" and res.get(k)]
+        for layout, cs, nb in (("our lines", lines_c, ours_bytes), ("fla cache", fla_c, fla_bytes)):
+            if not cs:
+                continue
+            best = min(cs, key=lambda k: res[k])
+            floor = nb / rate * 1e6
+            case = f"update B{N} D{D} W4 silu bf16 wf32 ({layout}, graph)"
+            row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res[k]) for k in cs}, "ours": best,
+                   "ours_us": _r(res[best]), "floor_us": _r(floor), "frac_of_floor": round(floor / res[best], 3),
+                   "floor_nominal_us": _r(nb / timing.NOMINAL_BW * 1e6), "floor_rate_tbs": round(rate / 1e12, 3)}
+            if res.get("fla"):
+                row.update(peer=f"fla {getattr(fla, 'version', '')}", peer_us=_r(res["fla"]),
+                           speedup_vs_peer=round(res["fla"] / res[best], 3))
+            row["candidates_seqs1_us"] = {k: _r(res.get(f"{k}@1")) for k in cs}
+            if res.get(f"{best}@1"):
+                row["ours_seqs1_us"] = _r(res[f"{best}@1"])
+            if res.get("fla@1"):
+                row["peer_seqs1_us"] = _r(res["fla@1"])
+            if layout == "our lines":  # the copy moves our lines' bytes
+                row.update(sm_copy_fields(res, floor))
+            if why:
+                row["notes"] = why
+            emit(row)
+            table.append(row)
+        print(f"update B{N} D{D}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
+
+
     cands = fwd_candidates(g)
     for B, T, D in FWD_SHAPES:
-        if time.monotonic() > deadline - 40:
+        if time.monotonic() > deadline - 15:
             print(f"SKIP fwd B{B} T{T} D{D}: out of time", flush=True)
             continue
         shape_peers = dict(fwd_peers)
@@ -219,43 +258,6 @@ def main():
         emit(row)
         table.append(row)
         print(f"{case}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
-
-    ucands = update_candidates()
-    for N, D in UPDATE_SHAPES:
-        if time.monotonic() > deadline - 30:
-            print(f"SKIP update B{N} D{D}: out of time", flush=True)
-            continue
-        pc = ucands
-        with torch.no_grad():
-            res, why, ours_bytes, fla_bytes = timing.update_shape(cubins, pc, fla_update, N, D, reps=reps)
-        torch.cuda.empty_cache()
-        rate = ceiling
-        lines_c = [k for k in pc if pc[k][0] == "lines" and res.get(k)]
-        fla_c = [k for k in pc if pc[k][0] == "fla" and res.get(k)]
-        for layout, cs, nb in (("our lines", lines_c, ours_bytes), ("fla cache", fla_c, fla_bytes)):
-            if not cs:
-                continue
-            best = min(cs, key=lambda k: res[k])
-            floor = nb / rate * 1e6
-            case = f"update B{N} D{D} W4 silu bf16 wf32 ({layout}, graph)"
-            row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res[k]) for k in cs}, "ours": best,
-                   "ours_us": _r(res[best]), "floor_us": _r(floor), "frac_of_floor": round(floor / res[best], 3),
-                   "floor_nominal_us": _r(nb / timing.NOMINAL_BW * 1e6), "floor_rate_tbs": round(rate / 1e12, 3)}
-            if res.get("fla"):
-                row.update(peer=f"fla {getattr(fla, 'version', '')}", peer_us=_r(res["fla"]),
-                           speedup_vs_peer=round(res["fla"] / res[best], 3))
-            row["candidates_seqs1_us"] = {k: _r(res.get(f"{k}@1")) for k in cs}
-            if res.get(f"{best}@1"):
-                row["ours_seqs1_us"] = _r(res[f"{best}@1"])
-            if res.get("fla@1"):
-                row["peer_seqs1_us"] = _r(res["fla@1"])
-            if layout == "our lines":  # the copy moves our lines' bytes
-                row.update(sm_copy_fields(res, floor))
-            if why:
-                row["notes"] = why
-            emit(row)
-            table.append(row)
-        print(f"update B{N} D{D}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
 
     # ---- 2. correctness ----------------------------------------------------------------
     if fla is not None:

@@ -35,7 +35,7 @@ from .conv_params import FWD, UPDATE, field
 # 32 rows in blocks of 128 was the fastest forward at all four timed shapes on the H200
 # (spans of 64 / 128 rows ran 0.7-27 % slower; blocks of 64 / 32 were within 0.8 % of 128
 # at span 64; notes.md).
-FWD_KERNELS = {"strip4": (4, 128, 32), "strip4e": (4, 128, 32)}
+FWD_KERNELS = {"strip4": (4, 128, 32), "strip4e": (4, 128, 32), "strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread); its entries cover our
 # lines and fla's
 UPDATE_KERNELS = {"s4": (4, 64, 8), "s2": (2, 64, 8), "c4": (1, 128, 4), "c4s2": (2, 128, 4)}
