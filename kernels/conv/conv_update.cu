@@ -5,16 +5,24 @@
 //                            s <- [s[1..W-2], x_t]
 // Entries, one `const __grid_constant__ ConvUpdateParams` each, dtype in {bf16, f16}, W in
 // {2, 3, 4}:
-//   conv_update_s4_sm90a_<dtype>_w<W>      1 token, 4 sequences per thread, block 64
-//   conv_update_s4_fla_sm90a_<dtype>_w<W>  the same over fla's [N, D, W] cache lines
-//   conv_verify_sm90a_<dtype>_w<W>         up to 8 tokens, 1 sequence per thread, block 128
-// On the H200 (B64 D4096 / B256 D8192, W4 silu, per call in a 64-call graph) s4 ran 3.31 /
-// 11.77 us over our lines and 3.30 / 17.76 over fla's cache; one sequence per thread ran
-// 3.74 / 14.51 (3.84 / 18.58), s4 held to 128 registers for 8 blocks per SM 3.26 / 14.56
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12).
+//   conv_update_c4s2_sm90a_<dtype>_w<W>  1 token, 4 channels x 2 sequences per thread, block
+//                                        128, our [D, W-1] lines
+//   conv_update_c4_fla_sm90a_<dtype>_w<W> 1 token, 4 channels x 1 sequence per thread, block
+//                                        128, fla's [N, D, W] cache lines
+//   conv_verify_sm90a_<dtype>_w<W>       up to 8 tokens, 8 channels x 1 sequence per thread,
+//                                        block 128, our lines
+// On the H200 (B64 D4096 / B256 D8192, W4 silu, per call in a 64-call graph, one run)
+// c4s2 ran 2.97 / 11.03 us over our lines (fla over its cache 3.12 / 12.19) and c4_fla
+// 2.79 / 12.40; the others of that run, over our lines / fla's cache: c4 3.09 / 11.57,
+// 2.79 / 12.40; c4s2 over fla's 2.83 / 12.53; 8 channels x 4 sequences per thread (block
+// 64, the former s4) 3.44 / 12.43 and 3.42 / 17.11; 8 x 2 3.49 / 13.11 and 3.68 / 16.26
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). Many
+// small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
+// (loads, math, stores) interleave, where 8 x 4 at 146-158 registers ran 6 blocks of 64 in
+// lockstep.
 //
-// Grid/block: block.x threads, one per 8 channels; grid.x = ceil(D / (8 * block.x));
-// grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels so
+// Grid/block: block.x threads, one per N channels; grid.x = ceil(D / (N * block.x));
+// grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels, so
 // the weights it holds in registers are loaded once for all of them. All state lines and x
 // rows of those sequences are loaded before any math; y rows and the new state are stored.
 // Padded sequences (n >= seqs) and steps > params.steps are skipped, so one captured graph
@@ -211,27 +219,22 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// conv_update_<loader>[_fla]: loader = (channels per thread, sequences per thread, block.x).
+// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x).
 #define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)       \
   extern "C" __global__ void __launch_bounds__(threads)                                      \
       conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                    \
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                         \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full>(p);                     \
   }
-#define KERNRT_CONV_UPDATE_LOADER(loader, n, seqs, threads, dtype, tag, w)             \
-  KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, , false, dtype, tag, w)          \
-  KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, _fla, true, dtype, tag, w)
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                  \
       conv_verify_sm90a_##dtype##_w##w(                                                        \
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                          \
     kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false>(p);  \
   }
-#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)              \
-  KERNRT_CONV_UPDATE_LOADER(s4, 8, 4, 64, dtype, tag, w)       \
-  KERNRT_CONV_UPDATE_LOADER(s2, 8, 2, 64, dtype, tag, w)       \
-  KERNRT_CONV_UPDATE_LOADER(c4, 4, 1, 128, dtype, tag, w)      \
-  KERNRT_CONV_UPDATE_LOADER(c4s2, 4, 2, 128, dtype, tag, w)    \
+#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                          \
+  KERNRT_CONV_UPDATE_ENTRY(c4s2, 4, 2, 128, , false, dtype, tag, w)        \
+  KERNRT_CONV_UPDATE_ENTRY(c4, 4, 1, 128, _fla, true, dtype, tag, w)       \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

@@ -4,19 +4,20 @@
 Usage: python3 validation/conv/run.py --build BUILD --out OUT --commit SHA [--quick]
            [--budget SECONDS]
 
-Owns the run order, the floors and the records. 1. timing (timing.py): the four forward
-shapes (B8 T4096 D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096; W4 silu bf16, f32
-weight) for the shipped forward (strip4, span 32) next to fla 0.6.0's causal_conv1d,
-kernel-fun's cconv.causal_conv1d and torch's copy of the same bytes; the decode update at
-B64 D4096 and B256 D8192 (s4) over our pool lines and over fla's [N, D, W] cache (the
-drop-in's form) next to fla's causal_conv1d_update. Every floor is the bytes the call must
-move (forward: x read + y written; decode: state read + written, x, y) at the copy rate of
-validation/common's 4 GB device copy, measured at the start of this call; the same-bytes
-torch copy stays in the forward row as `copy_us` (a graph-captured copy of 512 MiB tensors
-ran at 2.7 TB/s where this rate was 4.23, so it is not a floor). 2. correctness (cases.py)
-for the shipped entries, fla's forward pinned to one Triton config first (its per-output
-arithmetic does not depend on the config; without it a fresh machine autotunes every
-check shape). Writes OUT/conv.jsonl (one row per case: DESIGN.md's schema) as it goes and
+Owns the run order, the floors and the records. 1. timing (timing.py): the decode update
+at B64 D4096 and B256 D8192 (c4s2 over our pool lines, c4 over fla's [N, D, W] cache, the
+drop-in's form; each also at one sequence, the per-call latency floor) next to fla 0.6.0's
+causal_conv1d_update, then the four forward shapes (B8 T4096 D2048 / D4096, B16 T8192
+D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for the shipped forward (strip4p, span
+32) next to fla's causal_conv1d and kernel-fun's cconv.causal_conv1d. Every floor is the
+bytes the call must move (forward: x read + y written; decode: state read + written, x, y)
+at the copy rate of validation/common's 4 GB device copy, measured at the start of this
+call. Beside each floor, copies of exactly those bytes timed the same way: torch's copy of
+the same buffers (`copy_us`, the driver's memcpy; captured, 512 MiB tensors ran at 2.7 TB/s
+where this rate was 4.23) and an SM copy kernel (sm_copy.py, `sm_copy_us`, the faster of
+two program shapes; decode rows over our lines). 2. correctness (cases.py) for the shipped
+entries, fla's forward pinned to one Triton config first (its per-output arithmetic does
+not depend on the config; without it a fresh machine autotunes every check shape). Writes OUT/conv.jsonl (one row per case: DESIGN.md's schema) as it goes and
 prints the table last. Peers import lazily; a missing or failing one is recorded as "peer
 unavailable: <why>", and kernel-fun's is_supported reason when it would fall back to fla
 (then its column is fla's kernel, and the row says so).
@@ -43,16 +44,20 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4", "strip4p", "strip4e"]  # the loaders checked: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = ["s4", "s2", "c4", "c4s2"]  # and UPDATE_KERNELS (our lines and fla's cache)
-# (loader, span) of every forward timing
-FWD_TIMED = [("strip4", 32), ("strip4", 24), ("strip4", 16), ("strip4", 8), ("strip4e", 32), ("strip4e", 16),
-             ("strip4p", 32), ("strip4p", 16)]
+FWD_LOADERS = ["strip4p"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2"], "fla": ["c4"]}  # and UPDATE_KERNELS, per state layout
+FWD_TIMED = [("strip4p", 32)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):
     """label -> (loader, span) of every forward timing."""
     return {f"{k}_s{span}": (k, span) for k, span in FWD_TIMED}
+
+
+def update_candidates():
+    """label -> (layout, loader) of every decode timing: our lines and fla's cache."""
+    return {(k if layout == "lines" else f"{k}_fla"): (layout, k)
+            for layout, ks in UPDATE_LOADERS.items() for k in ks}
 
 
 def sm_copy_fields(res, floor):
@@ -63,15 +68,6 @@ def sm_copy_fields(res, floor):
     best = min(cs, key=cs.get)
     return {"sm_copy_us": _r(cs[best]), "sm_copy_config": best, "sm_copy_frac_of_floor": round(floor / cs[best], 3),
             "sm_copy_candidates_us": {k: _r(v) for k, v in cs.items()}}
-
-
-def update_candidates():
-    """label -> (layout, loader) of every decode timing: our lines and fla's cache."""
-    out = {}
-    for k in UPDATE_LOADERS:
-        out[k] = ("lines", k)
-        out[f"{k}_fla"] = ("fla", k)
-    return out
 
 
 def peers():
@@ -266,7 +262,7 @@ def main():
         except Exception as e:  # noqa: BLE001
             print(f"fla forward config not pinned: {e}", flush=True)
     ck = cases.Checker(cubins, emit, fla, deadline)
-    cases.run_all(ck, FWD_LOADERS, UPDATE_LOADERS, a.quick)
+    cases.run_all(ck, FWD_LOADERS, UPDATE_LOADERS["lines"], UPDATE_LOADERS["fla"], a.quick)
     print(f"\nchecks: {ck.passed} passed, {ck.failed} failed; failing per candidate: {ck.failing or 'none'}")
 
     # ---- 3. the pinned examples through program_io (eager and graph, two processes) -----
