@@ -21,8 +21,8 @@
 // SM). A whole group without a residual runs straight-line. On the H200 (B8 T4096 D2048 /
 // D4096, B16 T8192 D2048, B1 T32768 D4096, W4 silu, one run) it ran 71.99 / 138.92 / 269.72 /
 // 139.06 us, 1.01-1.03x kernel-fun, where loading each group after the previous group's
-// math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, spans of 24 / 16 / 8
-// rows 0-1.4 / 3.7-6.7 / 20-26 % slower, and the PDL trigger at block start no faster
+// math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, at spans of 24 / 16 / 8
+// rows -0.1-1.9 / 3.7-6.7 / 20-26 % slower still, and the PDL trigger at block start no faster
 // (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b).
 //
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With

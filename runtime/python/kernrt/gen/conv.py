@@ -34,8 +34,8 @@ from .conv_params import FWD, UPDATE, field
 
 # loader -> (channels per thread, block.x, rows per block by default). strip4p (the next
 # group's loads before this group's math) at spans of 32 rows in blocks of 128 was the
-# fastest forward at all four timed shapes on the H200 (loads after the math 1.0-1.3 %
-# slower, spans of 24 / 16 / 8 rows 0-26 %; notes.md).
+# fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
+# slower, shorter spans slower still; notes.md).
 FWD_KERNELS = {"strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
