@@ -5,8 +5,9 @@
 // [D, W-1] lines or fla's [D, W] (kFlagStateFull).
 // Entries, one `const __grid_constant__ ConvFwdParams` each, for dtype in {bf16, f16} and
 // W in {2, 3, 4}:
-//   conv_fwd_strip4_sm90a_<dtype>_w<W>  register strip, 4 channels per thread (8-byte
-//                                       vectors), groups of kGroup rows loaded before their math
+//   conv_fwd_strip4p_sm90a_<dtype>_w<W>  register strip, 4 channels per thread (8-byte
+//                                        vectors), groups of kGroup rows, the next group's
+//                                        loads issued before this group's math
 //
 // Grid/block: block.x threads (any; the manifests launch 128), one per 4 channels;
 // grid.x = ceil(D / (4 * block.x)); grid.y spans of ceil(tokens / grid.y) consecutive rows
@@ -15,15 +16,14 @@
 // or zeros), keeps that window in registers and walks the span (conv_walk.cuh): x is read
 // once from DRAM (the halo rows are the previous span's rows, L2 hits), y written once.
 //
-// Strip: no shared memory; a thread issues the loads of kGroup rows, then computes them
-// (the shape of kernel-fun's Triton `cconv` forward): bytes in flight come from many
-// resident warps (28 per SM at 72 registers), so the per-thread state is kept small (4
-// channels: 32 fp32 registers of weights and window). A whole group without a residual
-// runs straight-line. On the H200 it ran 72.97 / 140.48 / 271.54 / 140.52 us at B8 T4096
-// D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096 (W4 silu), 1.00-1.02x kernel-fun, where
-// the cp.async shared-memory ring ran 82.6 / 153.8 / 294.6 / 153.7, 8 channels per thread
-// at best 76.1 / 142.0 / 281.0 / 141.9, and 4-row groups at best 73.0 / 141.9 / 278.3 / 142.1
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12).
+// Strip: no shared memory; a thread holds two groups of kGroup rows, the one it computes and
+// the next one, whose loads are in flight during the math (96 registers, 5 blocks of 128 per
+// SM). A whole group without a residual runs straight-line. On the H200 (B8 T4096 D2048 /
+// D4096, B16 T8192 D2048, B1 T32768 D4096, W4 silu, one run) it ran 71.99 / 138.92 / 269.72 /
+// 139.06 us, 1.01-1.03x kernel-fun, where loading each group after the previous group's
+// math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, at spans of 24 / 16 / 8
+// rows -0.1-1.9 / 3.7-6.7 / 20-26 % slower still, and the PDL trigger at block start no faster
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b).
 //
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
 // PDL only the weight loads precede griddepcontrol.wait. The residual row is loaded when
@@ -64,6 +64,7 @@ __device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, in
 // The span as segments of one sequence each (dense: one segment); inside a segment the
 // rows need no check, so the hot loop holds only loads, math and stores, and the sequence
 // switch and the final state happen between segments.
+// The next group's loads (v's successor, nv) are issued before this group's math.
 template <typename E, int W, int N, int G>
 __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   const E tag{};
@@ -84,11 +85,13 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   if (res != nullptr) res += c0;
   int seg = min(stop, k.end);  // end of the current segment
   Vec<N> v[G];
+  Vec<N> nv[G];  // the next group of the segment, loaded during v's math
   load_group<N, G>(v, x, p.x_stride_tok, t0, seg);
   enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
 #pragma unroll 1
   for (int tc = t0;;) {
     if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
+    if (tc + G < seg) load_group<N, G>(nv, x, p.x_stride_tok, tc + G, seg);
     if (res == nullptr && tc + G <= seg) {
       // The common group: whole, no residual. Straight-line rows, so the window slides by
       // register renaming and y advances by one add per row.
@@ -119,28 +122,31 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
       next_sequence<E>(p, k, c0, seg);
       start = tc = seg;
       seg = min(stop, k.end);
+      load_group<N, G>(v, x, p.x_stride_tok, tc, seg);  // a new segment's first group
+    } else {
+#pragma unroll
+      for (int r = 0; r < G; ++r) v[r] = nv[r];
     }
-    load_group<N, G>(v, x, p.x_stride_tok, tc, seg);
   }
 }
 
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// Register budget (bf16 W4, sm_90a, no spills): 7 blocks of 128 per SM (<= 72 registers: 28
-// warps, up to 8 rows of 8 bytes in flight per lane). f16 entries get one block per SM less:
-// their conversions spill 8-48 bytes at the bf16 budget (f16 is not a timed shape).
+// Register budget (bf16 W4, sm_90a, no spills): 5 blocks of 128 per SM (<= 102 registers;
+// 96 used: 20 warps, up to 16 rows of 8 bytes per lane between issue and use). f16 entries
+// get one block per SM less: their conversions need more registers (f16 is not a timed shape).
 #define KERNRT_CONV_FWD_ENTRY(blocks, dtype, tag, w)                                  \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
-      conv_fwd_strip4_sm90a_##dtype##_w##w(                                         \
+      conv_fwd_strip4p_sm90a_##dtype##_w##w(                                        \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
     kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
                                  kernrt::conv::kGroup>(p);                          \
   }
 
-KERNRT_CONV_FWD_ENTRY(7, bf16, Bf16, 2)
-KERNRT_CONV_FWD_ENTRY(7, bf16, Bf16, 3)
-KERNRT_CONV_FWD_ENTRY(7, bf16, Bf16, 4)
-KERNRT_CONV_FWD_ENTRY(6, f16, F16, 2)
-KERNRT_CONV_FWD_ENTRY(6, f16, F16, 3)
-KERNRT_CONV_FWD_ENTRY(6, f16, F16, 4)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)

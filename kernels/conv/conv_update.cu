@@ -5,16 +5,24 @@
 //                            s <- [s[1..W-2], x_t]
 // Entries, one `const __grid_constant__ ConvUpdateParams` each, dtype in {bf16, f16}, W in
 // {2, 3, 4}:
-//   conv_update_s4_sm90a_<dtype>_w<W>      1 token, 4 sequences per thread, block 64
-//   conv_update_s4_fla_sm90a_<dtype>_w<W>  the same over fla's [N, D, W] cache lines
-//   conv_verify_sm90a_<dtype>_w<W>         up to 8 tokens, 1 sequence per thread, block 128
-// On the H200 (B64 D4096 / B256 D8192, W4 silu, per call in a 64-call graph) s4 ran 3.31 /
-// 11.77 us over our lines and 3.30 / 17.76 over fla's cache; one sequence per thread ran
-// 3.74 / 14.51 (3.84 / 18.58), s4 held to 128 registers for 8 blocks per SM 3.26 / 14.56
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12).
+//   conv_update_c4s2_sm90a_<dtype>_w<W>  1 token, 4 channels x 2 sequences per thread, block
+//                                        128, our [D, W-1] lines
+//   conv_update_c4_fla_sm90a_<dtype>_w<W> 1 token, 4 channels x 1 sequence per thread, block
+//                                        128, fla's [N, D, W] cache lines
+//   conv_verify_sm90a_<dtype>_w<W>       up to 8 tokens, 8 channels x 1 sequence per thread,
+//                                        block 128, our lines
+// On the H200 (B64 D4096 / B256 D8192, W4 silu, per call in a 64-call graph, one run)
+// c4s2 ran 2.97 / 11.03 us over our lines (fla over its cache 3.12 / 12.19) and c4_fla
+// 2.79 / 12.40; the others of that run, over our lines / fla's cache: c4 3.09 / 11.57,
+// 2.79 / 12.40; c4s2 over fla's 2.83 / 12.53; 8 channels x 4 sequences per thread (block
+// 64, the former s4) 3.44 / 12.43 and 3.42 / 17.11; 8 x 2 3.49 / 13.11 and 3.68 / 16.26
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). Many
+// small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
+// (loads, math, stores) interleave, where 8 x 4 at 146-158 registers ran 6 blocks of 64 in
+// lockstep.
 //
-// Grid/block: block.x threads, one per 8 channels; grid.x = ceil(D / (8 * block.x));
-// grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels so
+// Grid/block: block.x threads, one per N channels; grid.x = ceil(D / (N * block.x));
+// grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels, so
 // the weights it holds in registers are loaded once for all of them. All state lines and x
 // rows of those sequences are loaded before any math; y rows and the new state are stored.
 // Padded sequences (n >= seqs) and steps > params.steps are skipped, so one captured graph
@@ -28,8 +36,6 @@
 
 namespace kernrt::conv {
 
-constexpr int kUpdateThreads = 64;   // block.x of the 1-token entries
-constexpr int kUpdateSeqs = 4;       // sequences per thread of the 1-token entries
 constexpr int kVerifyThreads = 128;  // block.x of the verify entries
 
 // z for one channel of a decode step from its taps x[0..W-1] (oldest first, the new token
@@ -40,9 +46,9 @@ constexpr int kVerifyThreads = 128;  // block.x of the verify entries
 // update/verify checks of its first two runs, where one fma chain (conv_dot's order)
 // missed it by one or two bf16 flips in 3 of 5 (notes.md). Products are __fmul_rn and sums
 // __fadd_rn so that nothing is contracted into an fma.
-template <int W>
-__device__ __forceinline__ float dot_update(const float (&w)[W][8], const float (&x)[W],
-                                            const float (&b)[8], int c) {
+template <int W, int N>
+__device__ __forceinline__ float dot_update(const float (&w)[W][N], const float (&x)[W],
+                                            const float (&b)[N], int c) {
   float z;
   if (W == 2) {
     z = fmaf(x[0], w[0][c], __fmul_rn(x[1], w[1][c]));
@@ -55,40 +61,79 @@ __device__ __forceinline__ float dot_update(const float (&w)[W][8], const float 
   return __fadd_rn(z, b[c]);
 }
 
-// 16-bit element e of the packed line chunk `v` (L slots per channel, channel-major).
-template <int L>
-__device__ __forceinline__ uint32_t slot16(const uint4 (&v)[L], int e) {
-  return elem16<8, L>(v, e);
+// One thread's chunk of a state line: N channels x L slots, channel-major (element
+// e = c * L + j), 2 * N * L bytes as 32-bit words. Its offset in the line, 2 * c0 * L with
+// c0 a multiple of N, is a multiple of the chunk size, so it moves as 16-byte vectors where
+// the chunk is a multiple of 16 bytes and as 8-byte vectors otherwise (4 channels of our
+// W4 lines: 24 bytes).
+template <int N, int L>
+struct Chunk {
+  static constexpr int kWords = N * L / 2;
+  static constexpr bool kV4 = (2 * N * L) % 16 == 0;
+  uint32_t w[kWords];
+};
+
+template <int N, int L>
+__device__ __forceinline__ uint32_t slot16(const Chunk<N, L>& s, int e) {
+  const uint32_t w = s.w[e >> 1];
+  return (e & 1) ? (w >> 16) : (w & 0xffffu);
 }
 
-// The line chunk after one token, still packed: slot j of channel c takes slot j+1, the last
-// slot the token (both layouts: the window slides by one; fla's slot 0 is the oldest kept).
-template <int L>
-__device__ __forceinline__ void slide(uint4 (&v)[L], const uint4& x) {
-  uint4 o[L];
+template <int N, int L>
+__device__ __forceinline__ void load_chunk(Chunk<N, L>& s, const char* p) {
+  if constexpr (Chunk<N, L>::kV4) {
 #pragma unroll
-  for (int i = 0; i < L; ++i) {
+    for (int i = 0; i < Chunk<N, L>::kWords / 4; ++i) {
+      const uint4 v = ld<8>(p + 16 * i);
+      s.w[4 * i] = v.x, s.w[4 * i + 1] = v.y, s.w[4 * i + 2] = v.z, s.w[4 * i + 3] = v.w;
+    }
+  } else {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      uint32_t h[2];
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int e = 8 * i + 2 * k + u, c = e / L, j = e % L;
-        h[u] = j + 1 < L ? slot16<L>(v, e + 1) : elem16<8, 1>(reinterpret_cast<const uint4 (&)[1]>(x), c);
-      }
-      set_word(o[i], k, h[0] | (h[1] << 16));
+    for (int i = 0; i < Chunk<N, L>::kWords / 2; ++i) {
+      const uint2 v = ld<4>(p + 8 * i);
+      s.w[2 * i] = v.x, s.w[2 * i + 1] = v.y;
     }
   }
+}
+
+template <int N, int L>
+__device__ __forceinline__ void store_chunk(const Chunk<N, L>& s, char* p) {
+  if constexpr (Chunk<N, L>::kV4) {
 #pragma unroll
-  for (int i = 0; i < L; ++i) v[i] = o[i];
+    for (int i = 0; i < Chunk<N, L>::kWords / 4; ++i)
+      st_vec(p + 16 * i, make_uint4(s.w[4 * i], s.w[4 * i + 1], s.w[4 * i + 2], s.w[4 * i + 3]));
+  } else {
+#pragma unroll
+    for (int i = 0; i < Chunk<N, L>::kWords / 2; ++i)
+      st_vec(p + 8 * i, make_uint2(s.w[2 * i], s.w[2 * i + 1]));
+  }
+}
+
+// The chunk after one token, still packed: slot j of channel c takes slot j+1, the last
+// slot the token (both layouts: the window slides by one; fla's slot 0 is the oldest kept).
+template <int N, int L>
+__device__ __forceinline__ void slide(Chunk<N, L>& s, const Vec<N>& x) {
+  const Vec<N> xv[1] = {x};
+  Chunk<N, L> o;
+#pragma unroll
+  for (int i = 0; i < Chunk<N, L>::kWords; ++i) {
+    uint32_t h[2];
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int e = 2 * i + u, c = e / L, j = e % L;
+      h[u] = j + 1 < L ? slot16(s, e + 1) : elem16<N, 1>(xv, c);
+    }
+    o.w[i] = h[0] | (h[1] << 16);
+  }
+  s = o;
 }
 
 // kFull: lines are fla's [D, W] (slot 0 the oldest input, unread by the next output).
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
-template <typename E, int W, int kSteps, int kSeqs, bool kFull>
+// N channels per thread (4 or 8), kSeqs sequences per thread.
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
-  constexpr int N = 8;
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
   const E tag{};
@@ -109,7 +154,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     const int32_t l = n >= p.seqs ? 0 : p.lines != nullptr ? p.lines[n] : n;
     line[k] = n < p.seqs && (l != 0 || p.lines == nullptr) ? l : -1;
   }
-  uint4 xv[kSeqs][kSteps];
+  Vec<N> xv[kSeqs][kSteps];
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
     const int n = blockIdx.y * kSeqs + k;
@@ -118,12 +163,15 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     for (int t = 0; t < kSteps; ++t)
       if (n < p.seqs && t < steps) xv[k][t] = ld_nc<N>(x + t * p.x_stride_tok);
   }
-  uint4 sv[kSeqs][L];
+  Chunk<N, L> sv[kSeqs];
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
-    const char* at = static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L;
+    if (line[k] >= 0) {
+      load_chunk(sv[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
+    } else {
 #pragma unroll
-    for (int i = 0; i < L; ++i) sv[k][i] = line[k] >= 0 ? ld<N>(at + 16 * i) : make_uint4(0, 0, 0, 0);
+      for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
+    }
   }
   ptx::griddepcontrol_launch_dependents();
 
@@ -138,59 +186,55 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 #pragma unroll
     for (int t = 0; t < kSteps; ++t) {
       if (t < steps) {
+        const Vec<N> xt[1] = {xv[k][t]};
         float out[N];
 #pragma unroll
         for (int c = 0; c < N; ++c) {
           float x[W];
 #pragma unroll
-          for (int j = 0; j < S; ++j) x[j] = to_f32(tag, slot16<L>(sv[k], c * L + L - S + j));
-          x[W - 1] = to_f32(tag, elem16<8, 1>(reinterpret_cast<const uint4 (&)[1]>(xv[k][t]), c));
-          out[c] = activate(dot_update<W>(w, x, b, c), silu);
+          for (int j = 0; j < S; ++j) x[j] = to_f32(tag, slot16(sv[k], c * L + L - S + j));
+          x[W - 1] = to_f32(tag, elem16<N, 1>(xt, c));
+          out[c] = activate(dot_update<W, N>(w, x, b, c), silu);
         }
         if (res != nullptr) {  // fla: y = act(z) + residual in fp32, one rounding
-          const uint4 rv[1] = {ld_nc<N>(res + t * p.res_stride_tok)};
+          const Vec<N> rv[1] = {ld_nc<N>(res + t * p.res_stride_tok)};
 #pragma unroll
-          for (int c = 0; c < N; ++c) out[c] += to_f32(tag, elem16<8, 1>(rv, c));
+          for (int c = 0; c < N; ++c) out[c] += to_f32(tag, elem16<N, 1>(rv, c));
         }
         st<N>(y + t * p.y_stride_tok, pack(tag, out));
-        slide<L>(sv[k], xv[k][t]);
+        slide(sv[k], xv[k][t]);
         if (kSteps > 1 && p.step_lines != nullptr) {
           const int64_t sl = p.step_lines[t * p.step_lines_stride + n];
-          char* at = static_cast<char*>(p.state) + sl * p.state_stride + 2 * c0 * L;
-#pragma unroll
-          for (int i = 0; i < L; ++i)
-            if (sl != 0) st<N>(at + 16 * i, sv[k][i]);
+          if (sl != 0) store_chunk(sv[k], static_cast<char*>(p.state) + sl * p.state_stride + 2 * c0 * L);
         }
       }
     }
 
     // ---- in-place state --------------------------------------------------------------
-    if (line[k] >= 0) {
-      char* at = static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L;
-#pragma unroll
-      for (int i = 0; i < L; ++i) st<N>(at + 16 * i, sv[k][i]);
-    }
+    if (line[k] >= 0)
+      store_chunk(sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
   }
 }
 
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-#define KERNRT_CONV_UPDATE_ENTRY(suffix, full, dtype, tag, w)                                 \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kUpdateThreads)               \
-      conv_update_s4##suffix##_sm90a_##dtype##_w##w(                                        \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                       \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, 1, kernrt::conv::kUpdateSeqs, full>(p); \
+// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x).
+#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)       \
+  extern "C" __global__ void __launch_bounds__(threads)                                      \
+      conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                    \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                         \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full>(p);                     \
   }
-#define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                             \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)               \
-      conv_verify_sm90a_##dtype##_w##w(                                                     \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                       \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, kernrt::conv::kMaxSteps, 1, false>(p);  \
+#define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                  \
+      conv_verify_sm90a_##dtype##_w##w(                                                        \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                          \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false>(p);  \
   }
-#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)      \
-  KERNRT_CONV_UPDATE_ENTRY(, false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_ENTRY(_fla, true, dtype, tag, w)  \
+#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                          \
+  KERNRT_CONV_UPDATE_ENTRY(c4s2, 4, 2, 128, , false, dtype, tag, w)        \
+  KERNRT_CONV_UPDATE_ENTRY(c4, 4, 1, 128, _fla, true, dtype, tag, w)       \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

@@ -2,7 +2,7 @@
 
 Reads the function symbols of build/cubins/conv_{fwd,update}.sm90a.cubin (ELF64 .symtab,
 read here with the standard library) and asks conv.Profile for the entry of every dtype,
-width, loader and state layout the generator accepts: a name the cubins lack would only
+width, loader and the state layout of each decode loader the generator accepts: a name the cubins lack would only
 fail at load on a GPU. Also the reverse: every conv kernel in the cubins is reachable
 from some profile (no dead entry). Needs the cubins (env KERNRT_CUBIN_DIR, set by ctest).
 Does not check parameter sizes (the runtime compares them with cuFuncGetParamInfo at load).
@@ -44,8 +44,9 @@ def elf_functions(path):
 def all_entries():
     """Every (kind, entry) a profile can name."""
     out = set()
-    for dtype, w, fk, uk, layout in itertools.product(
-            ("bf16", "f16"), (2, 3, 4), g.FWD_KERNELS, g.UPDATE_KERNELS, g.LAYOUTS):
+    for dtype, w, fk, uk in itertools.product(("bf16", "f16"), (2, 3, 4), g.FWD_KERNELS,
+                                              g.UPDATE_KERNELS):
+        layout = g.UPDATE_KERNELS[uk][3]  # each decode loader serves one state layout
         p = g.Profile(512, width=w, dtype=dtype, fwd_kernel=fk, update_kernel=uk,
                       state_layout=layout)
         out.add(("fwd", p.entry("fwd")))

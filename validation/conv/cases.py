@@ -328,7 +328,9 @@ def dropin_update_case(ck, loaders, *, N, D, W, bias=False, residual=False, bind
     ck.each(name, loaders, peer, one)
 
 
-def run_all(ck, fwd_loaders, update_loaders, quick=False):
+def run_all(ck, fwd_loaders, update_loaders, fla_update_loaders, quick=False):
+    """Every case for the given loaders: forward, update/verify over our lines, and the
+    drop-ins (fla's cache: fla_update_loaders)."""
     for i, kw in enumerate(FWD_CASES):
         ck.guarded(f"fwd case {i}", fwd_case, ck, fwd_loaders, seed=i, **kw)
     for i, kw in enumerate(UPDATE_CASES):
@@ -336,5 +338,5 @@ def run_all(ck, fwd_loaders, update_loaders, quick=False):
     for i, kw in enumerate(DROPIN_FWD_CASES):
         ck.guarded(f"dropin fwd case {i}", dropin_fwd_case, ck, fwd_loaders, seed=200 + i, **kw)
     for i, kw in enumerate(DROPIN_UPDATE_CASES):
-        loaders = update_loaders[:1] if kw.get("bind") else update_loaders
+        loaders = fla_update_loaders[:1] if kw.get("bind") else fla_update_loaders
         ck.guarded(f"dropin update case {i}", dropin_update_case, ck, loaders, seed=300 + i, **kw)

@@ -1,7 +1,8 @@
 """Plot validation/conv bench rows (ours vs kernel-fun / fla vs floor) as one PNG; never typed by hand.
 
 Usage: python3 plot.py conv.jsonl out.png  (the newest record of each case wins; floor = the
-bytes the call moves at the 4 GB copy rate measured in the same call)
+bytes the call moves at the 4 GB copy rate measured in the same call; beside it the SM copy
+of the same bytes where the row has one; ours labelled with its % of the floor)
 """
 import json
 import sys
@@ -21,16 +22,21 @@ def main():
     cases = list(recs)
     fig, ax = plt.subplots(figsize=(11, 4.8))
     xs = range(len(cases))
-    wd = 0.27
+    wd = 0.21
     ours = [recs[c]["ours_us"] for c in cases]
     peer = [recs[c].get("peer_us", 0) for c in cases]
     floor = [recs[c]["floor_us"] for c in cases]
-    ax.bar([x - wd for x in xs], floor, wd, label="floor (copy rate of the same run)", color="#bbbbbb")
-    ax.bar(list(xs), ours, wd, label="kernrt conv (shipped entry)", color="#2a7ab9")
-    ax.bar([x + wd for x in xs], peer, wd, label="peer (kernel-fun, else fla)", color="#e07b39")
-    for x, o, p in zip(xs, ours, peer):
+    smc = [recs[c].get("sm_copy_us", 0) for c in cases]
+    ax.bar([x - 1.5 * wd for x in xs], floor, wd, label="floor (4 GB copy rate of the same run)",
+           color="#bbbbbb")
+    ax.bar([x - 0.5 * wd for x in xs], smc, wd, label="SM copy of the same bytes (same run)",
+           color="#888888")
+    ax.bar([x + 0.5 * wd for x in xs], ours, wd, label="kernrt conv (shipped entry)", color="#2a7ab9")
+    ax.bar([x + 1.5 * wd for x in xs], peer, wd, label="peer (kernel-fun, else fla)", color="#e07b39")
+    for x, o, p, f in zip(xs, ours, peer, floor):
+        ax.text(x + 0.5 * wd, o, f"{100 * f / o:.0f}%", ha="center", va="bottom", fontsize=7)
         if p:
-            ax.text(x + wd, p, f"{p / o:.2f}x", ha="center", va="bottom", fontsize=8)
+            ax.text(x + 1.5 * wd, p, f"{p / o:.2f}x", ha="center", va="bottom", fontsize=7)
     ax.set_yscale("log")
     ax.set_ylabel("µs per call (median, log)")
     ax.set_xticks(list(xs))

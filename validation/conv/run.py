@@ -4,19 +4,20 @@
 Usage: python3 validation/conv/run.py --build BUILD --out OUT --commit SHA [--quick]
            [--budget SECONDS]
 
-Owns the run order, the floors and the records. 1. timing (timing.py): the four forward
-shapes (B8 T4096 D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096; W4 silu bf16, f32
-weight) for the shipped forward (strip4, span 32) next to fla 0.6.0's causal_conv1d,
-kernel-fun's cconv.causal_conv1d and torch's copy of the same bytes; the decode update at
-B64 D4096 and B256 D8192 (s4) over our pool lines and over fla's [N, D, W] cache (the
-drop-in's form) next to fla's causal_conv1d_update. Every floor is the bytes the call must
-move (forward: x read + y written; decode: state read + written, x, y) at the copy rate of
-validation/common's 4 GB device copy, measured at the start of this call; the same-bytes
-torch copy stays in the forward row as `copy_us` (a graph-captured copy of 512 MiB tensors
-ran at 2.7 TB/s where this rate was 4.23, so it is not a floor). 2. correctness (cases.py)
-for the shipped entries, fla's forward pinned to one Triton config first (its per-output
-arithmetic does not depend on the config; without it a fresh machine autotunes every
-check shape). Writes OUT/conv.jsonl (one row per case: DESIGN.md's schema) as it goes and
+Owns the run order, the floors and the records. 1. timing (timing.py): the decode update
+at B64 D4096 and B256 D8192 (c4s2 over our pool lines, c4 over fla's [N, D, W] cache, the
+drop-in's form; each also at one sequence, the per-call latency floor) next to fla 0.6.0's
+causal_conv1d_update, then the four forward shapes (B8 T4096 D2048 / D4096, B16 T8192
+D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for the shipped forward (strip4p, span
+32) next to fla's causal_conv1d and kernel-fun's cconv.causal_conv1d. Every floor is the
+bytes the call must move (forward: x read + y written; decode: state read + written, x, y)
+at the copy rate of validation/common's 4 GB device copy, measured at the start of this
+call. Beside each floor, copies of exactly those bytes timed the same way: torch's copy of
+the same buffers (`copy_us`, the driver's memcpy; captured, 512 MiB tensors ran at 2.7 TB/s
+where this rate was 4.23) and an SM copy kernel (sm_copy.py, `sm_copy_us`, the faster of
+two program shapes; decode rows over our lines). 2. correctness (cases.py) for the shipped
+entries, fla's forward pinned to one Triton config first (its per-output arithmetic does
+not depend on the config; without it a fresh machine autotunes every check shape). Writes OUT/conv.jsonl (one row per case: DESIGN.md's schema) as it goes and
 prints the table last. Peers import lazily; a missing or failing one is recorded as "peer
 unavailable: <why>", and kernel-fun's is_supported reason when it would fall back to fla
 (then its column is fla's kernel, and the row says so).
@@ -43,22 +44,30 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = ["s4"]    # and UPDATE_KERNELS (each over our lines and fla's cache)
+FWD_LOADERS = ["strip4p"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2"], "fla": ["c4"]}  # and UPDATE_KERNELS, per state layout
+FWD_TIMED = [("strip4p", 32)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):
-    """label -> (loader, span) of every forward timing: each loader at its own span."""
-    return {f"{k}_s{g.FWD_KERNELS[k][2]}": (k, g.FWD_KERNELS[k][2]) for k in FWD_LOADERS}
+    """label -> (loader, span) of every forward timing."""
+    return {f"{k}_s{span}": (k, span) for k, span in FWD_TIMED}
 
 
 def update_candidates():
     """label -> (layout, loader) of every decode timing: our lines and fla's cache."""
-    out = {}
-    for k in UPDATE_LOADERS:
-        out[k] = ("lines", k)
-        out[f"{k}_fla"] = ("fla", k)
-    return out
+    return {(k if layout == "lines" else f"{k}_fla"): (layout, k)
+            for layout, ks in UPDATE_LOADERS.items() for k in ks}
+
+
+def sm_copy_fields(res, floor):
+    """Row fields of the fastest same-bytes SM copy in res (sm_copy.py), or {}."""
+    cs = {k.split(":", 1)[1]: v for k, v in res.items() if k.startswith("sm_copy:") and v}
+    if not cs:
+        return {}
+    best = min(cs, key=cs.get)
+    return {"sm_copy_us": _r(cs[best]), "sm_copy_config": best, "sm_copy_frac_of_floor": round(floor / cs[best], 3),
+            "sm_copy_candidates_us": {k: _r(v) for k, v in cs.items()}}
 
 
 def peers():
@@ -154,9 +163,47 @@ def main():
     print(f"copy ceiling {ceiling / 1e12:.3f} TB/s", flush=True)
 
     # ---- 1. timing ---------------------------------------------------------------------
+    ucands = update_candidates()
+    for N, D in UPDATE_SHAPES:
+        if time.monotonic() > deadline - 10:
+            print(f"SKIP update B{N} D{D}: out of time", flush=True)
+            continue
+        pc = ucands
+        with torch.no_grad():
+            res, why, ours_bytes, fla_bytes = timing.update_shape(cubins, pc, fla_update, N, D, reps=reps)
+        torch.cuda.empty_cache()
+        rate = ceiling
+        lines_c = [k for k in pc if pc[k][0] == "lines" and res.get(k)]
+        fla_c = [k for k in pc if pc[k][0] == "fla" and res.get(k)]
+        for layout, cs, nb in (("our lines", lines_c, ours_bytes), ("fla cache", fla_c, fla_bytes)):
+            if not cs:
+                continue
+            best = min(cs, key=lambda k: res[k])
+            floor = nb / rate * 1e6
+            case = f"update B{N} D{D} W4 silu bf16 wf32 ({layout}, graph)"
+            row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res[k]) for k in cs}, "ours": best,
+                   "ours_us": _r(res[best]), "floor_us": _r(floor), "frac_of_floor": round(floor / res[best], 3),
+                   "floor_nominal_us": _r(nb / timing.NOMINAL_BW * 1e6), "floor_rate_tbs": round(rate / 1e12, 3)}
+            if res.get("fla"):
+                row.update(peer=f"fla {getattr(fla, 'version', '')}", peer_us=_r(res["fla"]),
+                           speedup_vs_peer=round(res["fla"] / res[best], 3))
+            row["candidates_seqs1_us"] = {k: _r(res.get(f"{k}@1")) for k in cs}
+            if res.get(f"{best}@1"):
+                row["ours_seqs1_us"] = _r(res[f"{best}@1"])
+            if res.get("fla@1"):
+                row["peer_seqs1_us"] = _r(res["fla@1"])
+            if layout == "our lines":  # the copy moves our lines' bytes
+                row.update(sm_copy_fields(res, floor))
+            if why:
+                row["notes"] = why
+            emit(row)
+            table.append(row)
+        print(f"update B{N} D{D}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
+
+
     cands = fwd_candidates(g)
     for B, T, D in FWD_SHAPES:
-        if time.monotonic() > deadline - 40:
+        if time.monotonic() > deadline - 15:
             print(f"SKIP fwd B{B} T{T} D{D}: out of time", flush=True)
             continue
         shape_peers = dict(fwd_peers)
@@ -181,6 +228,9 @@ def main():
                "floor_us": _r(floor), "floor_rate_tbs": round(ceiling / 1e12, 3),
                "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6),
                "copy_us": _r(res.get("copy"))}
+        if res.get("copy"):
+            row["copy_frac_of_floor"] = round(floor / res["copy"], 3)
+        row.update(sm_copy_fields(res, floor))
         if best:
             row.update(ours=best, ours_us=_r(res[best]))
             row["frac_of_floor"] = round(floor / res[best], 3)
@@ -205,36 +255,6 @@ def main():
         table.append(row)
         print(f"{case}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
 
-    ucands = update_candidates()
-    for N, D in UPDATE_SHAPES:
-        if time.monotonic() > deadline - 30:
-            print(f"SKIP update B{N} D{D}: out of time", flush=True)
-            continue
-        pc = ucands
-        with torch.no_grad():
-            res, why, ours_bytes, fla_bytes = timing.update_shape(cubins, pc, fla_update, N, D, reps=reps)
-        torch.cuda.empty_cache()
-        rate = ceiling
-        lines_c = [k for k in pc if pc[k][0] == "lines" and res.get(k)]
-        fla_c = [k for k in pc if pc[k][0] == "fla" and res.get(k)]
-        for layout, cs, nb in (("our lines", lines_c, ours_bytes), ("fla cache", fla_c, fla_bytes)):
-            if not cs:
-                continue
-            best = min(cs, key=lambda k: res[k])
-            floor = nb / rate * 1e6
-            case = f"update B{N} D{D} W4 silu bf16 wf32 ({layout}, graph)"
-            row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res[k]) for k in cs}, "ours": best,
-                   "ours_us": _r(res[best]), "floor_us": _r(floor), "frac_of_floor": round(floor / res[best], 3),
-                   "floor_nominal_us": _r(nb / timing.NOMINAL_BW * 1e6), "floor_rate_tbs": round(rate / 1e12, 3)}
-            if res.get("fla"):
-                row.update(peer=f"fla {getattr(fla, 'version', '')}", peer_us=_r(res["fla"]),
-                           speedup_vs_peer=round(res["fla"] / res[best], 3))
-            if why:
-                row["notes"] = why
-            emit(row)
-            table.append(row)
-        print(f"update B{N} D{D}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
-
     # ---- 2. correctness ----------------------------------------------------------------
     if fla is not None:
         try:
@@ -242,7 +262,7 @@ def main():
         except Exception as e:  # noqa: BLE001
             print(f"fla forward config not pinned: {e}", flush=True)
     ck = cases.Checker(cubins, emit, fla, deadline)
-    cases.run_all(ck, FWD_LOADERS, UPDATE_LOADERS, a.quick)
+    cases.run_all(ck, FWD_LOADERS, UPDATE_LOADERS["lines"], UPDATE_LOADERS["fla"], a.quick)
     print(f"\nchecks: {ck.passed} passed, {ck.failed} failed; failing per candidate: {ck.failing or 'none'}")
 
     # ---- 3. the pinned examples through program_io (eager and graph, two processes) -----
@@ -263,12 +283,15 @@ def main():
             ck.failed += 1
 
     # ---- table -------------------------------------------------------------------------
-    print(f"\n{'case':<52} {'ours':>10} {'us':>8} {'floor':>7} {'%floor':>7} {'x kf':>6} {'x fla':>6}")
+    print(f"\n{'case':<52} {'ours':>10} {'us':>8} {'floor':>7} {'%floor':>7} {'x kf':>6} {'x fla':>6} "
+          f"{'smcopy':>7} {'%floor':>7} {'memcpy':>7}")
     for r in table:
         print(f"{r['case']:<52} {r.get('ours', '-'):>10} {r.get('ours_us') or float('nan'):8.2f} "
               f"{r.get('floor_us') or float('nan'):7.2f} {100 * (r.get('frac_of_floor') or float('nan')):6.1f}% "
               f"{r.get('speedup_vs_kernel-fun') or float('nan'):6.2f} "
-              f"{r.get('speedup_vs_fla') or r.get('speedup_vs_peer') or float('nan'):6.2f}")
+              f"{r.get('speedup_vs_fla') or r.get('speedup_vs_peer') or float('nan'):6.2f} "
+              f"{r.get('sm_copy_us') or float('nan'):7.2f} {100 * (r.get('sm_copy_frac_of_floor') or float('nan')):6.1f}% "
+              f"{r.get('copy_us') or float('nan'):7.2f}")
         print("    " + " ".join(f"{k}={v}" for k, v in r.get("candidates_us", {}).items())
               + "".join(f"  [{k}: {v}]" for k, v in r.get("notes", {}).items()))
     print(f"\n{ck.passed} passed, {ck.failed} failed ({time.monotonic() - t0:.0f} s)")

@@ -39,7 +39,7 @@ def every_manifest():
             out[f"fwd{i}_{loader}"] = mf.fwd_check(loader, **kw)[0]
     for i, kw in enumerate(lists["UPDATE_CASES"]):
         one = kw.get("steps", 1) == 1 and not kw.get("step_lines")
-        for loader in (run.UPDATE_LOADERS if one else ["verify"]):
+        for loader in (run.UPDATE_LOADERS["lines"] if one else ["verify"]):
             out[f"update{i}_{loader}"] = mf.update_check(loader, **kw)[0]
     for i, kw in enumerate(lists["DROPIN_FWD_CASES"]):
         B, T, N, cu = mf.fwd_geometry(kw["B"], kw["T"], kw.get("lens"))
@@ -51,7 +51,7 @@ def every_manifest():
                 initial_state=kw.get("states", True), final_state=kw.get("states", True),
                 fwd_kernel=loader, varlen_seqs=None if cu is None else N)
     for i, kw in enumerate(lists["DROPIN_UPDATE_CASES"]):
-        for loader in run.UPDATE_LOADERS:
+        for loader in run.UPDATE_LOADERS["fla"]:
             out[f"dropin_update{i}_{loader}"] = g.dropin_manifest(
                 "update", kw["N"], 1, kw["D"], kw["W"], "bf16", "f32", kw.get("bias", False), "silu",
                 residual=kw.get("residual", False), update_kernel=loader)

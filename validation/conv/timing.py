@@ -91,6 +91,7 @@ def fwd_shape(cubins, cands, peers, B, T, D, W=4, calls=8, reps=20):
         if why:
             notes[label] = why
     res["copy"], _ = _safe(torch_graph_us, lambda i: ys[i].copy_(xs[i]), nsets, calls, reps)
+    _sm_copies(res, notes, [x.view(-1) for x in xs], [y.view(-1) for y in ys], nsets, calls, reps)
     for name, fn in peers.items():
         if fn is None:
             continue
@@ -100,10 +101,25 @@ def fwd_shape(cubins, cands, peers, B, T, D, W=4, calls=8, reps=20):
     return res, notes, 2 * xb  # the caller empties torch's cache once these views are gone
 
 
+def _sm_copies(res, notes, srcs, dsts, nsets, calls, reps):
+    """res["sm_copy:<config>"]: sm_copy.py's copy of srcs[i] -> dsts[i], K calls in a graph."""
+    try:
+        import sm_copy
+    except Exception as e:  # noqa: BLE001 - a missing Triton is recorded, not fatal
+        notes["sm_copy"] = f"unavailable: {type(e).__name__}: {e}"[:160]
+        return
+    for cfg in sm_copy.CONFIGS:
+        res[f"sm_copy:{cfg}"], why = _safe(torch_graph_us, lambda i, c=cfg: sm_copy.copy(srcs[i], dsts[i], c),
+                                           nsets, calls, reps)
+        if why:
+            notes[f"sm_copy:{cfg}"] = why
+
+
 def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
     """Decode timing: cands {label: (layout, loader)} over our pool lines (layout "lines") or
-    fla's cache as a carry buffer (layout "fla", the drop-in's form). Returns
-    ({label: us}, notes, bytes per call of our lines, bytes per call of fla's)."""
+    fla's cache as a carry buffer (layout "fla", the drop-in's form), each also at one
+    sequence (`<label>@1`, `fla@1`: the per-call latency floor), and sm_copy.py's copy of our
+    lines' bytes. Returns ({label: us}, notes, bytes per call of our lines, of fla's)."""
     ours_line = D * (W - 1) * 2
     per_call = 2 * N * D * 2 + 2 * N * ours_line
     nsets = min(calls, max(2, -(-L2_ROT // per_call)))
@@ -125,6 +141,8 @@ def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
         res[label], why = _safe(ours_us, rt, label, calls, reps, seqs=N)  # noqa: B023
         if why:
             notes[label] = why
+        # the same program at one sequence: the call's latency floor on this launch path
+        res[f"{label}@1"], _ = _safe(ours_us, rt, label, calls, reps, seqs=1)
     if fla_update is not None:
         caches = [torch.randn(N, D, W, device="cuda", generator=gen).to(torch.bfloat16) for _ in range(nsets)]
         xs = [rt.buffer(f"x{i}") for i in range(nsets)]
@@ -132,4 +150,11 @@ def update_shape(cubins, cands, fla_update, N, D, W=4, calls=64, reps=20):
                                 nsets, calls, reps)
         if why:
             notes["fla"] = why
+        res["fla@1"], _ = _safe(torch_graph_us, lambda i: fla_update(xs[i][:1], caches[i][:1], weight=w,
+                                                                     activation="silu"), nsets, calls, reps)
+    # the same bytes through the SMs: our lines' state + x read, state + y written
+    nb = N * D * W * 2  # (W - 1) slots + the token per channel, 2 bytes each
+    srcs = [torch.empty(nb // 2, dtype=torch.bfloat16, device="cuda") for _ in range(nsets)]
+    dsts = [torch.empty_like(t) for t in srcs]
+    _sm_copies(res, notes, srcs, dsts, nsets, calls, reps)
     return res, notes, per_call, 2 * N * D * 2 + 2 * N * D * W * 2

@@ -12,11 +12,12 @@ y overlapping. The complete examples are conv_examples.py.
 Refuses at generation: W outside 2..4, D not a positive multiple of 8, strides not multiples
 of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8.
 
-Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `strip4` (block 128, grid x =
+Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `strip4p` (block 128, grid x =
 ceil(D / 512), grid y = ceil(tokens / span), span 32 unless the profile says otherwise);
-decode `s4` over our lines or fla's (block 64, grid x = ceil(D / 512), grid y = ceil(seqs /
-4)); verify (block 128, one sequence per thread). The candidates they beat on the H200 are
-in git tag conv-candidates-2026-12 (validation/conv/notes.md). Module sha256 =
+decode `c4s2` over our lines and `c4` over fla's cache (block 128, 4 channels per thread,
+grid x = ceil(D / 512), grid y = ceil(seqs / 2) and seqs); verify (block 128, one sequence
+per thread). The candidates they beat on the H200 are in git tags conv-candidates-2026-12
+and conv-candidates-2026-12b (validation/conv/notes.md). Module sha256 =
 `@SHA256:<cubin>@`, replaced by cmake's kernrt_pin_manifest or kernrt.gen.pin.
 
 Does not check: kernel behaviour, the manifest rules (kernrt-verify does), or sequences
@@ -31,15 +32,16 @@ from . import files as _files
 from . import conv_params as cp
 from .conv_params import FWD, UPDATE, field
 
-# loader -> (channels per thread, block.x, rows per block by default). strip4 at spans of
-# 32 rows in blocks of 128 was the fastest forward at all four timed shapes on the H200
-# (spans of 64 / 128 rows ran 0.7-27 % slower; blocks of 64 / 32 were within 0.8 % of 128
-# at span 64; notes.md).
-FWD_KERNELS = {"strip4": (4, 128, 32)}
-# loader -> (sequences per thread, block.x); its entries cover our lines and fla's
-UPDATE_KERNELS = {"s4": (4, 64)}
-FWD_KERNEL = "strip4"    # what the shipped manifests and the drop-ins launch
-UPDATE_KERNEL = "s4"
+# loader -> (channels per thread, block.x, rows per block by default). strip4p (the next
+# group's loads before this group's math) at spans of 32 rows in blocks of 128 was the
+# fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
+# slower, shorter spans slower still; notes.md).
+FWD_KERNELS = {"strip4p": (4, 128, 32)}
+# loader -> (sequences per thread, block.x, channels per thread, the state layout it
+# serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
+UPDATE_KERNELS = {"c4s2": (2, 128, 4, "lines"), "c4": (1, 128, 4, "fla")}
+FWD_KERNEL = "strip4p"   # what the shipped manifests and the drop-ins launch
+UPDATE_KERNEL = {"lines": "c4s2", "fla": "c4"}  # per state layout
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
 LAYOUTS = ("lines", "fla")  # state lines [D, W-1] (ours) or [D, W] (fla's cache)
@@ -58,7 +60,7 @@ class Profile:
 
     def __init__(self, dim, width=4, dtype="bf16", weight="f32", bias=False, act="silu",
                  x_row=None, y_row=None, residual=False, state_layout="lines",
-                 fwd_kernel=FWD_KERNEL, span=None, update_kernel=UPDATE_KERNEL):
+                 fwd_kernel=FWD_KERNEL, span=None, update_kernel=None):
         if dtype not in ("bf16", "f16"):
             raise GenError(f"x dtype `{dtype}` is not supported: expected bf16 or f16")
         if weight not in ("f32", "bf16"):
@@ -77,9 +79,15 @@ class Profile:
         if fwd_kernel not in FWD_KERNELS:
             raise GenError(f"forward loader `{fwd_kernel}` is unknown: expected one of "
                            f"{', '.join(FWD_KERNELS)}")
+        if update_kernel is None:
+            update_kernel = UPDATE_KERNEL[state_layout]
         if update_kernel not in UPDATE_KERNELS:
             raise GenError(f"decode loader `{update_kernel}` is unknown: expected one of "
                            f"{', '.join(UPDATE_KERNELS)}")
+        if UPDATE_KERNELS[update_kernel][3] != state_layout:
+            raise GenError(f"decode loader `{update_kernel}` has entries for the "
+                           f"`{UPDATE_KERNELS[update_kernel][3]}` state layout only, not "
+                           f"`{state_layout}`")
         self.dim, self.width, self.dtype, self.weight = dim, width, dtype, weight
         self.bias, self.act, self.residual = bias, act, residual
         self.state_layout, self.fwd_kernel, self.update_kernel = state_layout, fwd_kernel, update_kernel
@@ -130,7 +138,7 @@ class Profile:
         if kind == "fwd":
             ch, threads = FWD_KERNELS[self.fwd_kernel][0], self.fwd_threads
         elif kind == "update":
-            ch, threads = CHANNELS, UPDATE_KERNELS[self.update_kernel][1]
+            _, threads, ch, _ = UPDATE_KERNELS[self.update_kernel]
         else:
             ch, threads = CHANNELS, VERIFY_THREADS
         return -(-self.dim // (ch * threads))

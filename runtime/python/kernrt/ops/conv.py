@@ -12,8 +12,8 @@ shape is warm (warmup() or one eager call). Supported: x [B, T, D] bf16/f16 (cha
 row strides multiples of 8), weight [D, W] f32/bf16 with W 2..4, optional bias, residual
 [B, T, D], initial_state / output_final_state in fla's [N, D, W] layout, cu_seqlens with
 B = 1 (fla's int64 is converted), silu/swish or no activation; the update over fla's
-[N, D, W] cache in place with x [N, D], [N, 1, D] or [1, N, D] (when fla is installed a
-supported update still goes to fla, measured faster: see UPDATE_PREFERS_FLA). Everything else is forwarded
+[N, D, W] cache in place with x [N, D], [N, 1, D] or [1, N, D] (UPDATE_PREFERS_FLA can send
+a supported update to fla instead). Everything else is forwarded
 to fla verbatim with the reason (is_supported says which): tensors that need a gradient (no
 backward here), devices other than sm90, layouts the kernels cannot read, an explicit backend
 other than "triton", context parallel, unknown keyword arguments, and a capture of a cold
@@ -28,11 +28,11 @@ _DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "f16"}
 _WEIGHT_DTYPES = {"torch.float32": "f32", "torch.bfloat16": "bf16"}
 _ACTIVATIONS = {None: None, "silu": "silu", "swish": "silu"}
 _FWD_KWARGS = {"cu_seqlens_cpu", "chunk_indices"}  # derived data fla accepts; no effect here
-# fla's own update over its [N, D, W] cache beat kernrt's at every shape measured on the H200
-# (device run 4, 2026-12-01: 3.30 vs 3.11 us at B64 D4096, 17.76 vs 12.18 us at B256 D8192),
-# so a supported update goes to fla when fla is installed and runs kernrt's kernel otherwise.
-# Tests set this to False to exercise kernrt's update kernel.
-UPDATE_PREFERS_FLA = True
+# True: a supported update goes to fla when fla is installed. kernrt's update over fla's
+# [N, D, W] cache (c4) ran 2.79 us where fla's ran 3.12 at B64 D4096, and 12.40 where fla's
+# ran 12.19 at B256 D8192 (H200, one run, per call in a 64-call graph; validation/conv
+# notes.md), so kernrt's kernel runs. Tests set it to False to exercise kernrt's kernel.
+UPDATE_PREFERS_FLA = False
 
 
 _grad = _dispatch.needs_grad
@@ -244,8 +244,7 @@ def causal_conv1d_update(x, cache, residual=None, weight=None, bias=None, activa
     updated in place; returns (y shaped like x, cache)."""
     spec, why, shape = _update_spec(x, cache, residual, weight, bias, activation)
     if spec is not None and UPDATE_PREFERS_FLA and FAMILY.fla_function("causal_conv1d_update"):
-        spec, why = None, ("fla's update is faster on the H200 at every measured shape "
-                           "(kernrt 0.94x at B64 D4096, 0.69x at B256 D8192 over fla's cache)")
+        spec, why = None, "kernrt.ops.conv.UPDATE_PREFERS_FLA is set: fla's update runs"
     rt, why = _runtime_or_reason(spec, why)
     if rt is None:
         return FAMILY.forward("causal_conv1d_update", why, x, cache, residual=residual,
