@@ -122,6 +122,19 @@ class Generator(unittest.TestCase):
         self.assertEqual((size - end - 8) % 8, 0)
         self.assertLess(size - end, 1 << 16)
 
+    def test_scenario_schedule(self):
+        import scenario
+        log = scenario.dry_run(self.d)
+        self.assertEqual(sum(x.startswith("decode") for x in log), 64 + 3)
+        self.assertEqual(sum(x.startswith("verify") for x in log), 3)
+        self.assertIn("leave seq 0", log)
+        # seq 3 joins after seq 0 left and gets its slots back
+        self.assertIn("prefill seqs [3] rows 5 seq_len [5] conv [1] kda [1]", log)
+        # a round with 3 of 8 accepted moves seq 2 to the conv line of its 3rd token
+        v = [x for x in log if x.startswith("verify")]
+        self.assertIn("conv [3, 1]", v[0])
+        self.assertNotIn("conv [3,", v[1])
+
     @unittest.skipUnless(os.environ.get("KERNRT_VERIFY") and os.environ.get("KERNRT_CUBINS"),
                          "KERNRT_VERIFY / KERNRT_CUBINS not set (run through ctest)")
     def test_kernrt_verify_fits_the_protocol(self):
