@@ -379,6 +379,9 @@ def manifest(d, model="kernrt-hybrid", op_programs=()):
         for i, c in enumerate(programs[mode]["calls"]):
             programs[f"{mode}_c{i}"] = {"calls": [c]}
     bufs = buffers(d)
+    if op_programs:  # a lone call may read the step's outputs too
+        for n in ("hidden", "logits"):
+            bufs[n]["kind"] = "carry"
     if not d.n_kda:
         for n in ("conv_lines", "conv_steps", "kda_lines", "accepted"):
             del bufs[n]
