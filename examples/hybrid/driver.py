@@ -12,7 +12,7 @@ inputs kernrt's op read (the carry buffers; states snapshotted before the call):
   GEMMs, hidden, logits: rel rms <= 2e-3 (logits 1e-4) against float32 products;
   conv <= 1e-3 (conv family's gate), its states bit-exact (they are copies of the inputs);
   KDA o and states <= 2e-3 (KDA family's gate) against the float64 token loop;
-  KV append bit-exact; attention <= 1e-3 (attention family's gate) against float32;
+  KV append bit-exact; attention <= 2e-2 (attention family's gate) against float32;
   tokens = argmax of kernrt's logits, exactly.
 Rollback: a verify leaves every KDA state and the KV rows below the round bit-identical;
 the conv line kept for n accepted tokens is bit-identical to the state after n tokens; the
@@ -33,16 +33,23 @@ sys.path.insert(0, HERE)
 from kernrt.gen import hybrid  # noqa: E402
 import scenario as sc  # noqa: E402
 
-GATE_GEMM, GATE_LOGITS, GATE_CONV, GATE_KDA, GATE_ATTN = 2e-3, 1e-4, 1e-3, 2e-3, 1e-3
+# GEMMs / hidden / logits: this stack's own gates (cuBLASLt's accumulate vs one float32
+# rounding measured 1.4-1.8e-3 on the H200); conv, KDA and attention: their families' gates
+# (validation/conv, validation/kda, validation/attention: rel L2 vs float32 < 0.02).
+GATE_GEMM, GATE_LOGITS, GATE_CONV, GATE_KDA, GATE_ATTN = 2e-3, 1e-4, 1e-3, 2e-3, 2e-2
 
 
 def build_files(d, build, out, op_programs=()):
-    """(manifest dict pinned to BUILD/cubins/run, weights path)."""
+    """(manifest dict pinned to BUILD/cubins/run, written to OUT/hybrid.json; weights path:
+    the random weights go to the temp dir, never into OUT, whose files travel back)."""
+    import tempfile
     from kernrt.gen import hybrid_weights, pin
     cubins = os.path.join(build, "cubins", "run")
     m = pin(hybrid.manifest(d, op_programs=op_programs), cubins)
     os.makedirs(out, exist_ok=True)
-    w = os.path.join(out, "hybrid.safetensors")
+    wdir = os.path.join(tempfile.gettempdir(), "kernrt-hybrid-weights")
+    os.makedirs(wdir, exist_ok=True)
+    w = os.path.join(wdir, "hybrid.safetensors")
     if not os.path.exists(w):
         hybrid_weights.write(d, w)
     with open(os.path.join(out, "hybrid.json"), "w") as f:

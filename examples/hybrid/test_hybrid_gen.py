@@ -139,14 +139,20 @@ class Generator(unittest.TestCase):
                          "KERNRT_VERIFY / KERNRT_CUBINS not set (run through ctest)")
     def test_kernrt_verify_fits_the_protocol(self):
         cubins = os.environ["KERNRT_CUBINS"]
+        others = [h.manifest(h.Desc(layers=("attn", "kda", "attn"))),
+                  h.manifest(h.Desc(layers=("attn",))),
+                  h.manifest(self.d, op_programs=("decode",))]
         with tempfile.TemporaryDirectory() as t:
-            path = os.path.join(t, "hybrid.json")
-            with open(path, "w") as f:
-                json.dump(pin(self.m, cubins), f)
-            r = subprocess.run([os.environ["KERNRT_VERIFY"], "--cubins", cubins, path],
+            paths = []
+            for i, m in enumerate([self.m] + others):
+                paths.append(os.path.join(t, f"hybrid{i}.json"))
+                with open(paths[-1], "w") as f:
+                    json.dump(pin(m, cubins), f)
+            r = subprocess.run([os.environ["KERNRT_VERIFY"], "--cubins", cubins] + paths,
                                capture_output=True, text=True)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
-        self.assertIn("verified; serving protocol: 3 forwards, 6 fills", r.stdout)
+        self.assertEqual(r.stdout.count("verified; serving protocol: 3 forwards, 6 fills"), 4,
+                         r.stdout)
 
 
 if __name__ == "__main__":
