@@ -159,7 +159,8 @@ def main(argv=None):
             r = dict(case=f"decode B{B} ctx{CONTEXT}", kind="bench", batch=B, ours_us=med["kernrt"],
                      ops_sum_us=ops_sum, graph_vs_ops=med["kernrt"] / ops_sum,
                      floor_us=dec_w / copy * 1e6, frac_of_floor=(dec_w / copy * 1e6) / med["kernrt"],
-                     ops_us=[round(x, 2) for x in parts])
+                     ops_us={c.get("label", c["op"]): round(x, 2) for c, x in
+                             zip(m["programs"]["decode"]["calls"], parts)})
             if "peer" in med:
                 r.update(peer="torch graph: fla conv/kda + SDPA + torch GEMMs", peer_us=med["peer"],
                          speedup_vs_peer=med["peer"] / med["kernrt"])
