@@ -62,8 +62,29 @@
 namespace kernrt::attention::prefill {
 
 
+// Live alternatives of the entry, one template instance and extern "C" entry each (the
+// manifest selects one): kEarly, the setup overlaps the Q tensormap edit (warp 3) with the
+// length loads and schedule, and warp 2 asks L2 for the CTA's share of the page table at
+// entry; kBatched, the merge issues a batch of partial loads at once (merge_rows);
+// kOneWave, a launch whose items all fit one wave merges without claims (chunk c merges row
+// part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
+// unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates.
+template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT>
+struct Tuning {
+  static constexpr bool kEarly = kEarlyT;
+  static constexpr bool kBatched = kBatchedT;
+  static constexpr bool kOneWave = kOneWaveT;
+  static constexpr bool kTailSplit = kTailSplitT;
+  static constexpr int kSplitCap = kSplitCapT;
+};
+using Shipped = Tuning<true, true, true, true, kMaxSplit>;
+using Base = Tuning<false, false, false, false, kMaxSplit>;  // the run-3 kernel (ca12330)
+using Cap8 = Tuning<true, true, true, true, 8>;
+using Late = Tuning<false, true, true, true, kMaxSplit>;
+
 #if KERNRT_WGMMA
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
+template <class Cfg>
 __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   const int tid = threadIdx.x;
   // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
@@ -84,7 +105,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   uint64_t* q_empty = reinterpret_cast<uint64_t*>(small + kBarQEmptyAt);
   CUtensorMap* q_stage = reinterpret_cast<CUtensorMap*>(small + kTmapAt);
   ItemInfo* info = reinterpret_cast<ItemInfo*>(small + kInfoAt);
-  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..3] schedule, [8..9] merge
+  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..4] schedule, [8..10] merge
   Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
                  reinterpret_cast<int*>(small + kPrefixAt)};
   int* counters = p.ptr_multi_ctas_kv_counter;
@@ -92,6 +113,23 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
 
   // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
+  if (Cfg::kEarly && warp == 2 && lane == 0) {
+    // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
+    // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
+    // bytes share the table's first and last 16-byte granules, so they are mapped.
+    const int ctas = static_cast<int>(gridDim.x);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p.ptr_page_idx_kv);
+    const uintptr_t base = at & ~uintptr_t{15};
+    const int64_t span = static_cast<int64_t>(at - base) +
+                         static_cast<int64_t>(p.batch_size) * p.max_num_pages_per_seq_kv * 4;
+    const int64_t share = ((span + ctas - 1) / ctas + 15) & ~int64_t{15};
+    const int64_t from = share * blockIdx.x;
+    if (from < span) {
+      const int64_t size = min(share, (span - from + 15) & ~int64_t{15});
+      ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(base + from),
+                            static_cast<uint32_t>(size));
+    }
+  }
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
       ptx::mbarrier_init(&full[i], 1);
@@ -109,9 +147,11 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         make_uint4(0, 0, 0, 0);
     ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
   }
-  if (warp == 0) {
+  if (warp == (Cfg::kEarly ? 3 : 0)) {
     // The pack's Q map loads 128 tokens of one head; ours loads 21 tokens x 6 heads, rows
-    // ordered token-major (r = 6 t + h), exactly the item's rows.
+    // ordered token-major (r = 6 t + h), exactly the item's rows. kEarly: warp 3 edits and
+    // releases it while warp 0 loads the lengths; warp 0 acquires it after the schedule's
+    // barriers.
     if (lane < 8) {
       reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
     }
@@ -122,9 +162,14 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
     __syncwarp();
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
-    if (lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
+    if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build(p, reinterpret_cast<int*>(ring), tid);  // ends with __syncthreads
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(ring), tid);
+  // (build ends with __syncthreads)
+  if (Cfg::kEarly && warp == 0 && lane == 0) {
+    ptx::fence_proxy_tensormap_acquire(q_map);
+    ptx::prefetch_tensormap(q_map);
+  }
   const int n_items = sched.items();
   const int ctas = static_cast<int>(gridDim.x);
 
@@ -196,6 +241,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 
   // ---- consumers ----------------------------------------------------------------------------
   ptx::setmaxnreg_inc<kConsumerRegs>();
+  const bool one_wave = Cfg::kOneWave && n_items <= ctas;  // CTA c runs item c, nothing else
   const int ct = tid - 128;         // 0..255
   const int w = (warp - 4) >> 2;    // rows 64w..64w+63 of the tile
   const int wi = warp & 3;          // warp within the warpgroup: rows +16wi
@@ -354,8 +400,16 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         }
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
-      if (arrive_chunk(p, it, words + 8, ct)) {
-        merge_claims(p, it, words + 9, ct);
+      const bool last = arrive_chunk(p, it, words + 8, ct);
+      if (one_wave) {
+        // Every chunk of the unit is running now: chunk c merges row part c, no claims.
+        const int c = it.slot - it.first_slot;
+        if (c < min(it.nchunks, kMaxParts)) {
+          if (!last) wait_unit(p, it, ct);
+          merge_one<Cfg::kBatched>(p, it, c, ct);
+        }
+      } else if (last) {
+        merge_claims<Cfg::kBatched>(p, it, words + 9, ct);
       } else {
         pending = it;
         helps = true;
@@ -366,7 +420,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
   if (helps) {
     wait_unit(p, pending, ct);
-    merge_claims(p, pending, words + 9, ct);
+    merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
   if (ct == 0) {
@@ -392,13 +446,36 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 // ---- entry ---------------------------------------------------------------------------------------
 // The sm_100a build compiles it as a trap: wgmma is sm_90a only.
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+template <class Cfg>
+__device__ __forceinline__ void entry_body(const KernelParams& p) {
 #if KERNRT_WGMMA
-  prefill_body(p);
+  prefill_body<Cfg>(p);
 #else
   __trap();
 #endif
 }
+
+// The shipped entry (prefill_geometry.json).
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Shipped>(p);
+}
+
+// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_base_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Base>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_cap8_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Cap8>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_late_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Late>(p);
+}
+
 
 }  // namespace kernrt::attention::prefill

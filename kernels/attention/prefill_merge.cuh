@@ -69,6 +69,111 @@ __device__ __forceinline__ void merge_part(const KernelParams& p, const ItemInfo
   }
 }
 
+// Rows [r0, r1) of the unit with every partial load of a batch in flight at once (one L2
+// round trip per batch instead of two per row group): a thread holds R rows (4 apart) x C
+// chunks per batch, merged online across batches (rescaled by the running max), so R x C
+// float4 + float2 loads are issued before the first use. merge_part above waits twice per 4
+// rows (stats, then O 4 chunks at a time): 64 dependent rounds for a 126-row unit of 4 chunks,
+// 8 with R = 4, C = 4 here; a 16-chunk verify row takes 1 instead of 5.
+template <int R, int C>
+__device__ __forceinline__ void merge_rows(const KernelParams& p, const ItemInfo& it, int r_lo,
+                                          int r1, int ct) {
+  const int c = (ct & 63) * 4;
+  const int n = it.nchunks;
+  const float* st0 = p.ptr_partial_stats + static_cast<int64_t>(it.first_slot) * kStatsFloats;
+  const float* po0 = p.ptr_partial_o + static_cast<int64_t>(it.first_slot) * kPartialFloats + c;
+  for (int rb = r_lo + (ct >> 6); rb < r1; rb += 4 * R) {
+    float mx[R], sum[R];
+    float4 acc[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      mx[i] = -INFINITY;
+      sum[i] = 0.f;
+      acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    for (int s0 = 0; s0 < n; s0 += C) {
+      float2 ml[R][C];
+      float4 v[R][C];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int r = rb + 4 * i;
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+          const int s = s0 + k;
+          ml[i][k] = make_float2(-INFINITY, 0.f);
+          v[i][k] = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (r < r1 && s < n) {
+            ml[i][k] = __ldcg(reinterpret_cast<const float2*>(st0 + s * kStatsFloats + 2 * r));
+            v[i][k] = __ldcg(reinterpret_cast<const float4*>(
+                po0 + static_cast<int64_t>(s) * kPartialFloats + r * kHeadDim));
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        float m_new = mx[i];
+#pragma unroll
+        for (int k = 0; k < C; ++k) m_new = fmaxf(m_new, ml[i][k].x);
+        if (m_new == -INFINITY) continue;  // no chunk so far saw a key of this row
+        const float f = exp2f(mx[i] - m_new);  // 0 while mx was -inf
+        sum[i] *= f;
+        acc[i].x *= f;
+        acc[i].y *= f;
+        acc[i].z *= f;
+        acc[i].w *= f;
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+          const float w = exp2f(ml[i][k].x - m_new);  // 0 for a chunk without a key here
+          sum[i] += w * ml[i][k].y;
+          acc[i].x += w * v[i][k].x;
+          acc[i].y += w * v[i][k].y;
+          acc[i].z += w * v[i][k].z;
+          acc[i].w += w * v[i][k].w;
+        }
+        mx[i] = m_new;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int r = rb + 4 * i;
+      if (r >= r1) continue;
+      const float inv = sum[i] > 0.f ? 1.f / sum[i] : 0.f;
+      __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i].x * inv, acc[i].y * inv);
+      __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i].z * inv, acc[i].w * inv);
+      uint2 packed;
+      packed.x = *reinterpret_cast<uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(out_row(p, it, r) + c) = packed;
+    }
+  }
+}
+
+// merge_part with merge_rows: many chunks (verify) one row x 16 chunks per round, few chunks
+// (a split prefill unit) 4 rows x 4 chunks.
+__device__ __forceinline__ void merge_part_batched(const KernelParams& p, const ItemInfo& it,
+                                                   int part, int ct) {
+  const int rows = kGroup * it.ntok;
+  const int parts = min(it.nchunks, kMaxParts);
+  const int per = (rows + parts - 1) / parts;
+  const int r0 = part * per;
+  const int r1 = min(rows, r0 + per);
+  if (it.nchunks > 4) {
+    merge_rows<1, 16>(p, it, r0, r1, ct);
+  } else {
+    merge_rows<4, 4>(p, it, r0, r1, ct);
+  }
+}
+
+template <bool kBatched>
+__device__ __forceinline__ void merge_one(const KernelParams& p, const ItemInfo& it, int part,
+                                         int ct) {
+  if constexpr (kBatched) {
+    merge_part_batched(p, it, part, ct);
+  } else {
+    merge_part(p, it, part, ct);
+  }
+}
+
 // Counts this CTA's chunk of the unit as written; true for the chunk that completed it. The
 // caller's partial stores precede it in every thread.
 __device__ __forceinline__ bool arrive_chunk(const KernelParams& p, const ItemInfo& it, int* word,
@@ -92,6 +197,7 @@ __device__ __forceinline__ void wait_unit(const KernelParams& p, const ItemInfo&
 }
 
 // Claims row parts of the complete unit until none is left and merges each.
+template <bool kBatched>
 __device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemInfo& it, int* word,
                                              int ct) {
   int* claims = p.ptr_multi_ctas_kv_counter + kArriveAt + p.max_num_ctas_kv + it.unit;
@@ -102,7 +208,7 @@ __device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemIn
     const int part = *word;
     ptx::named_bar_sync(kBarConsumers, kConsumerThreads);  // read before the next claim
     if (part >= parts) break;
-    merge_part(p, it, part, ct);
+    merge_one<kBatched>(p, it, part, ct);
   }
 }
 

@@ -15,7 +15,12 @@
 // smallest S in 1..32 (units x S <= partial slots) minimising the makespan estimate
 // max(largest item, ceil(N / G) * W / N) (N items, W their pages plus a fixed cost per item,
 // G CTAs). Splitting pays when units are few or equal (a 32k prefix, verify); with >= 4 G
-// units S = 1 without rating.
+// units S = 1 without rating. Tail split (the shipped entry): with G <= units < 4 G the rule
+// also rates keeping the first U1 = G floor(units / G) units of the work order unsplit (whole
+// waves of one item each) and splitting only the rest in S; it wins where strictly cheaper.
+// 1536/32768 (296 units of 489-512 pages): every unit in 4 gives 1184 items, 9 per CTA, each
+// with a partial write and a merge share (estimate 1161 page-times); the tail form splits 32
+// units (264 + 128 items, estimate 1131) and writes a ninth of the partials.
 //
 // Deliberately does not check: batch <= kMaxSeqs (the kernel traps above it; the generator
 // refuses such capacities), or that cu_seqlens_q is monotone and seq_lens >= 0 (a negative
@@ -39,17 +44,22 @@ __device__ __forceinline__ int block_pages(int q_len, int kv_len, int blk) {
 }
 
 struct Schedule {
-  int* scalars;    // [0] items N, [1] chunks per unit S, [2] units, [3] batch
+  int* scalars;    // [0] items N, [1] chunks per split unit S, [2] units, [3] batch,
+                   // [4] unsplit units U1 (the first U1 units in work order have one chunk)
   int16_t* order;  // sequences in work order
-  int* prefix;     // items before each position of `order`; prefix[batch] = N
+  int* prefix;     // units before each position of `order`; prefix[batch] = units
 
   __device__ int items() const { return scalars[0]; }
   __device__ int split() const { return scalars[1]; }
   __device__ int units() const { return scalars[2]; }
 
   // Builds the tables; every thread of the block calls it. `tmp` is >= 4 * kMaxSeqs + 64 ints
-  // of shared memory free until the return.
+  // of shared memory free until the return. kTailSplit: also rate leaving the first whole
+  // waves of units unsplit and splitting only the rest (the unit order is known then);
+  // kSplitCap: the largest S rated.
+  template <bool kTailSplit, int kSplitCap>
   __device__ void build(const KernelParams& p, int* tmp, int tid) {
+    static_assert(kSplitCap >= 1 && kSplitCap <= kMaxSplit, "one lane of warp 0 per S");
     const int batch = p.batch_size;
     if (batch > kMaxSeqs) __trap();
     int* qlen = tmp;
@@ -85,23 +95,40 @@ struct Schedule {
       }
       order[rank] = static_cast<int16_t>(tid);
     }
-    // Chunks per unit: lane l of warp 0 rates S = l + 1.
     const int slots = p.max_num_ctas_kv;
     const int ctas = static_cast<int>(gridDim.x);
+    const bool rate = units > 0 && units < 4 * ctas && 2 * units <= slots;
+    // Tail split: the first U1 = whole waves of units (in work order) stay unsplit.
+    const int head = kTailSplit && rate && units >= ctas ? units / ctas * ctas : 0;
+    if (head > 0) __syncthreads();  // the order is read below (uniform: every thread agrees)
+    // Chunks per unit: lane l of warp 0 rates S = l + 1, for every unit split (cost) and, with
+    // a head, for the tail units only (cost_t).
     if (warp == 0) {
-      int best_s = 1;
-      if (units > 0 && units < 4 * ctas && 2 * units <= slots) {
+      int best_s = 1, best_head = 0;
+      if (rate) {
         const int s = lane + 1;
-        float cost = 3.4e38f;
-        if (s * units <= slots) {
-          int n = 0, pages = 0, pmax = 0;
-          for (int b = 0; b < batch; ++b) {
+        float cost = 3.4e38f, cost_t = 3.4e38f;
+        if (s <= kSplitCap && s * units <= slots) {
+          int n = 0, pages = 0, pmax = 0;        // every unit split in s
+          int n_t = 0, pages_t = 0, pmax_t = 0;  // tail units split in s
+          int pages_h = 0;                       // head units unsplit
+          int pos = 0;
+          for (int q = 0; q < batch; ++q) {
+            const int b = head > 0 ? order[q] : q;
             const int nb = nblk[b], ql = qlen[b], kv = kvlen[b];
-            for (int k = 0; k < nb; ++k) {
+            for (int k = nb - 1; k >= 0; --k, pos += kHeadsKv) {
               const int pk = block_pages(ql, kv, k);
-              n += min(s, max(pk, 1));
+              const int su = min(s, max(pk, 1));
+              n += su;
               pages += pk;
               pmax = max(pmax, pk);
+              const int hc = min(max(head - pos, 0), kHeadsKv);  // units of block k in the head
+              pages_h += hc * pk;
+              if (hc < kHeadsKv) {
+                n_t += (kHeadsKv - hc) * su;
+                pages_t += (kHeadsKv - hc) * pk;
+                pmax_t = max(pmax_t, ceil_div(pk, su));
+              }
             }
           }
           const float over = kItemCostPages + (s > 1 ? kSplitCostPages : 0.f);
@@ -110,10 +137,22 @@ struct Schedule {
           const float largest = static_cast<float>(ceil_div(pmax, min(s, max(pmax, 1)))) + over;
           const float waves = static_cast<float>(ceil_div(kHeadsKv * n, ctas));
           cost = fmaxf(largest, waves * work / items);
+          if (head > 0 && n_t > 0) {
+            // Head: head / ctas waves of unsplit units; tail: its own waves of s-chunk items;
+            // the largest head unit bounds the makespan from below.
+            const float head_w = static_cast<float>(pages_h) + kItemCostPages * head;
+            const float tail_w = static_cast<float>(pages_t) + over * n_t;
+            const float tail_waves = static_cast<float>(ceil_div(n_t, ctas));
+            cost_t = fmaxf(static_cast<float>(pmax) + kItemCostPages,
+                           head_w / ctas + tail_waves * tail_w / n_t);
+            cost_t = fmaxf(cost_t, static_cast<float>(pmax_t) + over);
+          }
         }
-        // Smallest cost, ties to the smaller S.
-        float c = cost;
-        int at = s;
+        // Smallest cost, ties to the smaller S and to every unit split (the tail form only
+        // where it is strictly cheaper).
+        const bool tail = cost_t < cost;
+        float c = tail ? cost_t : cost;
+        int at = tail ? s + 64 : s;  // key: cost, then every unit split before tail, then S
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) {
           const float c2 = __shfl_xor_sync(0xffffffffu, c, o);
@@ -123,24 +162,27 @@ struct Schedule {
             at = at2;
           }
         }
-        best_s = at;
+        best_s = at & 63;
+        best_head = at >= 64 ? head : 0;
       }
       if (lane == 0) {
         scalars[1] = best_s;
         scalars[2] = units;
         scalars[3] = batch;
+        scalars[4] = best_head;
       }
     }
     __syncthreads();
-    // Items before each position: warp 0 scans 4 positions per lane.
+    // Units before each position: warp 0 scans 4 positions per lane.
     if (warp == 0) {
       const int s = scalars[1];
+      const int u1 = scalars[4];
       int cnt[4];
       int sum = 0;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int k = 4 * lane + j;
-        cnt[j] = k < batch ? kHeadsKv * nblk[order[k]] * s : 0;
+        cnt[j] = k < batch ? kHeadsKv * nblk[order[k]] : 0;
         sum += cnt[j];
       }
       int incl = sum;
@@ -158,38 +200,40 @@ struct Schedule {
       }
       if (lane == 31) {
         prefix[batch] = incl;
-        scalars[0] = incl;
+        scalars[0] = u1 + (incl - u1) * s;
       }
     }
     __syncthreads();
   }
 
-  // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones.
+  // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones. Items
+  // [0, U1) are the head units unsplit, then S items per tail unit.
   __device__ bool decode(const KernelParams& p, int i, ItemInfo& it) const {
     const int batch = scalars[3];
     const int s = scalars[1];
-    int lo = 0, hi = batch;  // prefix[lo] <= i < prefix[hi]
+    const int u1 = scalars[4];
+    const int u = i < u1 ? i : u1 + (i - u1) / s;
+    const int c = i < u1 ? 0 : (i - u1) - (u - u1) * s;
+    int lo = 0, hi = batch;  // prefix[lo] <= u < prefix[hi]
     while (hi - lo > 1) {
       const int mid = (lo + hi) >> 1;
-      if (prefix[mid] <= i) {
+      if (prefix[mid] <= u) {
         lo = mid;
       } else {
         hi = mid;
       }
     }
     const int b = order[lo];
-    const int j = i - prefix[lo];
+    const int j = u - prefix[lo];
     const int q0 = p.ptr_cum_seq_lens_q[b];
     const int ql = p.ptr_cum_seq_lens_q[b + 1] - q0;
     const int kv = p.ptr_seq_lens_kv[b];
     const int nb = ceil_div(ql, kBlockTokens);
-    const int us = j / s;
-    const int c = j - us * s;
-    const int blk = nb - 1 - us / kHeadsKv;
-    const int kvh = us % kHeadsKv;
+    const int blk = nb - 1 - j / kHeadsKv;
+    const int kvh = j % kHeadsKv;
     const int first = kBlockTokens * blk;
     const int pages = block_pages(ql, kv, blk);
-    const int su = min(s, max(pages, 1));
+    const int su = u < u1 ? 1 : min(s, max(pages, 1));
     if (c >= su) return false;
     it.seq = b;
     it.kvh = kvh;
@@ -198,7 +242,7 @@ struct Schedule {
     it.lim0 = kv - ql + first + 1;
     it.page0 = c * pages / su;
     it.page1 = (c + 1) * pages / su;
-    it.unit = i / s;
+    it.unit = u;
     it.nchunks = su;
     it.slot = i;
     it.first_slot = i - c;
