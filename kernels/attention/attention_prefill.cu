@@ -30,13 +30,23 @@
 //   Q K^T of page j+1 is issued before P V of page j and the softmax of j+1 runs while P V of
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
-// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json).
+// Thin items (every row in warpgroup 1's half: verify of up to 10 tokens) run a serial page
+// loop instead: P V of page j-1 as soon as its V landed, then Q K^T of page j, each tile
+// released right after its product (memory-bound: a held tile is a ring slot not in flight).
+// For thin items the producer also asks L2 for the K/V boxes 2 pages ahead of the page it
+// loads (TMA tensor prefetch): 2 more pages in flight per SM beyond the ring's 2.5.
+// Setup: warp 2 asks L2 for the CTA's 1/G share of the page table; warp 3 edits the Q
+// tensormap while warp 0 reads the lengths and builds the schedule.
+// Entries: attention_prefill_sm90a_bf16_q24kv4d256p64 (shipped, prefill_geometry.json);
+// alternatives attention_prefill_{noahead,ahead4}_sm90a_bf16_q24kv4d256p64 (thin items
+// without the L2 prefetch; 4 pages ahead).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
 // Output: an item that is its unit's only chunk normalises and stores O (bf16x2 per thread and
 // row); a chunk of a split unit stores its partial and (max, sum) rows and arrives on the
-// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). The last
+// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh; without
+// claims when every item fits one wave: chunk c merges part c). The last
 // CTA to finish puts every counter back to zero for the next launch or graph replay.
 //
 // Deliberately does not check: that the pack's head counts, page size and head dim equal the
@@ -62,8 +72,28 @@
 namespace kernrt::attention::prefill {
 
 
+// Live alternatives of the entry, one template instance and extern "C" entry each (the
+// manifest selects one): kThinAhead, for items whose rows fit the first consumer warpgroup
+// (verify: up to 10 tokens) the producer also asks L2 for the page that many pages ahead of
+// the one it loads (0: none).
+template <int kThinAheadT>
+struct Tuning {
+  static constexpr int kThinAhead = kThinAheadT;
+};
+using Shipped = Tuning<2>;
+using NoAhead = Tuning<0>;
+using Ahead4 = Tuning<4>;
+
 #if KERNRT_WGMMA
+// One claim from the work queue (lane 0 of the producer): the next item is the value + G.
+// A one-wave launch has nothing to claim (every value would end the work) and leaves the
+// queue at zero.
+__device__ __forceinline__ int claim(int* counters, int n_items, bool one_wave) {
+  return one_wave ? n_items : atomicAdd(counters + kQueueAt, 1);
+}
+
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
+template <class Cfg>
 __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   const int tid = threadIdx.x;
   // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
@@ -84,7 +114,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   uint64_t* q_empty = reinterpret_cast<uint64_t*>(small + kBarQEmptyAt);
   CUtensorMap* q_stage = reinterpret_cast<CUtensorMap*>(small + kTmapAt);
   ItemInfo* info = reinterpret_cast<ItemInfo*>(small + kInfoAt);
-  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..3] schedule, [8..9] merge
+  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..4] schedule, [8..10] merge
   Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
                  reinterpret_cast<int*>(small + kPrefixAt)};
   int* counters = p.ptr_multi_ctas_kv_counter;
@@ -92,6 +122,23 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
 
   // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
+  if (warp == 2 && lane == 0) {
+    // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
+    // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
+    // bytes share the table's first and last 16-byte granules, so they are mapped.
+    const int ctas = static_cast<int>(gridDim.x);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p.ptr_page_idx_kv);
+    const uintptr_t base = at & ~uintptr_t{15};
+    const int64_t span = static_cast<int64_t>(at - base) +
+                         static_cast<int64_t>(p.batch_size) * p.max_num_pages_per_seq_kv * 4;
+    const int64_t share = ((span + ctas - 1) / ctas + 15) & ~int64_t{15};
+    const int64_t from = share * blockIdx.x;
+    if (from < span) {
+      const int64_t size = min(share, (span - from + 15) & ~int64_t{15});
+      ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(base + from),
+                            static_cast<uint32_t>(size));
+    }
+  }
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
       ptx::mbarrier_init(&full[i], 1);
@@ -109,9 +156,10 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         make_uint4(0, 0, 0, 0);
     ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
   }
-  if (warp == 0) {
+  if (warp == 3) {
     // The pack's Q map loads 128 tokens of one head; ours loads 21 tokens x 6 heads, rows
-    // ordered token-major (r = 6 t + h), exactly the item's rows.
+    // ordered token-major (r = 6 t + h), exactly the item's rows. Warp 3 edits and releases
+    // it while warp 0 loads the lengths; warp 0 acquires it after the schedule's barriers.
     if (lane < 8) {
       reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
     }
@@ -122,11 +170,18 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
     __syncwarp();
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
-    if (lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
   sched.build(p, reinterpret_cast<int*>(ring), tid);  // ends with __syncthreads
+  if (warp == 0 && lane == 0) {
+    ptx::fence_proxy_tensormap_acquire(q_map);
+    ptx::prefetch_tensormap(q_map);
+  }
   const int n_items = sched.items();
   const int ctas = static_cast<int>(gridDim.x);
+  // One wave (every item fits a CTA: verify): CTA c runs item c and nothing else, claims
+  // nothing, split units merge without claims and a unit's arrival counter goes back to zero
+  // with its last departure, so no CTA waits for the others to finish (no finish counter).
+  const bool one_wave = n_items <= ctas;
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -141,7 +196,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ok = sched.decode(p, i, it);
         if (ok) break;
         int next = 0;
-        if (lane == 0) next = atomicAdd(counters + kQueueAt, 1);
+        if (lane == 0) next = claim(counters, n_items, one_wave);
         i = __shfl_sync(0xffffffffu, next, 0) + ctas;
       }
       if (k > 0 && lane == 0) ptx::mbarrier_wait(q_empty, (k - 1) & 1);
@@ -161,16 +216,28 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
           ptx::tma_load_4d(q_tile + j * kQChunkBytes, q_map, q_full, j * 64, 0, kGroup * it.kvh,
                            it.tok_abs);
         }
-        next = atomicAdd(counters + kQueueAt, 1);  // claimed now, used after the pages
+        next = claim(counters, n_items, one_wave);  // claimed now, used after the pages
       }
       const int* table =
           p.ptr_page_idx_kv + static_cast<int64_t>(it.seq) * p.max_num_pages_per_seq_kv;
+      // Thin items (memory-bound verify) also ask L2 for page q + kThinAhead while page q
+      // goes to the ring: those bytes are in flight beyond the ring's 2.5 pages.
+      const bool thin = Cfg::kThinAhead > 0 && kGroup * it.ntok <= kWgRows;
       for (int base = it.page0; base < it.page1; base += 32) {
         const int cnt = min(32, it.page1 - base);
         const int phys_lane = lane < cnt ? table[base + lane] : 0;
+        const int ahead = base + Cfg::kThinAhead + lane;
+        const int phys_ahead = thin && lane < cnt && ahead < it.page1 ? table[ahead] : -1;
         for (int q = 0; q < cnt; ++q) {
           const int phys = __shfl_sync(0xffffffffu, phys_lane, q);
+          const int pre = __shfl_sync(0xffffffffu, phys_ahead, q);
           if (lane == 0) {
+            if (Cfg::kThinAhead > 0 && pre >= 0) {
+              for (int j = 0; j < kBoxesPerTile; ++j) {
+                ptx::tma_prefetch_4d(&p.tma_k, j * 64, 0, it.kvh, pre);
+                ptx::tma_prefetch_4d(&p.tma_v, j * 64, 0, it.kvh, pre);
+              }
+            }
 #pragma unroll
             for (int kv = 0; kv < 2; ++kv) {
               const int t = tile + kv;
@@ -190,7 +257,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       }
       i = __shfl_sync(0xffffffffu, next, 0) + ctas;
     }
-    ptx::named_bar_sync(kBarExit, kExitThreads);
+    if (!one_wave) ptx::named_bar_sync(kBarExit, kExitThreads);
     return;
   }
 
@@ -256,8 +323,39 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         softmax_page(s, pa, m, l, alpha, scale, it.page0 >= mask_from, it.page0 * kPage + 2 * t,
                      lim_a, lim_b);
       }
+      // ---- thin items (rows in this warpgroup only, verify): P V of page j-1 as soon as its
+      // V landed, then Q K^T of page j, each tile released right after its product. The
+      // stream is the bottleneck there; a V tile held until K of the next page lands (the
+      // overlapped loop below) is a ring slot not in flight.
+      const bool serial = rows <= kWgRows;
+      for (int j = 1; serial && j < np; ++j) {
+        const int tk = tile + 2 * j;      // K of page j
+        const int tv = tile + 2 * j - 1;  // V of page j-1
+        const int sk = tk % kStages;
+        const int sv = tv % kStages;
+        ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
+        ptx::wgmma_fence();
+        issue_pv(o, pa, v_desc + sv * kTileDesc);
+        ptx::wgmma_commit_group();
+        ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
+        ptx::wgmma_fence();
+        issue_qk(s, q_desc, k_desc + sk * kTileDesc);
+        ptx::wgmma_commit_group();
+        ptx::wgmma_wait_group<1>();
+        ptx::fence_registers(o);
+        ptx::fence_registers(pa);
+        ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
+        ptx::wgmma_wait_group<0>();
+        ptx::fence_registers(s);
+        ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
+        ptx::mbarrier_arrive_if(q_empty, lane == 0 && j == np - 1);
+        const int page = it.page0 + j;
+        softmax_page(s, pa, m, l, alpha, scale, page >= mask_from, page * kPage + 2 * t, lim_a,
+                     lim_b);
+        rescale(o, alpha);
+      }
       // ---- main loop: Q K^T of page j overlaps the softmax; P V of page j-1 runs under it --
-      for (int j = 1; j < np; ++j) {
+      for (int j = 1; !serial && j < np; ++j) {
         const int tk = tile + 2 * j;      // K of page j
         const int tv = tile + 2 * j - 1;  // V of page j-1
         const int sk = tk % kStages;
@@ -293,7 +391,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       {
         const int tv = tile + 2 * np - 1;
         const int sv = tv % kStages;
-        ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && np > 1);
+        ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && np > 1 && !serial);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
         const int tail = it.kv_len % kPage;
         if (tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
@@ -354,7 +452,15 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         }
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
-      if (arrive_chunk(p, it, words + 8, ct)) {
+      const bool last = arrive_chunk(p, it, words + 8, ct);
+      if (sched.items() <= ctas) {  // one_wave, read again: no register held over the loop
+        // Every chunk of the unit is running now: chunk c merges row part c, no claims. Each
+        // chunk then departs (a second increment, issued before the merge, its value used
+        // after); the last of the 2 nchunks increments puts the counter back to zero. No
+        // chunk departs before the unit is complete, so no arrival is mistaken for one.
+        if (!last) wait_unit(p, it, ct);
+        merge_one_wave(p, it, ct);
+      } else if (last) {
         merge_claims(p, it, words + 9, ct);
       } else {
         pending = it;
@@ -364,6 +470,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   }
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
+  if (sched.items() <= ctas) return;  // one wave: the counters are back to zero already
   if (helps) {
     wait_unit(p, pending, ct);
     merge_claims(p, pending, words + 9, ct);
@@ -392,13 +499,30 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 // ---- entry ---------------------------------------------------------------------------------------
 // The sm_100a build compiles it as a trap: wgmma is sm_90a only.
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+template <class Cfg>
+__device__ __forceinline__ void entry_body(const KernelParams& p) {
 #if KERNRT_WGMMA
-  prefill_body(p);
+  prefill_body<Cfg>(p);
 #else
   __trap();
 #endif
+}
+
+// The shipped entry (prefill_geometry.json).
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Shipped>(p);
+}
+
+// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_noahead_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<NoAhead>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_ahead4_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Ahead4>(p);
 }
 
 }  // namespace kernrt::attention::prefill

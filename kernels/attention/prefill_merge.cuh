@@ -3,8 +3,8 @@
 // sum)); once every chunk arrived, the unit's rows are merged in up to kMaxParts row parts,
 // each claimed from a counter by whoever merges: the CTA whose chunk arrived last claims parts
 // until none is left, and CTAs with no work left that wrote a chunk of the unit wait for it to
-// complete and claim parts too (so a one-wave verify merges its units on many SMs at once).
-// Merged rows go to O as bf16: O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max m_s.
+// complete and claim parts too. A launch whose items all fit one wave merges without claims:
+// chunk c merges part c once its unit is complete (the kernel's epilogue). Merged rows go to O as bf16: O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max m_s.
 //
 // All functions are called by the 256 consumer threads together (named barrier kBarConsumers).
 // Deliberately does not check: that the slots hold this launch's partials (the arrival count
@@ -28,44 +28,99 @@ __device__ __forceinline__ __nv_bfloat16* out_row(const KernelParams& p, const I
           (it.kvh * kGroup + row % kGroup) * kHeadDim);
 }
 
-// Rows [r0, r1) of the unit: 64 threads per row (4 columns each), 4 rows at a time.
+// Rows [r_lo, r1) of the unit, 64 threads per row (4 columns each), with every partial load
+// of a batch in flight at once: a thread holds R rows (4 apart) x C chunks per batch, merged
+// online across batches (rescaled by the running max), so R x C float4 + float2 loads are
+// issued before the first use. Run 3's merge waited twice per 4 rows (stats, then O 4 chunks
+// at a time): 64 dependent L2 rounds for a 126-row unit of 4 chunks, 8 here (R = C = 4); a
+// 16-chunk verify row takes 1 instead of 5 (device run 5, 463732f: 1536/32768 2321 -> 1893
+// us with the tail split, 512 over 32k 821 -> 794, verify 2x8/4k 27.8 -> 27.0).
+template <int R, int C>
+__device__ __forceinline__ void merge_rows(const KernelParams& p, const ItemInfo& it, int r_lo,
+                                          int r1, int ct) {
+  const int c = (ct & 63) * 4;
+  const int n = it.nchunks;
+  const float* st0 = p.ptr_partial_stats + static_cast<int64_t>(it.first_slot) * kStatsFloats;
+  const float* po0 = p.ptr_partial_o + static_cast<int64_t>(it.first_slot) * kPartialFloats + c;
+  for (int rb = r_lo + (ct >> 6); rb < r1; rb += 4 * R) {
+    float mx[R], sum[R];
+    float4 acc[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      mx[i] = -INFINITY;
+      sum[i] = 0.f;
+      acc[i] = make_float4(0.f, 0.f, 0.f, 0.f);
+    }
+    for (int s0 = 0; s0 < n; s0 += C) {
+      float2 ml[R][C];
+      float4 v[R][C];
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int r = rb + 4 * i;
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+          const int s = s0 + k;
+          ml[i][k] = make_float2(-INFINITY, 0.f);
+          v[i][k] = make_float4(0.f, 0.f, 0.f, 0.f);
+          if (r < r1 && s < n) {
+            ml[i][k] = __ldcg(reinterpret_cast<const float2*>(st0 + s * kStatsFloats + 2 * r));
+            v[i][k] = __ldcg(reinterpret_cast<const float4*>(
+                po0 + static_cast<int64_t>(s) * kPartialFloats + r * kHeadDim));
+          }
+        }
+      }
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        float m_new = mx[i];
+#pragma unroll
+        for (int k = 0; k < C; ++k) m_new = fmaxf(m_new, ml[i][k].x);
+        if (m_new == -INFINITY) continue;  // no chunk so far saw a key of this row
+        const float f = exp2f(mx[i] - m_new);  // 0 while mx was -inf
+        sum[i] *= f;
+        acc[i].x *= f;
+        acc[i].y *= f;
+        acc[i].z *= f;
+        acc[i].w *= f;
+#pragma unroll
+        for (int k = 0; k < C; ++k) {
+          const float w = exp2f(ml[i][k].x - m_new);  // 0 for a chunk without a key here
+          sum[i] += w * ml[i][k].y;
+          acc[i].x += w * v[i][k].x;
+          acc[i].y += w * v[i][k].y;
+          acc[i].z += w * v[i][k].z;
+          acc[i].w += w * v[i][k].w;
+        }
+        mx[i] = m_new;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int r = rb + 4 * i;
+      if (r >= r1) continue;
+      const float inv = sum[i] > 0.f ? 1.f / sum[i] : 0.f;
+      __nv_bfloat162 lo = __floats2bfloat162_rn(acc[i].x * inv, acc[i].y * inv);
+      __nv_bfloat162 hi = __floats2bfloat162_rn(acc[i].z * inv, acc[i].w * inv);
+      uint2 packed;
+      packed.x = *reinterpret_cast<uint32_t*>(&lo);
+      packed.y = *reinterpret_cast<uint32_t*>(&hi);
+      *reinterpret_cast<uint2*>(out_row(p, it, r) + c) = packed;
+    }
+  }
+}
+
+// Row part `part` of a complete unit: many chunks (verify) one row x 16 chunks per round,
+// few chunks (a split prefill unit) 4 rows x 4 chunks.
 __device__ __forceinline__ void merge_part(const KernelParams& p, const ItemInfo& it, int part,
                                            int ct) {
   const int rows = kGroup * it.ntok;
   const int parts = min(it.nchunks, kMaxParts);
   const int per = (rows + parts - 1) / parts;
-  const int r1 = min(rows, (part + 1) * per);
-  const int c = (ct & 63) * 4;
-  const int n = it.nchunks;
-  for (int r = part * per + (ct >> 6); r < r1; r += kConsumerThreads / 64) {
-    const float* st = p.ptr_partial_stats + static_cast<int64_t>(it.first_slot) * kStatsFloats + 2 * r;
-    float mx = -INFINITY;
-    for (int s = 0; s < n; ++s) mx = fmaxf(mx, __ldcg(st + s * kStatsFloats));
-    float sum = 0.f;
-    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
-    if (mx != -INFINITY) {
-      const float* po = p.ptr_partial_o + static_cast<int64_t>(it.first_slot) * kPartialFloats +
-                        r * kHeadDim + c;
-#pragma unroll 4
-      for (int s = 0; s < n; ++s) {
-        const float2 ml = __ldcg(reinterpret_cast<const float2*>(st + s * kStatsFloats));
-        const float w = exp2f(ml.x - mx);  // 0 for a chunk that saw no key of this row
-        const float4 v =
-            __ldcg(reinterpret_cast<const float4*>(po + static_cast<int64_t>(s) * kPartialFloats));
-        sum += w * ml.y;
-        acc.x += w * v.x;
-        acc.y += w * v.y;
-        acc.z += w * v.z;
-        acc.w += w * v.w;
-      }
-    }
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
-    __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
-    uint2 packed;
-    packed.x = *reinterpret_cast<uint32_t*>(&lo);
-    packed.y = *reinterpret_cast<uint32_t*>(&hi);
-    *reinterpret_cast<uint2*>(out_row(p, it, r) + c) = packed;
+  const int r0 = part * per;
+  const int r1 = min(rows, r0 + per);
+  if (it.nchunks > 4) {
+    merge_rows<1, 16>(p, it, r0, r1, ct);
+  } else {
+    merge_rows<4, 4>(p, it, r0, r1, ct);
   }
 }
 
@@ -89,6 +144,19 @@ __device__ __forceinline__ void wait_unit(const KernelParams& p, const ItemInfo&
   }
   ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
   __threadfence();
+}
+
+// One-wave launches, after the unit is complete: chunk c merges row part c, and departs (a
+// second increment of the arrival counter, issued before the merge, its value used after);
+// the last of the 2 nchunks increments puts the counter back to zero for the next launch.
+// No chunk departs before the unit is complete, so no departure is taken for an arrival.
+__device__ __forceinline__ void merge_one_wave(const KernelParams& p, const ItemInfo& it, int ct) {
+  int* arrived = p.ptr_multi_ctas_kv_counter + kArriveAt + it.unit;
+  int dep = 0;
+  if (ct == 0) dep = atomicAdd(arrived, 1);
+  const int c = it.slot - it.first_slot;
+  if (c < min(it.nchunks, kMaxParts)) merge_part(p, it, c, ct);
+  if (ct == 0 && dep == 2 * it.nchunks - 1) atomicExch(arrived, 0);
 }
 
 // Claims row parts of the complete unit until none is left and merges each.

@@ -15,7 +15,15 @@
 // smallest S in 1..32 (units x S <= partial slots) minimising the makespan estimate
 // max(largest item, ceil(N / G) * W / N) (N items, W their pages plus a fixed cost per item,
 // G CTAs). Splitting pays when units are few or equal (a 32k prefix, verify); with >= 4 G
-// units S = 1 without rating.
+// units S = 1 without rating. Tail split: with G <= units < 4 G the rule also rates keeping
+// the first U1 = G floor(units / G) units of the work order unsplit (whole waves of one item
+// each) and splitting only the rest in S; it wins where strictly cheaper. 1536/32768 (296
+// units of 489-512 pages): every unit in 4 gives 1184 items, 9 per CTA, each with a partial
+// write and a merge share (estimate 1161 page-times); the tail form splits 32 units (264 + 128
+// items, estimate 1131) and writes a ninth of the partials (device run 5, 463732f: 2321 ->
+// 1893 us together with the batched merge). The rating's sums over the blocks are spread over
+// the 12 warps (one lane per S); item i < U1 is unit i, then unit U1 + (i - U1) / S, chunk
+// (i - U1) % S.
 //
 // Deliberately does not check: batch <= kMaxSeqs (the kernel traps above it; the generator
 // refuses such capacities), or that cu_seqlens_q is monotone and seq_lens >= 0 (a negative
@@ -29,6 +37,8 @@
 
 namespace kernrt::attention::prefill {
 
+constexpr int kRateWords = 8;  // partial sums per (warp, S) of the split rating
+
 __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
 // Pages of keys that block `blk` of a sequence sees.
@@ -39,16 +49,17 @@ __device__ __forceinline__ int block_pages(int q_len, int kv_len, int blk) {
 }
 
 struct Schedule {
-  int* scalars;    // [0] items N, [1] chunks per unit S, [2] units, [3] batch
+  int* scalars;    // [0] items N, [1] chunks per split unit S, [2] units, [3] batch,
+                   // [4] unsplit units U1 (the first U1 units in work order have one chunk)
   int16_t* order;  // sequences in work order
-  int* prefix;     // items before each position of `order`; prefix[batch] = N
+  int* prefix;     // units before each position of `order`; prefix[batch] = units
 
   __device__ int items() const { return scalars[0]; }
   __device__ int split() const { return scalars[1]; }
   __device__ int units() const { return scalars[2]; }
 
-  // Builds the tables; every thread of the block calls it. `tmp` is >= 4 * kMaxSeqs + 64 ints
-  // of shared memory free until the return.
+  // Builds the tables; every thread of the block calls it. `tmp` is >= 4 * kMaxSeqs + 64 +
+  // 12 x 32 x 8 ints of shared memory free until the return.
   __device__ void build(const KernelParams& p, int* tmp, int tid) {
     const int batch = p.batch_size;
     if (batch > kMaxSeqs) __trap();
@@ -56,7 +67,9 @@ struct Schedule {
     int* kvlen = tmp + kMaxSeqs;
     int* nblk = tmp + 2 * kMaxSeqs;
     int* key = tmp + 3 * kMaxSeqs;
-    int* red = tmp + 4 * kMaxSeqs;  // reduction words
+    int* red = tmp + 4 * kMaxSeqs;         // reduction words
+    int* part = tmp + 4 * kMaxSeqs + 64;   // [warp][lane = S - 1][kRateWords] partial sums
+    constexpr int kWarps = kThreads / 32;
     const int warp = tid >> 5, lane = tid & 31;
     int units_t = 0;
     if (tid < batch) {
@@ -74,7 +87,7 @@ struct Schedule {
     if (lane == 0) red[warp] = units_t;
     __syncthreads();
     int units = 0;
-    for (int w = 0; w < kThreads / 32; ++w) units += red[w];
+    for (int w = 0; w < kWarps; ++w) units += red[w];
     // Work order: decreasing page count, ties by index (a rank per sequence).
     if (tid < batch) {
       const int mine = key[tid];
@@ -85,62 +98,16 @@ struct Schedule {
       }
       order[rank] = static_cast<int16_t>(tid);
     }
-    // Chunks per unit: lane l of warp 0 rates S = l + 1.
-    const int slots = p.max_num_ctas_kv;
-    const int ctas = static_cast<int>(gridDim.x);
-    if (warp == 0) {
-      int best_s = 1;
-      if (units > 0 && units < 4 * ctas && 2 * units <= slots) {
-        const int s = lane + 1;
-        float cost = 3.4e38f;
-        if (s * units <= slots) {
-          int n = 0, pages = 0, pmax = 0;
-          for (int b = 0; b < batch; ++b) {
-            const int nb = nblk[b], ql = qlen[b], kv = kvlen[b];
-            for (int k = 0; k < nb; ++k) {
-              const int pk = block_pages(ql, kv, k);
-              n += min(s, max(pk, 1));
-              pages += pk;
-              pmax = max(pmax, pk);
-            }
-          }
-          const float over = kItemCostPages + (s > 1 ? kSplitCostPages : 0.f);
-          const float items = static_cast<float>(kHeadsKv * n);
-          const float work = static_cast<float>(kHeadsKv * pages) + over * items;
-          const float largest = static_cast<float>(ceil_div(pmax, min(s, max(pmax, 1)))) + over;
-          const float waves = static_cast<float>(ceil_div(kHeadsKv * n, ctas));
-          cost = fmaxf(largest, waves * work / items);
-        }
-        // Smallest cost, ties to the smaller S.
-        float c = cost;
-        int at = s;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-          const float c2 = __shfl_xor_sync(0xffffffffu, c, o);
-          const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
-          if (c2 < c || (c2 == c && at2 < at)) {
-            c = c2;
-            at = at2;
-          }
-        }
-        best_s = at;
-      }
-      if (lane == 0) {
-        scalars[1] = best_s;
-        scalars[2] = units;
-        scalars[3] = batch;
-      }
-    }
     __syncthreads();
-    // Items before each position: warp 0 scans 4 positions per lane.
+    // Units before each position (warp 0, 4 positions per lane): block g of the work order
+    // (sequences in order, each from its last block) holds units 4g .. 4g + 3.
     if (warp == 0) {
-      const int s = scalars[1];
       int cnt[4];
       int sum = 0;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int k = 4 * lane + j;
-        cnt[j] = k < batch ? kHeadsKv * nblk[order[k]] * s : 0;
+        cnt[j] = k < batch ? kHeadsKv * nblk[order[k]] : 0;
         sum += cnt[j];
       }
       int incl = sum;
@@ -156,40 +123,141 @@ struct Schedule {
         if (k < batch) prefix[k] = run;
         run += cnt[j];
       }
-      if (lane == 31) {
-        prefix[batch] = incl;
-        scalars[0] = incl;
+      if (lane == 31) prefix[batch] = incl;
+    }
+    const int slots = p.max_num_ctas_kv;
+    const int ctas = static_cast<int>(gridDim.x);
+    const bool rate = units > 0 && units < 4 * ctas && 2 * units <= slots;  // uniform
+    // Tail split: the first `head` units (whole waves, whole blocks) may stay unsplit.
+    const int head = rate && units >= ctas ? units / ctas * ctas / kHeadsKv * kHeadsKv : 0;
+    int best_s = 1, best_head = 0;
+    __syncthreads();
+    if (rate) {
+      // Every warp sums its share of the blocks (g = warp, warp + 12, ...) for S = lane + 1:
+      // items, pages and the largest block, over all units and over the tail units, and the
+      // head's pages. (One warp alone took ~3 us for 2048/2048's 98 blocks.)
+      const int s = lane + 1;
+      int n = 0, pages = 0, pmax = 0, n_t = 0, pages_t = 0, pmax_t = 0, pages_h = 0;
+      for (int g = warp; g < units / kHeadsKv; g += kWarps) {
+        int lo = 0, hi = batch;  // prefix[lo] <= 4 g < prefix[hi]
+        while (hi - lo > 1) {
+          const int mid = (lo + hi) >> 1;
+          if (prefix[mid] <= kHeadsKv * g) {
+            lo = mid;
+          } else {
+            hi = mid;
+          }
+        }
+        const int b = order[lo];
+        const int k = nblk[b] - 1 - (g - prefix[lo] / kHeadsKv);
+        const int pk = block_pages(qlen[b], kvlen[b], k);
+        const int su = min(s, max(pk, 1));
+        n += su;
+        pages += pk;
+        pmax = max(pmax, pk);
+        const int hc = min(max(head - kHeadsKv * g, 0), kHeadsKv);  // units in the head
+        pages_h += hc * pk;
+        n_t += (kHeadsKv - hc) * su;
+        pages_t += (kHeadsKv - hc) * pk;
+        if (hc < kHeadsKv) pmax_t = max(pmax_t, pk);
       }
+      int* mine = part + (warp * 32 + lane) * kRateWords;
+      mine[0] = n;
+      mine[1] = pages;
+      mine[2] = pmax;
+      mine[3] = n_t;
+      mine[4] = pages_t;
+      mine[5] = pmax_t;
+      mine[6] = pages_h;
+      __syncthreads();
+      if (warp == 0) {
+        n = pages = pmax = n_t = pages_t = pmax_t = pages_h = 0;
+        for (int w = 0; w < kWarps; ++w) {
+          const int* o = part + (w * 32 + lane) * kRateWords;
+          n += o[0];
+          pages += o[1];
+          pmax = max(pmax, o[2]);
+          n_t += o[3];
+          pages_t += o[4];
+          pmax_t = max(pmax_t, o[5]);
+          pages_h += o[6];
+        }
+        float cost = 3.4e38f, cost_t = 3.4e38f;
+        if (s * units <= slots) {
+          const float over = kItemCostPages + (s > 1 ? kSplitCostPages : 0.f);
+          const float items = static_cast<float>(kHeadsKv * n);
+          const float work = static_cast<float>(kHeadsKv * pages) + over * items;
+          const float largest = static_cast<float>(ceil_div(pmax, min(s, max(pmax, 1)))) + over;
+          const float waves = static_cast<float>(ceil_div(kHeadsKv * n, ctas));
+          cost = fmaxf(largest, waves * work / items);
+          if (head > 0 && n_t > 0) {
+            // Head: head / ctas waves of unsplit units; tail: its own waves of s-chunk
+            // items; the largest unit and the largest tail item bound it from below.
+            const float head_w = static_cast<float>(pages_h) + kItemCostPages * head;
+            const float tail_w = static_cast<float>(pages_t) + over * n_t;
+            const float tail_waves = static_cast<float>(ceil_div(n_t, ctas));
+            const float tail_max =
+                static_cast<float>(ceil_div(pmax_t, min(s, max(pmax_t, 1)))) + over;
+            cost_t = fmaxf(fmaxf(static_cast<float>(pmax) + kItemCostPages, tail_max),
+                           head_w / ctas + tail_waves * tail_w / n_t);
+          }
+        }
+        // Smallest cost; ties to every unit split (the tail form only where strictly
+        // cheaper), then to the smaller S.
+        const bool tail = cost_t < cost;
+        float c = tail ? cost_t : cost;
+        int at = tail ? s + 64 : s;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+          const float c2 = __shfl_xor_sync(0xffffffffu, c, o);
+          const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
+          if (c2 < c || (c2 == c && at2 < at)) {
+            c = c2;
+            at = at2;
+          }
+        }
+        best_s = at & 63;
+        best_head = at >= 64 ? head : 0;
+      }
+    }
+    if (tid == 0) {
+      scalars[0] = best_head + (units - best_head) * best_s;
+      scalars[1] = best_s;
+      scalars[2] = units;
+      scalars[3] = batch;
+      scalars[4] = best_head;
     }
     __syncthreads();
   }
 
-  // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones.
+  // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones. Items
+  // [0, U1) are the head units unsplit, then S items per tail unit.
   __device__ bool decode(const KernelParams& p, int i, ItemInfo& it) const {
     const int batch = scalars[3];
     const int s = scalars[1];
-    int lo = 0, hi = batch;  // prefix[lo] <= i < prefix[hi]
+    const int u1 = scalars[4];
+    const int u = i < u1 ? i : u1 + (i - u1) / s;
+    const int c = i < u1 ? 0 : (i - u1) - (u - u1) * s;
+    int lo = 0, hi = batch;  // prefix[lo] <= u < prefix[hi]
     while (hi - lo > 1) {
       const int mid = (lo + hi) >> 1;
-      if (prefix[mid] <= i) {
+      if (prefix[mid] <= u) {
         lo = mid;
       } else {
         hi = mid;
       }
     }
     const int b = order[lo];
-    const int j = i - prefix[lo];
+    const int j = u - prefix[lo];
     const int q0 = p.ptr_cum_seq_lens_q[b];
     const int ql = p.ptr_cum_seq_lens_q[b + 1] - q0;
     const int kv = p.ptr_seq_lens_kv[b];
     const int nb = ceil_div(ql, kBlockTokens);
-    const int us = j / s;
-    const int c = j - us * s;
-    const int blk = nb - 1 - us / kHeadsKv;
-    const int kvh = us % kHeadsKv;
+    const int blk = nb - 1 - j / kHeadsKv;
+    const int kvh = j % kHeadsKv;
     const int first = kBlockTokens * blk;
     const int pages = block_pages(ql, kv, blk);
-    const int su = min(s, max(pages, 1));
+    const int su = u < u1 ? 1 : min(s, max(pages, 1));
     if (c >= su) return false;
     it.seq = b;
     it.kvh = kvh;
@@ -198,7 +266,7 @@ struct Schedule {
     it.lim0 = kv - ql + first + 1;
     it.page0 = c * pages / su;
     it.page1 = (c + 1) * pages / su;
-    it.unit = i / s;
+    it.unit = u;
     it.nchunks = su;
     it.slot = i;
     it.first_slot = i - c;

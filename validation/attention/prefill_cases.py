@@ -83,6 +83,8 @@ def check_cases(quick=False):
         Case("verify split 100k", [8], [100000]),
         Case("peaky softmax (Q x 8)", [29, 8], [5000, 3000], q_scale=8.0),
         Case("a sequence with no new rows", [5, 0, 7], [100, 50, 7]),
+        # 136 units: the first 132 unsplit, the last 4 split in 9 (the tail split)
+        Case("tail split 714/8000", [714], [8000]),
     ]
     for prefix in ([0, 1, 63, 64, 1000, 4095] if not quick else [0, 4095]):
         cases.append(Case(f"chunked 512 new over {prefix}", [512], [512 + prefix]))
@@ -107,9 +109,12 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json. None now: the ping-pong entry hung on the device and is
-# deleted (tag prefill-pingpong-2026-12, prefill_notes.md).
-VARIANTS = {}
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning), both about thin (verify)
+# items: noahead = no L2 prefetch ahead of the ring, ahead4 = 4 pages ahead instead of 2.
+VARIANTS = {
+    "noahead": "attention_prefill_noahead_sm90a_bf16_q24kv4d256p64",
+    "ahead4": "attention_prefill_ahead4_sm90a_bf16_q24kv4d256p64",
+}
 
 
 def manifest(case, variant=None):
