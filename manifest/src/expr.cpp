@@ -4,6 +4,8 @@
 // just "division by zero".
 #include "kernrt/manifest/expr.hpp"
 
+#include "kernrt/manifest/error.hpp"
+
 namespace kernrt::manifest {
 
 namespace {
@@ -72,6 +74,34 @@ void collect_vars(const Expr& e, std::vector<std::string>* out) {
     if (cur->kind == Expr::Kind::Var) out->push_back(cur->var);
     cur = cur->lhs.get();
   }
+}
+
+std::string expr_text(const Expr& e) {
+  constexpr std::size_t kMaxText = 300;
+  // Operators from the outside in, then the innermost operand; closed in reverse.
+  std::string open;
+  std::vector<const Expr*> ops;
+  const Expr* cur = &e;
+  while (cur && (cur->kind == Expr::Kind::CeilDiv || cur->kind == Expr::Kind::Mul) &&
+         open.size() < kMaxText) {
+    open += cur->kind == Expr::Kind::Mul ? "{\"mul\": [" : "{\"ceil_div\": [";
+    ops.push_back(cur);
+    cur = cur->lhs.get();
+  }
+  std::string text = open;
+  if (cur == nullptr) {
+    text += "?";
+  } else if (cur->kind == Expr::Kind::Var) {
+    text += "\"" + shortened(cur->var) + "\"";
+  } else if (cur->kind == Expr::Kind::Const) {
+    text += std::to_string(cur->value);
+  } else {
+    text += "\xe2\x80\xa6";  // nesting cut at kMaxText
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    text += ", " + std::to_string((*it)->value) + "]}";
+  }
+  return text;
 }
 
 std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,

@@ -8,12 +8,58 @@
 
 namespace kernrt::manifest::detail {
 
+namespace {
+
+// Every reference token of a pointer longer than kShownNameBytes, shortened.
+std::string bounded_pointer(const std::string& pointer) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < pointer.size()) {
+    std::size_t end = pointer.find('/', start + 1);
+    if (end == std::string::npos) end = pointer.size();
+    // A token with its leading '/'.
+    out += shortened(std::string_view(pointer).substr(start, end - start), kShownNameBytes + 1);
+    start = end;
+  }
+  return out;
+}
+
+// Every `quoted` or 'quoted' span of a message longer than kShownNameBytes, shortened;
+// the whole message at most kMaxMessage bytes.
+std::string bounded_message(const std::string& message) {
+  constexpr std::size_t kMaxMessage = 2048;
+  std::string out;
+  std::size_t i = 0;
+  while (i < message.size()) {
+    const char q = message[i];
+    const std::size_t close = q == '`' || q == '\'' ? message.find(q, i + 1) : std::string::npos;
+    if (close == std::string::npos) {
+      out.push_back(q);
+      ++i;
+      continue;
+    }
+    out.push_back(q);
+    out += shortened(std::string_view(message).substr(i + 1, close - i - 1));
+    out.push_back(q);
+    i = close + 1;
+  }
+  return out.size() <= kMaxMessage ? out : shortened(out, kMaxMessage);
+}
+
+}  // namespace
+
+Error bounded(Error e) {
+  if (e.path.size() > kShownNameBytes) e.path = bounded_pointer(e.path);
+  if (e.message.size() > kShownNameBytes) e.message = bounded_message(e.message);
+  return e;
+}
+
 void fail(const std::string& path, std::string message) {
   Error e;
   e.kind = ErrorKind::Parse;
   e.path = path;
   e.message = std::move(message);
-  throw ParseFailure{std::move(e)};
+  throw ParseFailure{bounded(std::move(e))};
 }
 
 namespace {
@@ -86,7 +132,7 @@ Error syntax_error(std::string_view text, std::size_t offset, std::string messag
   e.line = line;
   e.column = column;
   e.message = sanitize_utf8(std::move(message));
-  return e;
+  return bounded(std::move(e));
 }
 
 // Builds the DOM from SAX events; rejects duplicate keys and excessive depth with the
@@ -169,7 +215,7 @@ class StrictSax {
     e.kind = ErrorKind::Parse;
     e.path = pointer();
     e.message = std::move(message);
-    error_ = std::move(e);
+    error_ = bounded(std::move(e));
     return false;
   }
 

@@ -72,12 +72,8 @@ void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
     const std::string gp = ptr(ptr(lp, "grid"), a);
     const std::string name = std::string("grid.") + kAxis[a];
     if (!c.check_expr(l.grid[a], gp)) continue;
-    std::string err;
-    auto v = evaluate(l.grid[a], c.at_max, &err);
-    if (!v) {
-      c.fail(gp, name + ": " + err + " at var upper bounds");
-      continue;
-    }
+    auto v = c.eval_max_checked(l.grid[a], gp, name);
+    if (!v) continue;
     const uint64_t limit = a == 0 ? kMaxGridX : kMaxGridYZ;
     if (*v > limit) {
       c.fail(gp, name + ": " + std::to_string(*v) + " exceeds CUDA limit " +
@@ -87,7 +83,7 @@ void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
     if (lo && *lo == 0) c.fail(gp, name + ": evaluates to 0 at var lower bounds");
   }
   if (l.shared_mem && c.check_expr(*l.shared_mem, ptr(lp, "shared_mem"))) {
-    auto v = c.eval_max(*l.shared_mem);
+    auto v = c.eval_max_checked(*l.shared_mem, ptr(lp, "shared_mem"), "shared_mem");
     if (v && *v > kMaxDynSharedMem) {
       c.fail(ptr(lp, "shared_mem"), "shared_mem: " + std::to_string(*v) +
                                         " bytes exceeds opt-in limit " +
@@ -154,6 +150,38 @@ void check_tensormap(VerifyContext& c, const TensorMap& t, const std::string& tp
       break;
     }
   }
+  // cuTensorMapEncodeTiled refuses at load what these prove now: every global dim at most
+  // 2^32, every stride below 2^40 bytes; packed u4 needs dims[0] % 128 and strides % 32.
+  for (size_t i = 0; i < n; ++i) {
+    if (t.dims[i] > kMaxTmaDim) {
+      c.fail(ptr(ptr(tp, "dims"), i), "dims[" + std::to_string(i) + "] = " +
+                                          std::to_string(t.dims[i]) +
+                                          " exceeds the TMA limit of 2^32 elements");
+      break;
+    }
+  }
+  for (size_t i = 0; i < t.strides.size(); ++i) {
+    if (t.strides[i] >= kMaxTmaStride) {
+      c.fail(ptr(ptr(tp, "strides"), i), "strides[" + std::to_string(i) + "] = " +
+                                             std::to_string(t.strides[i]) +
+                                             " bytes is not below the TMA limit of 2^40");
+      break;
+    }
+  }
+  if (t.dtype == TmaDType::u4) {
+    if (t.dims[0] % 128 != 0) {
+      c.fail(ptr(ptr(tp, "dims"), 0), "dims[0] = " + std::to_string(t.dims[0]) +
+                                          " nibbles: a u4 descriptor needs a multiple of 128");
+    }
+    for (size_t i = 0; i < t.strides.size(); ++i) {
+      if (t.strides[i] % 32 != 0) {
+        c.fail(ptr(ptr(tp, "strides"), i), "strides[" + std::to_string(i) + "] = " +
+                                               std::to_string(t.strides[i]) +
+                                               ": a u4 descriptor needs a multiple of 32");
+        break;
+      }
+    }
+  }
   const uint64_t bits = tma_dtype_bits(t.dtype);
   // bits divides 128 for every TMA dtype, so dims[0]*bits is a multiple of 128 exactly
   // when dims[0] is a multiple of 128/bits (no overflow for huge dims).
@@ -186,16 +214,16 @@ void check_tensormap(VerifyContext& c, const TensorMap& t, const std::string& tp
   }
 }
 
-// Bytes a descriptor can address from its base; nullopt for a malformed or spanning one.
-std::optional<uint64_t> footprint(const TensorMap& t) {
-  if (t.dims.empty() || t.strides.size() + 1 != t.dims.size()) return std::nullopt;
+// Bytes a descriptor can address from its base over its first `count` dims (§1.13:
+// ceil(dims[0] * bits / 8) + sum over d >= 1 of (dims[d] - 1) * strides[d - 1]); nullopt
+// when that overflows u64. The caller has checked the shape (dims, strides) is well-formed.
+std::optional<uint64_t> footprint(const TensorMap& t, size_t count) {
   uint64_t bits = 0;
   if (__builtin_mul_overflow(t.dims[0], uint64_t{tma_dtype_bits(t.dtype)}, &bits)) {
     return std::nullopt;
   }
   uint64_t bytes = bits / 8 + (bits % 8 != 0);
-  for (size_t d = 1; d < t.dims.size(); ++d) {
-    if (t.dims[d] == 0) return std::nullopt;  // spans the allocation: checked at load
+  for (size_t d = 1; d < count; ++d) {
     uint64_t span = 0;
     if (__builtin_mul_overflow(t.dims[d] - 1, t.strides[d - 1], &span) ||
         __builtin_add_overflow(bytes, span, &bytes)) {
@@ -203,6 +231,41 @@ std::optional<uint64_t> footprint(const TensorMap& t) {
     }
   }
   return bytes;
+}
+
+std::string u64_list(const std::vector<uint64_t>& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+// Records the descriptor's footprint for rule 21, or reports that it wraps u64.
+void record_footprint(VerifyContext& c, const std::string& oname, const Op& op,
+                      const TensorMap& t, const std::string& fp, const std::string& tp) {
+  const size_t n = t.dims.size();
+  if (n < 1 || n > 5 || t.strides.size() + 1 != n) return;  // shape already reported
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (t.dims[i] == 0) return;  // only the outermost may span: reported by rule 17
+  }
+  const bool spanning = n > 1 && t.dims.back() == 0;
+  if (n == 1 && t.dims[0] == 0) return;
+  auto bytes = footprint(t, spanning ? n - 1 : n);
+  if (!bytes) {
+    c.fail(tp, std::string(spanning ? "inner footprint" : "footprint") +
+                   " overflows u64: ceil(dims[0] * " + std::to_string(tma_dtype_bits(t.dtype)) +
+                   " bits / 8) + sum of (dims[d] - 1) * strides[d - 1] with dims " +
+                   u64_list(t.dims) + " and strides " + u64_list(t.strides));
+    return;
+  }
+  auto& per_param = c.op_tensormaps[oname];
+  per_param.resize(op.params.size());
+  TensorMapBounds& b = per_param[t.param];
+  TensorMapUse& use = spanning ? b.inner : b.full;
+  if (!use.any || *bytes > use.footprint) use = TensorMapUse{*bytes, fp, true};
+  if (spanning && (b.min_stride == 0 || t.strides.back() < b.min_stride)) {
+    b.min_stride = t.strides.back();
+    b.stride_path = fp;
+  }
 }
 
 std::optional<uint32_t> field_width(const PackField& f, const Op& op) {
@@ -247,6 +310,11 @@ void check_pack_layout(VerifyContext& c, const Pack& pack, const Op& op, const s
                                   " is not 64-byte aligned");
       }
     }
+    if (!std::holds_alternative<TensorMap>(f.source) && *w > 8) {
+      // The runtime writes the low `width` bytes of a u64 value: 1 to 8.
+      c.fail(ptr(fp, "width"), "field #" + std::to_string(k) + ": width " + std::to_string(*w) +
+                                   ", but a value field is 1 to 8 bytes wide");
+    }
     const uint64_t end = uint64_t{f.at} + *w;
     if (end > pack.size) {
       c.fail(fp, "field #" + std::to_string(k) + " at " + std::to_string(f.at) + " spans " +
@@ -271,6 +339,42 @@ void check_pack_layout(VerifyContext& c, const Pack& pack, const Op& op, const s
       reach_field = k;
       any = true;
     }
+  }
+}
+
+// A var or expr field: its value at the var maxima must fit the field's width (the runtime
+// would write the low bytes of a larger value and the kernel would read a different number).
+void check_field_value(VerifyContext& c, const PackField& f, size_t k, uint64_t value,
+                       const std::string& what, const std::string& fp,
+                       const std::string& where = "") {
+  const uint32_t width = f.width.value_or(4);
+  if (width < 1 || width > 8 || value <= field_max(width)) return;
+  c.fail(fp, "field #" + std::to_string(k) + ": " + what + " " + std::to_string(value) + where +
+                 ", exceeding the " + field_range(width) + " range of its " +
+                 std::to_string(width) + "-byte field (max " + std::to_string(field_max(width)) +
+                 ")");
+}
+
+// A literal narrowed by `width`: it must survive as a signed or unsigned value of that
+// width; an f32 keeps its 4 bytes of bits.
+void check_field_literal(VerifyContext& c, const PackField& f, size_t k, const std::string& fp) {
+  if (!f.width || *f.width < 1 || *f.width >= 8) return;
+  const uint32_t w = *f.width;
+  if (std::holds_alternative<LitF32>(f.source)) {
+    if (w < 4) {
+      c.fail(ptr(fp, "width"), "field #" + std::to_string(k) + ": an f32 literal needs 4 bytes, "
+                                   "not " + std::to_string(w));
+    }
+    return;
+  }
+  const int64_t v = std::holds_alternative<LitI32>(f.source) ? std::get<LitI32>(f.source).v
+                                                             : std::get<LitI64>(f.source).v;
+  const int64_t lo = -(int64_t{1} << (8 * w - 1));
+  const int64_t hi = static_cast<int64_t>((uint64_t{1} << (8 * w)) - 1);
+  if (v < lo || v > hi) {
+    c.fail(fp, "field #" + std::to_string(k) + ": literal " + std::to_string(v) + " does not fit " +
+                   std::to_string(w) + " bytes (" + std::to_string(lo) + ".." + std::to_string(hi) +
+                   ")");
   }
 }
 
@@ -307,13 +411,26 @@ void check_pack(VerifyContext& c, const std::string& oname, const Op& op, const 
       flow.scratch_used.insert(s->name);
       flow.scratch_written.insert(s->name);
     } else if (auto* v = std::get_if<VarRef>(&f.source)) {
-      if (c.vars->count(v->name) != 0) {
+      auto var = c.vars->find(v->name);
+      if (var != c.vars->end()) {
         c.used_vars.insert(v->name);
+        check_field_value(c, f, k, var->second.max, "var " + tick(v->name) + " max", fp);
       } else {
         c.fail(ptr(fp, "var"), "unknown var " + tick(v->name));
       }
     } else if (auto* e = std::get_if<Expr>(&f.source)) {
-      c.check_expr(*e, ptr(fp, "expr"));
+      if (c.check_expr(*e, ptr(fp, "expr"))) {
+        const std::string what = "field #" + std::to_string(k) + " expr";
+        if (auto reach = c.eval_max_checked(*e, ptr(fp, "expr"), what)) {
+          check_field_value(c, f, k, *reach,
+                            "expression " + expr_text(*e) + " reaches", fp,
+                            " at var upper bounds" + c.vars_at_max_text(*e));
+        }
+      }
+    } else if (std::holds_alternative<LitI32>(f.source) ||
+               std::holds_alternative<LitI64>(f.source) ||
+               std::holds_alternative<LitF32>(f.source)) {
+      check_field_literal(c, f, k, fp);
     } else if (auto* r = std::get_if<RankRef>(&f.source)) {
       c.group(r->group, ptr(fp, "rank"));
     } else if (auto* t = std::get_if<TensorMap>(&f.source)) {
@@ -328,11 +445,7 @@ void check_pack(VerifyContext& c, const std::string& oname, const Op& op, const 
       }
       check_tensormap(c, *t, tp);
       if (writes(iface.dir)) flow.iface_written[t->param] = true;
-      if (auto bytes = footprint(*t)) {
-        auto& per_param = c.op_tensormaps[oname];
-        per_param.resize(op.params.size());
-        per_param[t->param].push_back(TensorMapUse{t->param, *bytes, fp});
-      }
+      record_footprint(c, oname, op, *t, fp, tp);
     }
   }
 }

@@ -28,6 +28,7 @@ struct ProgramScan {
   std::unordered_map<std::string_view, size_t> index;
   std::set<std::string> used_states;
   std::set<std::string> used_ops;
+  std::set<std::string> ops_with_extern;  // found once, not per call
 };
 
 std::string arg_text(const CallArg& a) {
@@ -102,17 +103,28 @@ void check_buf_arg(VerifyContext& c, ProgramScan& s, std::vector<char>& written,
   if (reads(param.dir) && !written[found->second]) {
     c.fail(ap, "buffer " + tick(a.name) + " is read before ever being written");
   }
-  // 21. tensormap footprint per call
+  // 21. tensormap footprint per call (the largest per param; see TensorMapBounds)
   auto tms = c.op_tensormaps.find(call.op);
   if (tms != c.op_tensormaps.end() && j < tms->second.size() && slot.size) {
     const uint64_t avail = *slot.size > offset ? *slot.size - offset : 0;
-    for (const TensorMapUse& t : tms->second[j]) {
-      if (t.footprint > avail) {
-        c.fail(ap, "the tensormap at " + t.path + " addresses " + std::to_string(t.footprint) +
-                       " bytes but buffer " + tick(a.name) + " has " + std::to_string(avail) +
-                       " bytes past offset " + std::to_string(offset) +
-                       " at var upper bounds");
-      }
+    const TensorMapBounds& t = tms->second[j];
+    if (t.full.any && t.full.footprint > avail) {
+      c.fail(ap, "the tensormap at " + t.full.path + " addresses " +
+                     std::to_string(t.full.footprint) + " bytes but buffer " + tick(a.name) +
+                     " has " + std::to_string(avail) + " bytes past offset " +
+                     std::to_string(offset) + " at var upper bounds");
+    }
+    if (t.inner.any && t.inner.footprint > avail) {
+      c.fail(ap, "the spanning tensormap at " + t.inner.path + " needs " +
+                     std::to_string(t.inner.footprint) + " bytes for its inner dims but buffer " +
+                     tick(a.name) + " has " + std::to_string(avail) + " bytes past offset " +
+                     std::to_string(offset) + " at var upper bounds");
+    } else if (t.inner.any && t.min_stride != 0 &&
+               (avail - t.inner.footprint) / t.min_stride + 1 > kMaxTmaDim) {
+      // The runtime spans the buffer with (bytes left - inner) / stride + 1 rows at load.
+      c.fail(ap, "the spanning tensormap at " + t.stride_path + " would span " +
+                     std::to_string((avail - t.inner.footprint) / t.min_stride + 1) +
+                     " rows of buffer " + tick(a.name) + ", more than the TMA limit of 2^32");
     }
   }
   // 22. dataflow
@@ -149,9 +161,10 @@ void check_scalar_arg(VerifyContext& c, const CallArg& arg, const ParamType& par
     if (param.kind == ParamType::Kind::F32) {
       c.fail(ap, "an expression cannot bind to an f32 param");
     } else if (clean) {
-      auto reach = c.eval_max(*e);
+      auto reach = c.eval_max_checked(*e, ap, "expression");
       if (reach && !scalar_fits(param.kind, *reach)) {
-        c.fail(ap, "expression reaches " + std::to_string(*reach) + " at var upper bounds, exceeding " +
+        c.fail(ap, "expression " + expr_text(*e) + " reaches " + std::to_string(*reach) +
+                       " at var upper bounds" + c.vars_at_max_text(*e) + ", exceeding " +
                        scalar_name(param.kind) + " range");
       }
     }
@@ -180,8 +193,7 @@ void check_call(VerifyContext& c, const Manifest& m, ProgramScan& s, std::vector
   }
   s.used_ops.insert(call.op);
   const Op& op = found->second;
-  bool has_extern = false;
-  for (const Launch& l : op.impl.launches) has_extern = has_extern || !l.module;
+  const bool has_extern = s.ops_with_extern.count(call.op) != 0;
   if (call.args.size() != op.params.size()) {
     c.fail(ptr(cp, "args"), "op " + tick(call.op) + " takes " + std::to_string(op.params.size()) +
                                 " params, got " + std::to_string(call.args.size()) + " args");
@@ -265,6 +277,14 @@ void check_programs(VerifyContext& c, const Manifest& m) {
                              b.kind == BufferKind::carry || b.kind == BufferKind::peer;
     s.index.emplace(name, s.slots.size());
     s.slots.push_back(slot);
+  }
+  for (const auto& [oname, op] : m.ops) {
+    for (const Launch& l : op.impl.launches) {
+      if (!l.module) {
+        s.ops_with_extern.insert(oname);
+        break;
+      }
+    }
   }
   // A peer buffer's `of` counts as a use of its target (rule 24).
   for (const auto& entry : m.buffers) {

@@ -25,6 +25,11 @@ VarLookup lookup_in(const std::map<std::string, uint64_t>& values);
 // Every var name an expression mentions (for "var is never used" and dependency masks).
 void collect_vars(const Expr& e, std::vector<std::string>* out);
 
+// The expression in its wire form, for messages: `{"mul": [{"ceil_div": ["tokens", 4]}, 64]}`.
+// Var names are shortened (kShownNameBytes); a nesting deeper than about 300 bytes of
+// operators is cut with "…", so the text stays under about 1 KiB.
+std::string expr_text(const Expr& e);
+
 // Product of extents times the element size; nullopt on overflow or unknown var.
 std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,
                                   const VarLookup& lookup, std::string* error);
