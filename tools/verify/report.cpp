@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <vector>
 
@@ -31,43 +29,33 @@ Error io_error(const std::string& file, std::string message) {
   return e;
 }
 
-std::optional<std::string> read_file(const std::string& path, std::string* why) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    *why = "is a directory, expected a file";
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *why = "cannot open for reading";
-    return std::nullopt;
-  }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    *why = "read failed";
-    return std::nullopt;
-  }
-  return text;
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
 }
 
+// Keeps at most opts.max_errors errors in `r`, counting the rest.
+void add_error(FileReport* r, const Options& opts, Error e) {
+  if (r->errors.size() < opts.max_errors) {
+    r->errors.push_back(std::move(e));
+  } else {
+    ++r->omitted;
+  }
+}
+
 void check_hashes(const std::map<std::string, Module>& modules, const Options& opts,
-                  Errors* out) {
+                  FileReport* r) {
   if (!opts.cubins_dir) return;
   for (const auto& [name, md] : modules) {
     if (opts.cubin_hashes.count(lower(md.sha256)) != 0) continue;
     Error e;
     e.kind = ErrorKind::Artifact;
     e.path = json_pointer_append(json_pointer_append("/modules", name), "sha256");
-    e.message = "module `" + name + "` expects sha256 `" + md.sha256 +
+    e.message = "module `" + shortened(name) + "` expects sha256 `" + shortened(md.sha256) +
                 "`, which no file in `" + *opts.cubins_dir +
                 "` has (build or copy the artifact there)";
-    out->push_back(std::move(e));
+    add_error(r, opts, std::move(e));
   }
 }
 
@@ -129,31 +117,41 @@ std::map<std::string, Var> fragment_vars(const Fragment& f, const std::map<std::
 FileReport check_file(const std::string& path, const Options& opts) {
   FileReport r;
   r.file = path;
-  std::string why;
-  std::optional<std::string> text = read_file(path, &why);
-  if (!text) {
+  Result<std::string> text = read_regular_file(path, opts.max_bytes, "--max-bytes");
+  if (!text.value) {
     r.verdict = Verdict::io_error;
-    r.errors.push_back(io_error(path, why));
+    r.errors = std::move(text.errors);
     return r;
   }
+  VerifyOptions vo;
+  vo.max_errors = opts.max_errors;
   if (opts.fragment) {
-    Result<Fragment> f = parse_fragment(*text);
+    Result<Fragment> f = parse_fragment(*text.value);
+    text.value.reset();  // the typed model is all that is needed from here on
     if (!f.value) {
       r.verdict = Verdict::rejected;
       r.errors = std::move(f.errors);
       return r;
     }
     r.fragment_vars = fragment_vars(*f.value, opts.fragment_vars);
-    r.errors = verify_fragment(*f.value, r.fragment_vars);
-    check_hashes(f.value->modules, opts, &r.errors);
+    r.errors = verify_fragment(*f.value, r.fragment_vars, vo, &r.omitted);
+    check_hashes(f.value->modules, opts, &r);
   } else {
-    Result<Verified> v = verify_json(*text);
+    Result<Manifest> m = parse_manifest(*text.value);
+    text.value.reset();
+    if (!m.value) {
+      r.verdict = Verdict::rejected;
+      r.errors = std::move(m.errors);
+      return r;
+    }
+    Result<Verified> v = verify(std::move(*m.value), vo);
     if (!v.value) {
       r.verdict = Verdict::rejected;
       r.errors = std::move(v.errors);
+      r.omitted = v.omitted;
       return r;
     }
-    check_hashes(v.value->manifest().modules, opts, &r.errors);
+    check_hashes(v.value->manifest().modules, opts, &r);
     Result<Protocol> p = check_protocol(*v.value);
     r.protocol_checked = true;
     if (p.value) {
@@ -161,30 +159,44 @@ FileReport check_file(const std::string& path, const Options& opts) {
       r.fills = p.value->fills.size();
     } else {
       r.misfits = std::move(p.errors);
+      if (r.misfits.size() > opts.max_errors) {
+        r.misfits_omitted = r.misfits.size() - opts.max_errors;
+        r.misfits.resize(opts.max_errors);
+      }
     }
   }
-  r.verdict = r.errors.empty() ? Verdict::verified : Verdict::rejected;
+  r.verdict = r.errors.empty() && r.omitted == 0 ? Verdict::verified : Verdict::rejected;
   return r;
 }
 
+namespace {
+
+void print_more(uint64_t omitted, std::ostream& out) {
+  if (omitted != 0) out << "  \xe2\x80\xa6 and " << with_commas(omitted) << " more\n";
+}
+
+}  // namespace
+
 void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
+  const std::string file = printable(r.file);
   switch (r.verdict) {
     case Verdict::io_error:
-      for (const Error& e : r.errors) err << r.file << ": " << e.message << "\n";
+      for (const Error& e : r.errors) err << file << ": " << printable(e.message) << "\n";
       return;
     case Verdict::rejected:
-      out << r.file << ": manifest failed verification:\n";
+      out << file << ": manifest failed verification:\n";
       for (const Error& e : r.errors) out << "  - " << e.to_string() << "\n";
+      print_more(r.omitted, out);
       return;
     case Verdict::verified:
       break;
   }
-  out << r.file << ": verified";
+  out << file << ": verified";
   if (!r.protocol_checked) {
     out << " (fragment";
     const char* sep = "; vars ";
     for (const auto& [name, v] : r.fragment_vars) {
-      out << sep << name << "=" << v.max;
+      out << sep << printable(shortened(name)) << "=" << v.max;
       sep = ", ";
     }
     out << ")\n";
@@ -193,6 +205,7 @@ void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
   } else {
     out << "; manifest does not fit the serving protocol:\n";
     for (const Error& e : r.misfits) out << "  - " << e.to_string() << "\n";
+    print_more(r.misfits_omitted, out);
   }
 }
 
@@ -218,6 +231,7 @@ void print_json(const FileReport& r, std::ostream& out) {
                                                   : "error";
   j["errors"] = nlohmann::json::array();
   for (const Error& e : r.errors) j["errors"].push_back(error_json(e));
+  j["omitted"] = r.omitted;
   if (!r.fragment_vars.empty()) {
     nlohmann::json vars = nlohmann::json::object();
     for (const auto& [name, v] : r.fragment_vars) vars[name] = v.max;
@@ -230,6 +244,7 @@ void print_json(const FileReport& r, std::ostream& out) {
     p["fills"] = r.fills;
     p["misfits"] = nlohmann::json::array();
     for (const Error& e : r.misfits) p["misfits"].push_back(error_json(e));
+    p["misfits_omitted"] = r.misfits_omitted;
     j["protocol"] = std::move(p);
   }
   // Replace invalid UTF-8 (a file name or a message quoting bad input) instead of throwing.
