@@ -456,6 +456,12 @@ Node Node::substituted() const {
   return *this;
 }
 
+void Node::release() const {
+  // The DOM is built by read_json and owned, non-const, by the parse entry point; Nodes
+  // carry it as const only so that conversion code cannot edit it by accident.
+  if (j_ == at_) *const_cast<Json*>(j_) = nullptr;
+}
+
 Node Node::resolved_number() const {
   if (j_->is_string() && constants_ && constants_->declared()) {
     std::string name = j_->get<std::string>();

@@ -64,7 +64,9 @@ class Constants {
 // A position in the DOM being parsed. The RFC 6901 pointer of a position is computed only
 // when an error is raised (a search from the root for the position's DOM value): building a
 // pointer string for every value was a third of the parse time of a 1 MB manifest. The DOM
-// must outlive every Node made from it (it does: parsing never copies or edits it).
+// must outlive every Node made from it. Parsing edits it in one way only: release() empties
+// a subtree that has been converted (so the DOM shrinks as the model grows); the positions
+// of everything else, and so the pointers of later errors, stay the same.
 class Node {
  public:
   // The document root: pointer "".
@@ -116,6 +118,10 @@ class Node {
   // For positions that accept a number or a name: a string naming a constant becomes
   // the constant's value; any other string stays. Non-strings are returned unchanged.
   Node substituted() const;
+
+  // Frees the DOM value at this position (it becomes null) once the caller has converted
+  // it. Only for positions read straight from the document (not substituted constants).
+  void release() const;
 
  private:
   // A child value of this position (an object member or array element of the DOM).

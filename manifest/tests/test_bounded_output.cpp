@@ -123,6 +123,24 @@ TEST(BoundedCost, AmplificationCaseStaysSmall) {
   EXPECT_LT(bytes, 100u * 400u);
 }
 
+// Parsing frees each converted op and call of the DOM; the pointer of a later error is
+// still exact, and the owning entry point gives the same result as the viewing one.
+TEST(BoundedMemory, ReleasedSubtreesKeepLaterPointersExact) {
+  Json j = base();
+  set(j, "/programs/step/calls/1/args/3", Json::parse(R"({"i32": "x"})"));
+  const std::string text = j.dump();
+  auto viewed = parse_manifest(text);
+  auto owned = parse_manifest_owned(std::string(text));
+  ASSERT_FALSE(viewed);
+  ASSERT_FALSE(owned);
+  EXPECT_EQ(viewed.errors.at(0).path, "/programs/step/calls/1/args/3/i32");
+  EXPECT_EQ(owned.errors.at(0).to_string(), viewed.errors.at(0).to_string());
+  auto good = parse_manifest_owned(base().dump());
+  ASSERT_TRUE(good) << listing(good.errors);
+  EXPECT_EQ(good.value->ops.size(), 2u);
+  EXPECT_EQ(good.value->programs.at("step").calls.size(), 2u);
+}
+
 TEST(PrintableText, EscapesControlsAndInvisibleFormatCharacters) {
   EXPECT_EQ(printable("plain `name` / 1.5"), "plain `name` / 1.5");
   EXPECT_EQ(printable("a\nb\tc\rd"), "a\\nb\\tc\\rd");

@@ -137,8 +137,7 @@ FileReport check_file(const std::string& path, const Options& opts) {
     r.errors = verify_fragment(*f.value, r.fragment_vars, vo, &r.omitted);
     check_hashes(f.value->modules, opts, &r);
   } else {
-    Result<Manifest> m = parse_manifest(*text.value);
-    text.value.reset();
+    Result<Manifest> m = parse_manifest_owned(std::move(*text.value));  // frees the text early
     if (!m.value) {
       r.verdict = Verdict::rejected;
       r.errors = std::move(m.errors);
