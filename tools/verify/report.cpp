@@ -151,17 +151,14 @@ FileReport check_file(const std::string& path, const Options& opts) {
       return r;
     }
     check_hashes(v.value->manifest().modules, opts, &r);
-    Result<Protocol> p = check_protocol(*v.value);
+    Result<Protocol> p = check_protocol(*v.value, opts.max_errors);
     r.protocol_checked = true;
     if (p.value) {
       r.forwards = p.value->forwards.size();
       r.fills = p.value->fills.size();
     } else {
       r.misfits = std::move(p.errors);
-      if (r.misfits.size() > opts.max_errors) {
-        r.misfits_omitted = r.misfits.size() - opts.max_errors;
-        r.misfits.resize(opts.max_errors);
-      }
+      r.misfits_omitted = p.omitted;
     }
   }
   r.verdict = r.errors.empty() && r.omitted == 0 ? Verdict::verified : Verdict::rejected;
