@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include "kernrt/manifest/registry.hpp"
 #include "verify_context.hpp"
 
 namespace kernrt::manifest::rules {
@@ -263,30 +264,6 @@ bool is_hex64(const std::string& s) {
   return true;
 }
 
-// hf:<org>/<repo>/<path>[@revision]; a source without the prefix is a local file name.
-bool registry_ref_ok(const std::string& source) {
-  std::string rest = source.substr(3);
-  const size_t at = rest.rfind('@');
-  if (at != std::string::npos) {
-    const std::string rev = rest.substr(at + 1);
-    if (rev.empty() || rev.find('/') != std::string::npos) return false;
-    rest.resize(at);
-  }
-  const size_t s1 = rest.find('/');
-  if (s1 == std::string::npos || s1 == 0) return false;
-  const size_t s2 = rest.find('/', s1 + 1);
-  if (s2 == std::string::npos || s2 == s1 + 1) return false;
-  const std::string path = rest.substr(s2 + 1);
-  size_t start = 0;
-  while (true) {
-    const size_t end = path.find('/', start);
-    const std::string seg = path.substr(start, end == std::string::npos ? end : end - start);
-    if (seg.empty() || seg == "." || seg == "..") return false;
-    if (end == std::string::npos) return true;
-    start = end + 1;
-  }
-}
-
 }  // namespace
 
 void check_modules(VerifyContext& c) {
@@ -296,7 +273,8 @@ void check_modules(VerifyContext& c) {
       c.fail(ptr(path, "sha256"), "sha256 " + tick(md.sha256) + " is not 64 hex chars");
     }
     if (md.source.empty()) c.fail(ptr(path, "source"), "empty source");
-    if (md.source.rfind("hf:", 0) == 0 && !registry_ref_ok(md.source)) {
+    // A source without the `hf:` prefix is a local file name (a label).
+    if (is_registry_source(md.source) && !parse_registry_ref(md.source)) {
       c.fail(ptr(path, "source"), "invalid registry ref " + tick(md.source) +
                                       ": expected hf:<org>/<repo>/<path>[@revision]");
     }

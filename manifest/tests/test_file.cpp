@@ -1,5 +1,6 @@
-// kernrt::read_regular_file and parse_byte_count (manifest/file.hpp): regular files only
-// (a FIFO is refused without blocking), the size limit, and the size flag's syntax.
+// kernrt::read_regular_file and parse_byte_count (file.hpp): regular files only (a FIFO is
+// refused without blocking), the size limit, the size flag's syntax; registry references
+// and cache paths (registry.hpp).
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "kernrt/manifest/file.hpp"
+#include "kernrt/manifest/registry.hpp"
 
 namespace {
 
@@ -66,6 +68,35 @@ TEST(ParseByteCount, AcceptsDigitsAndBinarySuffixes) {
   for (const char* bad : {"", "0", "-1", "1.5M", "M", "12MB", "1 K", "99999999999999999999"}) {
     EXPECT_EQ(kernrt::parse_byte_count(bad), std::nullopt) << bad;
   }
+}
+
+}  // namespace
+
+namespace {
+
+// Registry references (§1.7): the grammar rule 9 checks and the fetcher downloads by.
+TEST(RegistryRef, ParsesOrgRepoPathAndRevision) {
+  auto r = kernrt::parse_registry_ref("hf:kernels-community/activation/build/x86_64/a.so@v0.2");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->org, "kernels-community");
+  EXPECT_EQ(r->repo, "activation");
+  EXPECT_EQ(r->path, "build/x86_64/a.so");
+  EXPECT_EQ(r->revision, "v0.2");
+  EXPECT_EQ(kernrt::parse_registry_ref("hf:o/r/k.cubin")->revision, "main");
+}
+
+TEST(RegistryRef, RejectsMalformedReferences) {
+  for (const char* bad : {"hf:", "hf:o", "hf:o/r", "hf:o/r/", "hf:/r/p", "hf:o//p", "hf:o/r/a//b",
+                          "hf:o/r/./p", "hf:o/r/../p", "hf:o/r/p@", "hf:o/r/p@a/b", "k.cubin"}) {
+    EXPECT_FALSE(kernrt::parse_registry_ref(bad)) << bad;
+  }
+  EXPECT_TRUE(kernrt::is_registry_source("hf:o"));
+  EXPECT_FALSE(kernrt::is_registry_source("k.cubin"));
+}
+
+TEST(RegistryRef, BlobPathsAreContentAddressed) {
+  EXPECT_EQ(kernrt::blob_path("/c", "ABcd"), "/c/blobs/abcd");
+  EXPECT_EQ(kernrt::blob_path("", "abcd"), "");
 }
 
 }  // namespace

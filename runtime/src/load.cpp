@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "kernrt/manifest/expr.hpp"
+#include "kernrt/manifest/registry.hpp"
 #include "module_store.hpp"
 #include "runtime_impl.hpp"
 #include "safetensors.hpp"
@@ -86,7 +87,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     if (!bound) errors.insert(errors.end(), bound.errors.begin(), bound.errors.end());
     else weights = std::move(*bound.value);
   }
-  const std::string cache = options.cache_dir.empty() ? rt::default_cache_dir() : options.cache_dir;
+  const std::string cache = options.cache_dir.empty() ? kernrt::default_cache_dir() : options.cache_dir;
   auto store = rt::ModuleStore::open(options.cubin_dirs, cache);
   std::map<std::string, std::vector<uint8_t>> module_bytes;
   for (const auto& [name, module] : m.modules) {

@@ -48,12 +48,6 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-std::string default_cache_dir() {
-  if (const char* d = std::getenv("KERNRT_CACHE_DIR"); d && *d) return d;
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kernrt";
-  return "";
-}
-
 ModuleStore ModuleStore::open(const std::vector<std::string>& cubin_dirs,
                               const std::string& cache_dir) {
   ModuleStore store;

@@ -18,9 +18,6 @@
 
 namespace kernrt::rt {
 
-// $KERNRT_CACHE_DIR, else $HOME/.cache/kernrt, else "" (no cache).
-std::string default_cache_dir();
-
 class ModuleStore {
  public:
   // Never fails: an unreadable directory or index just contributes nothing (a missing
