@@ -104,6 +104,44 @@ std::string expr_text(const Expr& e) {
   return text;
 }
 
+std::set<std::string> vars_read_by(const Manifest& m, const std::string& program) {
+  std::set<std::string> out;
+  std::vector<std::string> names;
+  auto add = [&](const Expr& e) {
+    names.clear();
+    collect_vars(e, &names);
+    out.insert(names.begin(), names.end());
+  };
+  auto p = m.programs.find(program);
+  if (p == m.programs.end()) return out;
+  std::set<std::string> ops;
+  for (const Call& call : p->second.calls) {
+    ops.insert(call.op);
+    for (const CallArg& a : call.args) {
+      if (const auto* v = std::get_if<VarRef>(&a)) out.insert(v->name);
+      if (const auto* e = std::get_if<Expr>(&a)) add(*e);
+    }
+  }
+  for (const std::string& name : ops) {
+    auto op = m.ops.find(name);
+    if (op == m.ops.end()) continue;
+    for (const Launch& l : op->second.impl.launches) {
+      for (const Expr& g : l.grid) add(g);
+      if (l.shared_mem) add(*l.shared_mem);
+      if (!l.args) continue;
+      for (const LaunchArg& a : *l.args) {
+        const auto* pack = std::get_if<Pack>(&a);
+        if (pack == nullptr) continue;
+        for (const PackField& f : pack->fields) {
+          if (const auto* v = std::get_if<VarRef>(&f.source)) out.insert(v->name);
+          if (const auto* e = std::get_if<Expr>(&f.source)) add(*e);
+        }
+      }
+    }
+  }
+  return out;
+}
+
 std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,
                                   const VarLookup& lookup, std::string* error) {
   uint64_t total = dtype_size(dtype);
