@@ -1,8 +1,15 @@
 // Registry references and cache paths (registry.hpp).
 #include "kernrt/manifest/registry.hpp"
 
+#include <sys/stat.h>
+
+#include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "kernrt/manifest/sha256.hpp"
 
 namespace kernrt {
 
@@ -50,6 +57,41 @@ std::string blob_path(const std::string& cache_dir, const std::string& sha256) {
   std::string lower = sha256;
   for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return cache_dir + "/blobs/" + lower;
+}
+
+Result<std::map<std::string, std::string>> hash_files_in(const std::string& dir) {
+  namespace fs = std::filesystem;
+  using R = Result<std::map<std::string, std::string>>;
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    std::error_code kind_ec;
+    if (it->is_regular_file(kind_ec)) files.push_back(it->path().string());
+  }
+  if (ec) return R::fail(Error{ErrorKind::Io, dir, ec.message(), 0, 0});
+  std::sort(files.begin(), files.end());
+  std::map<std::string, std::string> out;
+  for (const std::string& f : files) {
+    Result<std::string> h = sha256_file(f);
+    if (!h.value) return R::fail(std::move(h.errors));
+    out.emplace(*h.value, f);  // sha256_file is lowercase hex; the first path is kept
+  }
+  return R::ok(std::move(out));
+}
+
+std::optional<std::string> verified_blob(const std::string& cache_dir, const std::string& sha256,
+                                         std::string* changed) {
+  const std::string path = blob_path(cache_dir, sha256);
+  if (path.empty()) return std::nullopt;
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) return std::nullopt;
+  Result<std::string> h = sha256_file(path);
+  if (!h.value) return std::nullopt;
+  std::string want = sha256;
+  for (char& c : want) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (*h.value == want) return path;
+  if (changed) *changed = *h.value;
+  return std::nullopt;
 }
 
 }  // namespace kernrt

@@ -141,6 +141,36 @@ TEST_F(Cli, CubinsWithMissingHash) {
   EXPECT_NE(r.out.find((dir_ / "cubins").string()), std::string::npos) << r.out;
 }
 
+// --cubins reports each module's origin: a file of DIR, or a verified blob of the cache
+// (an hf: module after kernrt-fetch); a blob whose bytes changed does not count.
+TEST_F(Cli, CubinsReportsWhereEachModuleCameFrom) {
+  const std::string local = "local cubin bytes", fetched = "bytes a fetch left in the cache";
+  fs::create_directories(dir_ / "cubins");
+  fs::create_directories(dir_ / "cache" / "blobs");
+  std::ofstream(dir_ / "cubins" / "k.cubin", std::ios::binary) << local;
+  std::ofstream(dir_ / "cache" / "blobs" / sha256_hex(fetched), std::ios::binary) << fetched;
+  Json j = base();
+  set(j, "/modules/kern/sha256", sha256_hex(local));
+  set(j, "/modules/hub", Json{{"source", "hf:org/repo/k.cubin@v1"}, {"sha256", sha256_hex(fetched)}});
+  set(j, "/ops/lookup/impl/launches/0/module", "hub");
+  const std::string args = "--cubins " + quoted((dir_ / "cubins").string()) + " --cache-dir " +
+                           quoted((dir_ / "cache").string()) + " " + quoted(write("m.json", j.dump()));
+  const ToolRun r = run(args);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("  module `hub`: cache `" + (dir_ / "cache" / "blobs" / sha256_hex(fetched)).string() +
+                       "` (hf:org/repo/k.cubin@v1)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  module `kern`: `" + (dir_ / "cubins" / "k.cubin").string() + "`\n"),
+            std::string::npos)
+      << r.out;
+  std::ofstream(dir_ / "cache" / "blobs" / sha256_hex(fetched), std::ios::binary) << "changed";
+  const ToolRun changed = run(args);
+  EXPECT_EQ(changed.code, 1) << changed.out;
+  EXPECT_NE(changed.out.find("/modules/hub/sha256: module `hub` expects sha256"), std::string::npos) << changed.out;
+  EXPECT_NE(changed.out.find("fetch it with `kernrt-fetch MANIFEST`"), std::string::npos) << changed.out;
+}
+
 TEST_F(Cli, CubinsDirMustExist) {
   const ToolRun r = run("--cubins " + quoted((dir_ / "nowhere").string()) + " " + corpus("kern/minimal.json"));
   EXPECT_EQ(r.code, 2);

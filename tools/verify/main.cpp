@@ -14,6 +14,7 @@
 #include <CLI/CLI.hpp>
 
 #include "kernrt/manifest/file.hpp"
+#include "kernrt/manifest/registry.hpp"
 #include "report.hpp"
 
 namespace {
@@ -27,6 +28,8 @@ constexpr const char* kFooter = R"(Output:
       `  - /path: message` line per misfit (a misfit is not a failure: exit 0)
     `FILE: verified (fragment; vars NAME=MAX, ...)` with the bounds the launch
       limits were checked at (--fragment)
+    with --cubins, after a verdict: one `  module `NAME`: `PATH`` line per module
+      (`cache `PATH` (SOURCE)` for a blob of the cache)
     `FILE: manifest failed verification:` and one `  - /path: message` line per
       problem (`  - line:column: message` for syntax errors), at most --max-errors,
       then `  … and N more`
@@ -36,7 +39,8 @@ constexpr const char* kFooter = R"(Output:
   --json: one JSON object per file and line on stdout: {"file", "verdict":
   "verified"|"rejected"|"error", "errors": [{"kind", "path", "message", "line",
   "column"}], "omitted", "protocol": {"fits", "forwards", "fills", "misfits",
-  "misfits_omitted"}, "fragment_vars"}.
+  "misfits_omitted"}, "fragment_vars", "modules": [{"name", "source", "from",
+  "cache"}]}.
 Exit codes: 0 all verified, 1 any rejected, 2 usage or I/O error.)";
 
 // `name=max`, max an integer >= 1.
@@ -74,9 +78,15 @@ int run(int argc, char** argv) {
       ->required()
       ->type_name("FILE");
   auto* cubins_opt =
-      app.add_option("--cubins", cubins, "Require every module's sha256 among the files in DIR")
+      app.add_option("--cubins", cubins,
+                     "Require every module's sha256 among the files in DIR or the cache; "
+                     "print where each was found")
           ->type_name("DIR")
           ->check(quiet(CLI::ExistingDirectory));
+  opts.cache_dir = kernrt::default_cache_dir();
+  app.add_option("--cache-dir", opts.cache_dir,
+                 "Look for blobs/<sha256> here (default $KERNRT_CACHE_DIR or ~/.cache/kernrt)")
+      ->type_name("DIR");
   auto* fragment_flag = app.add_flag("--fragment", opts.fragment,
                                      "Verify FILEs as `modules` + `ops` merge fragments");
   app.add_option("--vars", vars, "Set a fragment var's max (NAME=MAX, comma-separated; default 1)")
@@ -116,12 +126,14 @@ int run(int argc, char** argv) {
   }
   if (*cubins_opt) {
     opts.cubins_dir = cubins;
-    auto hashes = kernrt::verify_tool::hash_directory(cubins);
-    if (!hashes.value) {
-      for (const auto& e : hashes.errors) std::cerr << e.path << ": " << e.message << "\n";
+    auto indexed = kernrt::hash_files_in(cubins);
+    if (!indexed.value) {
+      for (const auto& e : indexed.errors) {
+        std::cerr << kernrt::printable(e.path) << ": " << kernrt::printable(e.message) << "\n";
+      }
       return 2;
     }
-    opts.cubin_hashes = std::move(*hashes.value);
+    opts.cubin_files = std::move(*indexed.value);
   }
 
   bool rejected = false;

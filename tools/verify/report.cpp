@@ -12,6 +12,7 @@
 #include "kernrt/manifest/expr.hpp"
 #include "kernrt/manifest/parse.hpp"
 #include "kernrt/manifest/protocol.hpp"
+#include "kernrt/manifest/registry.hpp"
 #include "kernrt/manifest/sha256.hpp"
 #include "kernrt/manifest/verify.hpp"
 
@@ -20,14 +21,6 @@ namespace fs = std::filesystem;
 using namespace kernrt::manifest;
 
 namespace {
-
-Error io_error(const std::string& file, std::string message) {
-  Error e;
-  e.kind = ErrorKind::Io;
-  e.path = file;
-  e.message = std::move(message);
-  return e;
-}
 
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
@@ -44,17 +37,31 @@ void add_error(FileReport* r, const Options& opts, Error e) {
   }
 }
 
+// With --cubins: each module's bytes must be a file of DIR or a verified cache blob (the
+// runtime looks in the same places); records where each was found.
 void check_hashes(const std::map<std::string, Module>& modules, const Options& opts,
                   FileReport* r) {
   if (!opts.cubins_dir) return;
   for (const auto& [name, md] : modules) {
-    if (opts.cubin_hashes.count(lower(md.sha256)) != 0) continue;
+    ModuleOrigin o{name, md.source, "", false};
+    auto hit = opts.cubin_files.find(lower(md.sha256));
+    if (hit != opts.cubin_files.end()) {
+      o.path = hit->second;
+    } else if (auto blob = verified_blob(opts.cache_dir, md.sha256)) {
+      o.path = *blob;
+      o.cached = true;
+    }
+    r->modules.push_back(o);
+    if (!o.path.empty()) continue;
     Error e;
     e.kind = ErrorKind::Artifact;
-    e.path = json_pointer_append(json_pointer_append("/modules", name), "sha256");
+    e.path = json_pointer_append(json_pointer_append("/modules", shortened(name)), "sha256");
+    const std::string cache = opts.cache_dir.empty() ? "" : " or `" + opts.cache_dir + "/blobs`";
     e.message = "module `" + shortened(name) + "` expects sha256 `" + shortened(md.sha256) +
-                "`, which no file in `" + *opts.cubins_dir +
-                "` has (build or copy the artifact there)";
+                "`, which no file in `" + *opts.cubins_dir + "`" + cache + " has (" +
+                (is_registry_source(md.source)
+                     ? "fetch it with `kernrt-fetch MANIFEST`"
+                     : "build or copy the artifact there") + ")";
     add_error(r, opts, std::move(e));
   }
 }
@@ -66,24 +73,6 @@ void collect(const Expr& e, std::set<std::string>* names) {
 }
 
 }  // namespace
-
-Result<std::set<std::string>> hash_directory(const std::string& dir) {
-  std::set<std::string> hashes;
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code kind_ec;
-    if (it->is_regular_file(kind_ec)) files.push_back(it->path().string());
-  }
-  if (ec) return Result<std::set<std::string>>::fail(io_error(dir, ec.message()));
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
-    Result<std::string> h = sha256_file(f);
-    if (!h.value) return Result<std::set<std::string>>::fail(std::move(h.errors));
-    hashes.insert(lower(*h.value));
-  }
-  return Result<std::set<std::string>>::ok(std::move(hashes));
-}
 
 std::map<std::string, Var> fragment_vars(const Fragment& f, const std::map<std::string, Var>& given) {
   std::set<std::string> names;
@@ -203,6 +192,12 @@ void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
     for (const Error& e : r.misfits) out << "  - " << e.to_string() << "\n";
     print_more(r.misfits_omitted, out);
   }
+  for (const ModuleOrigin& m : r.modules) {
+    out << "  module `" << printable(shortened(m.name)) << "`: "
+        << (m.cached ? "cache " : "") << "`" << printable(m.path) << "`";
+    if (m.cached) out << " (" << printable(shortened(m.source)) << ")";
+    out << "\n";
+  }
 }
 
 namespace {
@@ -232,6 +227,15 @@ void print_json(const FileReport& r, std::ostream& out) {
     nlohmann::json vars = nlohmann::json::object();
     for (const auto& [name, v] : r.fragment_vars) vars[name] = v.max;
     j["fragment_vars"] = std::move(vars);
+  }
+  if (!r.modules.empty()) {
+    nlohmann::json mods = nlohmann::json::array();
+    for (const ModuleOrigin& m : r.modules) {
+      mods.push_back({{"name", m.name}, {"source", m.source},
+                      {"from", m.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.path)},
+                      {"cache", m.cached}});
+    }
+    j["modules"] = std::move(mods);
   }
   if (r.protocol_checked) {
     nlohmann::json p = nlohmann::json::object();

@@ -15,6 +15,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "kernrt/manifest/error.hpp"
 #include "kernrt/manifest/file.hpp"
@@ -28,11 +29,20 @@ struct Options {
   uint64_t max_bytes = kDefaultMaxManifestBytes;  // --max-bytes: larger files are refused
   size_t max_errors = 100;                         // --max-errors: per file, the rest counted
   std::optional<std::string> cubins_dir;
-  std::set<std::string> cubin_hashes;                 // lowercase hex of every file in DIR
+  std::map<std::string, std::string> cubin_files;     // lowercase sha256 -> file in DIR
+  std::string cache_dir;                              // where blobs/<sha256> are looked up
   std::map<std::string, manifest::Var> fragment_vars;  // from --vars
 };
 
 enum class Verdict { verified, rejected, io_error };
+
+// Where --cubins found a module: a file of DIR, a verified blob of the cache, or nowhere.
+struct ModuleOrigin {
+  std::string name;
+  std::string source;
+  std::string path;    // "" = not found
+  bool cached = false;  // path is a cache blob
+};
 
 struct FileReport {
   std::string file;
@@ -45,10 +55,8 @@ struct FileReport {
   size_t forwards = 0;
   size_t fills = 0;
   std::map<std::string, manifest::Var> fragment_vars;  // the bounds a fragment was checked at
+  std::vector<ModuleOrigin> modules;  // with --cubins: every module and where it was found
 };
-
-// Hashes every regular file directly in `dir`; an Io error names the file that failed.
-Result<std::set<std::string>> hash_directory(const std::string& dir);
 
 // The vars a fragment names (grids, shared_mem, pack var/expr fields, scratch shapes),
 // each at max 1 unless `given` sets it.
