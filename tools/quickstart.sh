@@ -12,7 +12,7 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(nlohmann-json3-dev libcli11-dev libssl-dev libgtest-dev cmake make g++ python3)
+packages=(nlohmann-json3-dev libcli11-dev libssl-dev libcurl4-openssl-dev libgtest-dev cmake make g++ python3)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
