@@ -182,7 +182,8 @@ int run_plan(const Options& o, const kernrt::manifest::Verified& verified,
       j["timing"] = {{"iters", timing->iters}, {"median_us", timing->median_us},
                      {"min_us", timing->min_us}, {"mean_us", timing->mean_us}};
     }
-    std::cout << j.dump() << "\n";
+    j["modules"] = rt.module_files();
+    std::cout << j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return kOk;
   }
   std::cout << "`" << kernrt::printable(plan.program) << "` ran with "
@@ -193,6 +194,11 @@ int run_plan(const Options& o, const kernrt::manifest::Verified& verified,
     std::printf("timing: %d iters, median %.3f us, min %.3f us per iteration (%s, CUDA events)\n",
                 timing->iters, timing->median_us, timing->min_us,
                 o.graph ? "graph replay" : "eager launches");
+  }
+  // Where each module's verified bytes came from: a cubin dir, a host .so, the cache.
+  for (const auto& [name, file] : rt.module_files()) {
+    std::cout << "module `" << kernrt::printable(kernrt::shortened(name)) << "`: `"
+              << kernrt::printable(file) << "`\n";
   }
   return kOk;
 }

@@ -102,6 +102,9 @@ class Runtime {
   uint64_t state_address(const std::string& state) const;
 
   std::vector<std::string> programs() const;   // sorted
+  // Manifest module name -> the file its verified bytes were read from (a cubin dir's
+  // *.cubin / *.so, or `<cache>/blobs/<sha256>`), for reports such as program_io's.
+  std::map<std::string, std::string> module_files() const;
   size_t launch_count(const std::string& program) const;  // lowered launches, 0 if unknown
   size_t graph_cache_size() const;             // graphs currently cached
 

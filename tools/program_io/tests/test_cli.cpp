@@ -323,4 +323,40 @@ TEST_F(GpuProgramIo, FillRepeatsAPatternOverAStateSizedByTokens) {
   EXPECT_NE(o.err.find("more than state `pool` holds (32 bytes"), std::string::npos) << o.err;
 }
 
+// A kernel artifact that is a host shared library: libkernrt_test_hostlib.so, built by nvcc
+// from two translation units (two fatbin containers), pinned by the hash of the whole file.
+// The two entries are in different containers (nvcc may add one of its own before them).
+// y = (x + 1) * 3, exact in f32, eagerly and as a replayed graph; program_io says the
+// module came from the .so.
+TEST(GpuProgramIoHostLib, KernelsFromASharedLibraryRunThroughProgramIo) {
+  std::string why;
+  if (!kernrt::device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const std::string manifest = std::string(KERNRT_BINARY_DIR) + "/manifests/test/hostlib.json";
+  const std::string so = std::string(KERNRT_BINARY_DIR) + "/cubins/run/libkernrt_test_hostlib.so";
+  if (!std::ifstream(manifest) || !std::ifstream(so)) GTEST_SKIP() << "test kernels not built: " << manifest;
+  const int n = 1000;
+  std::vector<float> x(n);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  for (auto& v : x) v = dist(rng);
+  const std::string xin = temp_path("hx.bin"), yout = temp_path("hy.bin");
+  write_bytes(xin, x.data(), x.size() * sizeof(float));
+  const std::string base = "--manifest '" + manifest + "' --cubins '" + KERNRT_BINARY_DIR +
+                           "/cubins/run' --env n=1000 --in x=" + xin + " --out y=" + yout;
+  for (const std::string extra : {"", " --graph --iters 5"}) {
+    std::remove(yout.c_str());
+    auto o = run_cli(base + extra);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("module `hostlib`: `" + so + "`"), std::string::npos) << o.out;
+    const std::string y = slurp(yout);
+    ASSERT_EQ(y.size(), 4096u * sizeof(float));
+    std::vector<float> got(n);
+    std::memcpy(got.data(), y.data(), n * sizeof(float));
+    for (int i = 0; i < n; ++i) {
+      const float plus_one = x[i] + 1.0f;
+      ASSERT_EQ(got[i], plus_one * 3.0f) << "y[" << i << "]" << extra;
+    }
+  }
+}
+
 }  // namespace
