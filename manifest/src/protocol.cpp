@@ -23,6 +23,10 @@ std::string shape_text(const std::vector<Expr>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
+    if (i == 8) {  // a hostile shape of many dims is named by its first ones
+      s += "\xe2\x80\xa6 " + std::to_string(shape.size()) + " dims";
+      break;
+    }
     s += shape[i].kind == Expr::Kind::Var ? "\"" + shortened(shape[i].var) + "\""
                                           : std::to_string(shape[i].value);
   }
@@ -43,10 +47,11 @@ struct Checker {
       ++omitted;
       return;
     }
+    constexpr size_t kMaxMessage = 2048;  // names are shortened where quoted; the backstop
     Error e;
     e.kind = ErrorKind::Manifest;
-    e.path = path;
-    e.message = std::move(message);
+    e.path = path.size() <= kMaxMessage ? path : shortened(path, kMaxMessage);
+    e.message = message.size() <= kMaxMessage ? std::move(message) : shortened(message, kMaxMessage);
     errors.push_back(std::move(e));
   }
   std::string bpath(const std::string& name) const {

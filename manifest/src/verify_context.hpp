@@ -53,6 +53,10 @@ struct TensorMapBounds {
   TensorMapUse inner;     // spanning: footprint without the outermost dim
   uint64_t min_stride = 0;  // spanning: the smallest outermost stride (largest extent)
   std::string stride_path;
+  // The base alignment TMA needs (16 bytes; 32 for packed u4) and a descriptor needing
+  // it: allocations are 256-byte aligned, so a call offset decides the base's alignment.
+  uint32_t align = 0;
+  std::string align_path;
 };
 
 struct VerifyContext {

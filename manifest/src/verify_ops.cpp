@@ -242,6 +242,16 @@ std::string u64_list(const std::vector<uint64_t>& v) {
 // Records the descriptor's footprint for rule 21, or reports that it wraps u64.
 void record_footprint(VerifyContext& c, const std::string& oname, const Op& op,
                       const TensorMap& t, const std::string& fp, const std::string& tp) {
+  {
+    auto& per_param = c.op_tensormaps[oname];
+    per_param.resize(op.params.size());
+    TensorMapBounds& b = per_param[t.param];
+    const uint32_t need = t.dtype == TmaDType::u4 ? 32 : 16;
+    if (need > b.align) {
+      b.align = need;
+      b.align_path = fp;
+    }
+  }
   const size_t n = t.dims.size();
   if (n < 1 || n > 5 || t.strides.size() + 1 != n) return;  // shape already reported
   for (size_t i = 0; i + 1 < n; ++i) {

@@ -1,8 +1,8 @@
 // Verifier rules 19-24 (reference/kern-schema.md §2.2): programs, calls, tensormap
 // footprints per call, per-program dataflow, global writes and unused declarations.
 //
-// Deliberately not checked: state offsets (provider layout over a pool the runtime
-// scales), which program runs first (a carry only needs *some* writer), and anything
+// Deliberately not checked: the bounds of state offsets (provider layout over a pool the
+// runtime scales; only their TMA base alignment is), which program runs first (a carry only needs *some* writer), and anything
 // a kernel does with the pointers it receives. Buffers are looked up through one
 // name -> index table so the call loop stays linear in calls x args.
 #include <string>
@@ -108,6 +108,12 @@ void check_buf_arg(VerifyContext& c, ProgramScan& s, std::vector<char>& written,
   if (tms != c.op_tensormaps.end() && j < tms->second.size() && slot.size) {
     const uint64_t avail = *slot.size > offset ? *slot.size - offset : 0;
     const TensorMapBounds& t = tms->second[j];
+    if (t.align != 0 && offset % t.align != 0) {
+      c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " into buffer " + tick(a.name) +
+                                    " is not " + std::to_string(t.align) +
+                                    "-byte aligned, but the tensormap at " + t.align_path +
+                                    " needs an aligned base (TMA)");
+    }
     if (t.full.any && t.full.footprint > avail) {
       c.fail(ap, "the tensormap at " + t.full.path + " addresses " +
                      std::to_string(t.full.footprint) + " bytes but buffer " + tick(a.name) +
@@ -215,6 +221,18 @@ void check_call(VerifyContext& c, const Manifest& m, ProgramScan& s, std::vector
       s.used_states.insert(st->name);
       if (param.kind == ParamType::Kind::State) {
         if (m.states.count(st->name) == 0) c.fail(ap, "unknown state " + tick(st->name));
+        // State offsets are provider layout and not bounds-checked, but a tensormap over a
+        // state needs an aligned base, which only the offset decides (rule 21's TMA part).
+        auto tms = c.op_tensormaps.find(call.op);
+        const uint64_t offset = st->offset.value_or(0);
+        if (tms != c.op_tensormaps.end() && j < tms->second.size() && tms->second[j].align != 0 &&
+            offset % tms->second[j].align != 0) {
+          c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " into state " +
+                                        tick(st->name) + " is not " +
+                                        std::to_string(tms->second[j].align) +
+                                        "-byte aligned, but the tensormap at " +
+                                        tms->second[j].align_path + " needs an aligned base (TMA)");
+        }
         continue;
       }
     } else if (param.is_scalar()) {

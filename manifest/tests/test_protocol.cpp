@@ -258,5 +258,14 @@ TEST(ProtocolCost, ShortensNamesInMisfits) {
   for (const Error& e : p.errors) EXPECT_LT(e.path.size() + e.message.size(), 600u);
 }
 
+TEST(ProtocolCost, NamesAShapeOfManyDimsByItsFirstOnes) {
+  Json j = serving();
+  Json dims = Json::array();
+  for (int i = 0; i < 1000; ++i) dims.push_back(1);
+  set(j, "/buffers/cu/shape", dims);
+  expect_misfit(j, "/buffers/cu/shape", "is shaped [1, 1, 1, 1, 1, 1, 1, 1, \xe2\x80\xa6 1000 dims]");
+  for (const Error& e : protocol_of(j).errors) EXPECT_LT(e.message.size(), 300u);
+}
+
 }  // namespace
 }  // namespace kernrt::manifest::testing

@@ -143,5 +143,20 @@ TEST(VerifyArith, RejectsSpanningTensormapBeyondTheTmaExtent) {
                    " would span 8589934592 rows of buffer `hidden`, more than the TMA limit of 2^32");
 }
 
+TEST(VerifyArith, RejectsACallOffsetThatMisalignsATensormapBase) {
+  // Allocations are 256-byte aligned, so the offset alone decides the base: TMA needs 16.
+  expect_error(with(at(kCallMix, "/args/0"), R"({"buf": "hidden", "offset": 8})"),
+               at(kCallMix, "/args/0/offset"),
+               "offset 8 into buffer `hidden` is not 16-byte aligned, but the tensormap at " +
+                   at(kMixPack, "/fields/0") + " needs an aligned base (TMA)");
+  Json aligned = with(at(kMixPack, "/fields/0/tensormap/dims"), "[128, 32]");  // 8 KiB of 16
+  set(aligned, at(kCallMix, "/args/0"), Json::parse(R"({"buf": "hidden", "offset": 256})"));
+  expect_verified(aligned);
+  Json j = with(at(kMixPack, "/fields/0/tensormap/param"), "1");  // over the state
+  set(j, at(kCallMix, "/args/1"), Json::parse(R"({"state": "cache", "offset": 520})"));
+  expect_error(j, at(kCallMix, "/args/1/offset"),
+               "offset 520 into state `cache` is not 16-byte aligned, but the tensormap at");
+}
+
 }  // namespace
 }  // namespace kernrt::manifest::testing
