@@ -127,6 +127,57 @@ std::string printable(std::string_view s) {
   return out;
 }
 
+namespace {
+
+// Every reference token of a pointer longer than kShownNameBytes, shortened.
+std::string bounded_pointer(const std::string& pointer) {
+  std::string out;
+  std::size_t start = 0;
+  while (start < pointer.size()) {
+    std::size_t end = pointer.find('/', start + 1);
+    if (end == std::string::npos) end = pointer.size();
+    // A token with its leading '/'.
+    out += shortened(std::string_view(pointer).substr(start, end - start), kShownNameBytes + 1);
+    start = end;
+  }
+  return out;
+}
+
+// Every `quoted` or 'quoted' span of a message longer than kShownNameBytes, shortened;
+// the whole message at most kMaxMessage bytes. One pass: a quote with no closing partner
+// means no later quote of that kind has one either, so no span is searched twice.
+std::string bounded_message(const std::string& message) {
+  constexpr std::size_t kMaxMessage = 2048;
+  std::string out;
+  bool unclosed_tick = false, unclosed_apostrophe = false;
+  std::size_t i = 0;
+  while (i < message.size() && out.size() <= kMaxMessage) {
+    const char q = message[i];
+    bool* unclosed = q == '`' ? &unclosed_tick : q == '\'' ? &unclosed_apostrophe : nullptr;
+    const std::size_t close =
+        unclosed && !*unclosed ? message.find(q, i + 1) : std::string::npos;
+    if (close == std::string::npos) {
+      if (unclosed) *unclosed = true;
+      out.push_back(q);
+      ++i;
+      continue;
+    }
+    out.push_back(q);
+    out += shortened(std::string_view(message).substr(i + 1, close - i - 1));
+    out.push_back(q);
+    i = close + 1;
+  }
+  return out.size() <= kMaxMessage ? out : shortened(out, kMaxMessage);
+}
+
+}  // namespace
+
+Error bounded(Error e) {
+  if (e.path.size() > kShownNameBytes) e.path = bounded_pointer(e.path);
+  if (e.message.size() > kShownNameBytes) e.message = bounded_message(e.message);
+  return e;
+}
+
 std::string with_commas(uint64_t n) {
   std::string digits = std::to_string(n);
   std::string out;

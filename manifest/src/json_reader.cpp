@@ -8,52 +8,6 @@
 
 namespace kernrt::manifest::detail {
 
-namespace {
-
-// Every reference token of a pointer longer than kShownNameBytes, shortened.
-std::string bounded_pointer(const std::string& pointer) {
-  std::string out;
-  std::size_t start = 0;
-  while (start < pointer.size()) {
-    std::size_t end = pointer.find('/', start + 1);
-    if (end == std::string::npos) end = pointer.size();
-    // A token with its leading '/'.
-    out += shortened(std::string_view(pointer).substr(start, end - start), kShownNameBytes + 1);
-    start = end;
-  }
-  return out;
-}
-
-// Every `quoted` or 'quoted' span of a message longer than kShownNameBytes, shortened;
-// the whole message at most kMaxMessage bytes.
-std::string bounded_message(const std::string& message) {
-  constexpr std::size_t kMaxMessage = 2048;
-  std::string out;
-  std::size_t i = 0;
-  while (i < message.size()) {
-    const char q = message[i];
-    const std::size_t close = q == '`' || q == '\'' ? message.find(q, i + 1) : std::string::npos;
-    if (close == std::string::npos) {
-      out.push_back(q);
-      ++i;
-      continue;
-    }
-    out.push_back(q);
-    out += shortened(std::string_view(message).substr(i + 1, close - i - 1));
-    out.push_back(q);
-    i = close + 1;
-  }
-  return out.size() <= kMaxMessage ? out : shortened(out, kMaxMessage);
-}
-
-}  // namespace
-
-Error bounded(Error e) {
-  if (e.path.size() > kShownNameBytes) e.path = bounded_pointer(e.path);
-  if (e.message.size() > kShownNameBytes) e.message = bounded_message(e.message);
-  return e;
-}
-
 void fail(const std::string& path, std::string message) {
   Error e;
   e.kind = ErrorKind::Parse;
@@ -131,7 +85,9 @@ Error syntax_error(std::string_view text, std::size_t offset, std::string messag
   auto [line, column] = line_column(text, offset);
   e.line = line;
   e.column = column;
-  e.message = sanitize_utf8(std::move(message));
+  // nlohmann quotes the token it last read, which can be most of the text: cut first, so
+  // the repairs below look at a few kilobytes at most.
+  e.message = sanitize_utf8(message.size() <= 4096 ? std::move(message) : shortened(message, 4096));
   return bounded(std::move(e));
 }
 

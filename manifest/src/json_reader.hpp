@@ -33,12 +33,8 @@ struct ParseFailure {
   Error error;
 };
 
-// Throws a Parse error at `path`; the error goes through bounded().
+// Throws a Parse error at `path`; the error goes through kernrt::bounded().
 [[noreturn]] void fail(const std::string& path, std::string message);
-
-// An error with every pointer token and every quoted span of its message cut to
-// kShownNameBytes (a 1 MiB key must not make a 1 MiB message), the message to 2 KiB.
-Error bounded(Error e);
 
 // Strict text -> DOM. One Parse error on failure.
 Result<Json> read_json(std::string_view text);

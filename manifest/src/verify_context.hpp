@@ -1,7 +1,7 @@
 // Internal to the verifier: the state one verification pass carries between the rule
-// files (verify_decls.cpp rules 1-9, verify_ops.cpp rules 10-18, verify_programs.cpp
-// rules 19-24) and the few helpers they share (pointer building, expression checks,
-// shape sizing, topology group lookup).
+// files (verify_decls.cpp rules 1-9, verify_ops.cpp rules 10-18 with verify_tensormaps.cpp
+// for rule 17, verify_programs.cpp rules 19-24) and the few helpers they share (pointer
+// building, expression checks, shape sizing, topology group lookup).
 //
 // Messages follow kern's wording without kern's context prefix (``op `o` launch #0:``):
 // the RFC 6901 pointer of each error already names the element. The context does not
@@ -144,6 +144,11 @@ void check_decls(VerifyContext& c, const Manifest& m);
 void check_modules(VerifyContext& c);
 // Rules 10-18 over c.ops.
 void check_ops(VerifyContext& c);
+// Rule 17 for one tensormap field at `tp` (every violation), and recording its footprint,
+// spanning bounds and base alignment for rule 21 (`fp` = the field's pointer).
+void check_tensormap(VerifyContext& c, const TensorMap& t, const std::string& tp);
+void record_footprint(VerifyContext& c, const std::string& oname, const Op& op,
+                      const TensorMap& t, const std::string& fp, const std::string& tp);
 // Rules 19-24.
 void check_programs(VerifyContext& c, const Manifest& m);
 // The "module `m` is never launched" part of rule 24 (fragments check it too).

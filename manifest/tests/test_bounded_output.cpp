@@ -106,6 +106,20 @@ TEST(BoundedNames, ParseErrorsShortenKeysInPointerAndMessage) {
       << e.message.substr(0, 300);
 }
 
+// A syntax error quotes the token last read, which here is 1 MiB of unbalanced quotes:
+// the message is cut first, then bounded in one pass (no quadratic search for partners).
+TEST(BoundedNames, SyntaxErrorsQuotingHugeTokensStayShortAndFast) {
+  for (char q : {'\'', '`'}) {
+    const std::string text = "{\"model\": \"" + std::string(1 << 20, q);
+    const auto start = std::chrono::steady_clock::now();
+    auto r = parse_manifest(text);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(2));
+    ASSERT_FALSE(r);
+    EXPECT_GE(r.errors.at(0).line, 1u);
+    EXPECT_LE(r.errors.at(0).message.size(), 2048u + 3);
+  }
+}
+
 // The audit's amplification case: a 1 MiB op name and 4,000 overlapping pack fields once
 // produced 4 GB of errors. Now: 100 short errors, the other 3,900 overlaps counted.
 TEST(BoundedCost, AmplificationCaseStaysSmall) {

@@ -60,6 +60,10 @@ std::string shortened(std::string_view s, std::size_t max = kShownNameBytes);
 // a backslash becomes \\. Everything else (printable ASCII and UTF-8) is unchanged.
 std::string printable(std::string_view s);
 
+// `e` with every pointer token and every `quoted` or 'quoted' span of its message cut to
+// kShownNameBytes (a 1 MiB key must not make a 1 MiB message), the message to 2 KiB.
+Error bounded(Error e);
+
 // 1234567 -> "1,234,567" (counts in messages).
 std::string with_commas(uint64_t n);
 
