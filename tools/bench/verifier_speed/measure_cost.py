@@ -2,12 +2,14 @@
 """Measure what kernrt-verify costs on given files: wall time, CPU time (user + system),
 peak RSS (from /usr/bin/time -v) and bytes printed, median of RUNS runs per file.
 
-Each timed run sends stdout to /dev/null; one more run counts the bytes printed (that run
-is not timed). Prints one markdown table row per file. Used for
-validation/verifier-speed.md (the amplification case of gen_amplification.py and the
-50 MB manifest of gen_manifest.py --layers 2800), before and after a change, by running it
-once per binary. Python 3 standard library only. Usage:
-  measure_cost.py --verifier build/bin/kernrt-verify [--runs 5] FILE...
+Several verifiers (before and after a change) are run interleaved, one run of each in
+turn, so a shared machine's changing load falls on all of them alike. Each timed run sends
+stdout to /dev/null; one more run counts the bytes printed (not timed). Prints one
+markdown table row per file and verifier. Used for validation/verifier-speed.md (the
+amplification case of gen_amplification.py and the 50 MB manifest of gen_manifest.py
+--layers 2800). Python 3 standard library only. Usage:
+  measure_cost.py --verifier before=OLD/bin/kernrt-verify --verifier after=build/bin/kernrt-verify \
+    [--runs 5] FILE...
 """
 import argparse
 import os
@@ -24,7 +26,8 @@ def timed(cmd):
     seconds = sum(float(p) * 60 ** i for i, p in enumerate(reversed(wall)))
     cpu = float(field("User time (seconds)")) + float(field("System time (seconds)"))
     rss_mb = int(field("Maximum resident set size (kbytes)")) / 1024.0
-    return r.returncode if r.returncode < 128 else -1, seconds, cpu, rss_mb
+    status = re.search(r"Exit status: (\d+)", r.stderr)
+    return int(status.group(1)) if status else -1, seconds, cpu, rss_mb
 
 
 def printed_bytes(cmd):
@@ -41,20 +44,25 @@ def printed_bytes(cmd):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--verifier", required=True)
+    ap.add_argument("--verifier", action="append", required=True, metavar="LABEL=PATH")
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
-    print("| file | bytes | exit | wall s (median) | CPU s (median) | peak RSS MB (median) | printed bytes |")
-    print("|---|---|---|---|---|---|---|")
+    verifiers = [v.split("=", 1) if "=" in v else (v, v) for v in a.verifier]
+    print("| file | bytes | verifier | exit | wall s | CPU s | peak RSS MB | printed bytes |")
+    print("|---|---|---|---|---|---|---|---|")
     for f in a.files:
-        cmd = [a.verifier, f]
-        runs = [timed(cmd) for _ in range(a.runs)]
-        codes = {r[0] for r in runs}
-        med = lambda i: statistics.median(r[i] for r in runs)
-        print("| %s | %s | %s | %.3f | %.3f | %.1f | %s |" % (
-            os.path.basename(f), format(os.path.getsize(f), ","), "/".join(map(str, sorted(codes))),
-            med(1), med(2), med(3), format(printed_bytes(cmd), ",")), flush=True)
+        runs = {label: [] for label, _ in verifiers}
+        for _ in range(a.runs):
+            for label, path in verifiers:
+                runs[label].append(timed([path, f]))
+        for label, path in verifiers:
+            rs = runs[label]
+            med = lambda i: statistics.median(r[i] for r in rs)
+            codes = "/".join(str(c) for c in sorted({r[0] for r in rs}))
+            print("| %s | %s | %s | %s | %.3f | %.3f | %.1f | %s |" % (
+                os.path.basename(f), format(os.path.getsize(f), ","), label, codes, med(1), med(2),
+                med(3), format(printed_bytes([path, f]), ",")), flush=True)
 
 
 if __name__ == "__main__":
