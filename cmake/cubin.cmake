@@ -1,11 +1,16 @@
 # Cubins and the manifests that pin them.
 #
-# kernrt_add_cubin(<name> SOURCE <file.cu> [ARCHS 90a 100a] [RUNNABLE 90a] [OPTIONS ...])
-#   Compiles one .cu to one cubin per arch with pinned flags:
+# kernrt_add_cubin(<name> SOURCE <file.cu> [ARCHS 90a 100a] [RUNNABLE 90a] [OPTIONS ...]
+#                  [INCLUDE <dir>] [DEPENDS <file>...])
+#   Compiles one .cu to one cubin per arch with the pinned flags below:
 #     ${KERNRT_CUBIN_DIR}/<name>.sm<arch>.cubin
 #   and adds them to target `kernrt_cubins` (built by `all`). Cubins are artifacts, never
 #   linked. Only archs in RUNNABLE (default 90a) are copied into ${KERNRT_CUBIN_DIR}/run/,
-#   the directory that program_io and the tests hand the runtime as --cubins.
+#   the directory that program_io and the tests hand the runtime as --cubins. Kernels include
+#   each other as "<family>/<file>" and "common/<file>" from INCLUDE (default kernels/ of this
+#   tree; a variant build names another tree). Header dependencies come from nvcc's own
+#   dependency file (-MD -MF, the custom command's DEPFILE: Ninja and Makefile generators),
+#   so no hand list can go stale; DEPENDS is only for inputs nvcc does not read as headers.
 #
 # kernrt_add_host_library(<name> SOURCES <a.cu> ... [ARCHS 90a 100a])
 #   Links the .cu files into a host shared library with CUDA kernels, as a torch extension
@@ -16,6 +21,9 @@
 #   At build time, replaces every `@SHA256:<name.smXX>@` in the template with the SHA-256 of
 #   that cubin (and every `@SHA256:<file name>@` with that of each FILES path), so a pinned
 #   hash always matches the bytes next to it.
+#
+# The nvcc flags are part of a kernel's identity (its bytes, hence its pinned hash), so they
+# are spelled here once for every build; CMakePresets.json picks generators and options.
 set(KERNRT_CUBIN_DIR ${CMAKE_BINARY_DIR}/cubins CACHE INTERNAL "")
 set(KERNRT_NVCC_FLAGS -O3 -std=c++17 --use_fast_math -lineinfo -Xptxas=-v
     CACHE STRING "Pinned nvcc flags for kernel cubins")
@@ -23,29 +31,38 @@ find_program(KERNRT_NVCC nvcc HINTS /usr/local/cuda/bin ENV CUDA_HOME PATH_SUFFI
 add_custom_target(kernrt_cubins ALL)
 
 function(kernrt_add_cubin name)
-  cmake_parse_arguments(A "" "SOURCE" "ARCHS;RUNNABLE;OPTIONS;DEPENDS" ${ARGN})
+  cmake_parse_arguments(A "" "SOURCE;INCLUDE" "ARCHS;RUNNABLE;OPTIONS;DEPENDS" ${ARGN})
   if(NOT A_ARCHS)
     set(A_ARCHS 90a 100a)
   endif()
   if(NOT A_RUNNABLE)
     set(A_RUNNABLE 90a)
   endif()
+  if(NOT A_INCLUDE)
+    set(A_INCLUDE ${PROJECT_SOURCE_DIR}/kernels)
+  endif()
   get_filename_component(src ${A_SOURCE} ABSOLUTE)
+  get_filename_component(inc ${A_INCLUDE} ABSOLUTE)
   set(outs)
   foreach(arch IN LISTS A_ARCHS)
     set(out ${KERNRT_CUBIN_DIR}/${name}.sm${arch}.cubin)
+    set(dep ${KERNRT_CUBIN_DIR}/${name}.sm${arch}.d)
     set(cmds COMMAND ${KERNRT_NVCC} ${KERNRT_NVCC_FLAGS} ${A_OPTIONS}
         -gencode arch=compute_${arch},code=sm_${arch}
-        -I${PROJECT_SOURCE_DIR}/kernels -cubin -o ${out} ${src})
+        -I${inc} -MD -MF ${dep} -cubin -o ${out} ${src})
+    set(byproducts)
     if(arch IN_LIST A_RUNNABLE)
+      set(run ${KERNRT_CUBIN_DIR}/run/${name}.sm${arch}.cubin)
       list(APPEND cmds COMMAND ${CMAKE_COMMAND} -E make_directory ${KERNRT_CUBIN_DIR}/run
-           COMMAND ${CMAKE_COMMAND} -E copy ${out} ${KERNRT_CUBIN_DIR}/run/${name}.sm${arch}.cubin)
+           COMMAND ${CMAKE_COMMAND} -E copy ${out} ${run})
+      list(APPEND byproducts ${run})
     endif()
     add_custom_command(OUTPUT ${out}
+      BYPRODUCTS ${byproducts}
       COMMAND ${CMAKE_COMMAND} -E make_directory ${KERNRT_CUBIN_DIR}
       ${cmds}
       DEPENDS ${src} ${A_DEPENDS}
-      IMPLICIT_DEPENDS CXX ${src}
+      DEPFILE ${dep}
       COMMENT "nvcc sm_${arch}: ${name}"
       VERBATIM)
     list(APPEND outs ${out})

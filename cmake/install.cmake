@@ -1,13 +1,14 @@
 # Install and export rules: an engine does find_package(kernrt) and links kernrt::runtime.
 #
-# Both libraries are static by default, so their PRIVATE dependencies (nlohmann_json,
+# libkernrt.so (kernrt::shared) carries the C ABI alone, its dependencies linked in.
+# The two C++ libraries are static by default, so their PRIVATE dependencies (nlohmann_json,
 # OpenSSL::Crypto, Threads, dl) appear in the export as $<LINK_ONLY:...>; the package
 # config finds them again with find_dependency. nlohmann_json is header-only and only
 # needed at build time, but its imported target is still named by the export.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-install(TARGETS kernrt_manifest kernrt_runtime EXPORT kernrtTargets
+install(TARGETS kernrt_manifest kernrt_runtime kernrt_shared EXPORT kernrtTargets
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}

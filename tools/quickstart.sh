@@ -3,7 +3,8 @@
 #
 # Owns: the README's first command. On Debian 12 with the CUDA toolkit in /usr/local/cuda it
 #   1. installs the missing Debian packages (apt, only when something is missing; root or sudo),
-#   2. configures with warnings as errors and builds everything into build/ (2 jobs),
+#   2. configures with the `cpu` preset (CMakePresets.json: Ninja, warnings as errors, build/)
+#      and builds everything (2 jobs; KERNRT_JOBS overrides),
 #   3. runs the main job, tools/verify_shipped.py: kernrt-verify over every shipped manifest,
 #      fragment and example (pinned build copies where they name local kernels), printing the
 #      verdicts; with a CUDA device and build/bin/program_io it also runs the runnable examples.
@@ -12,7 +13,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(nlohmann-json3-dev libcli11-dev libssl-dev libcurl4-openssl-dev libgtest-dev cmake make g++ python3)
+packages=(nlohmann-json3-dev libcli11-dev libssl-dev libcurl4-openssl-dev libgtest-dev cmake
+          ninja-build g++ python3 python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -29,6 +31,6 @@ if ((${#missing[@]})); then
 fi
 
 jobs=${KERNRT_JOBS:-2}
-cmake -S . -B build -DKERNRT_WERROR=ON
-cmake --build build -j "$jobs"
+cmake --preset cpu
+cmake --build --preset cpu -j "$jobs"
 python3 tools/verify_shipped.py --build-dir build

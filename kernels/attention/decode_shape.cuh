@@ -1,5 +1,5 @@
-// Shape, shared-memory map, scratch-counter layout and block-wide helpers of the sm_90a paged
-// decode kernel (attention_decode.cu, decode_feed.cuh, decode_merge.cuh).
+// Shape, shared-memory map and scratch-counter layout of the sm_90a paged decode kernel
+// (attention_decode.cu, decode_feed.cuh, decode_merge.cuh).
 //
 // Deliberately does not check: that the pack's head counts, head dim and page size equal the
 // compiled shape below (the kernel trusts the pack), or that the counter scratch holds
@@ -24,7 +24,8 @@ static_assert(kTokensPerWarp == 16, "one m16n8k16 k-step of tokens per warp and 
 // ---- shared memory -------------------------------------------------------------------------
 // [0, 96 KiB) three ring stages of one K or V tile (64 tokens x 256 dims, 4 boxes of 64 x 64
 // with the 128B swizzle); [96, 100 KiB) Q (4 boxes of 6 rows in 1 KiB slots, rows 6-7 zero);
-// 128 bytes of barriers and picks; the merge's weights, half-sums and reduction ints.
+// 128 bytes of DecodeShared (barriers, the schedule's shared state); the merge's weights,
+// half-sums and reduction ints.
 constexpr int kStages = 3;
 constexpr int kBoxBytes = 64 * kPage * 2;
 constexpr int kBoxesPerTile = kHeadDim / 64;
@@ -38,23 +39,30 @@ constexpr int kSmemBytes = kListOffset + kListInts * 4 + 1024;  // + slack to al
 static_assert(kTileBytes == 32768, "K (or V) of one page and head");
 static_assert(2 * (kSmemBytes + 1024) <= 228 * 1024, "two CTAs per SM");
 
-// ---- knobs (compile time; tools/device/attention.sh builds variants with -D) ---------------
-#ifndef KERNRT_DECODE_CHUNK_PAGES
-#define KERNRT_DECODE_CHUNK_PAGES 1
-#endif
-#ifndef KERNRT_DECODE_PROBE
-#define KERNRT_DECODE_PROBE 0
-#endif
-#ifndef KERNRT_DECODE_SINGLE_SEQ_PER_SM
-#define KERNRT_DECODE_SINGLE_SEQ_PER_SM 2
-#endif
-constexpr int kChunkPages = KERNRT_DECODE_CHUNK_PAGES;  // pages per work claim
-constexpr int kSingleSeqPerSm = KERNRT_DECODE_SINGLE_SEQ_PER_SM;  // CTAs per SM at batch 1
-// Timing probe only: 3 stamps %globaltimer per CTA into unused scratch rows (run_attention.py
-// prints the timeline); the results stay correct.
-constexpr int kProbe = KERNRT_DECODE_PROBE;
+// The CTA's barriers and the state its threads share, at kBarOffset. Thread 0 writes what
+// the schedule decides; everyone reads it after the next __syncthreads.
+struct DecodeShared {
+  uint64_t full[kStages];   // ring stage holds its tile (TMA bytes or the sentinel's arrival)
+  uint64_t empty[kStages];  // ring stage released by the 4 warps
+  uint64_t q_bar;           // the segment's Q boxes landed
+  uint64_t merge_bar;       // the final merge's bulk copies landed
+  int tile_page[kStages];   // logical page of the stage's tile, or -1: the segment's end
+  int flag;                 // a CTA-wide decision
+  int seq;                  // the segment's sequence; -1 before the first: join at once
+  int pages;                // pages this CTA did in the segment
+  int slot;                 // this CTA's partial slot in the segment's group
+  int merge_n;              // partials of the group whose merge part was claimed ahead
+  uint64_t q_free;          // the 4 warps read the segment's Q (pipelined segments)
+};
+static_assert(sizeof(DecodeShared) <= kListOffset - kBarOffset, "barrier area");
+
+// ---- schedule constants ----------------------------------------------------------------------
+// One page per claim (run 25: -1.3 to -3.8 us at batch 1-8 against 4-page chunks); two CTAs
+// per SM also for a single sequence (one per SM measured 197.1 vs 203.9 us at 200k,
+// validation/attention/notes.md). Both were compile-time knobs until tag decode-knobs-2026-11.
+constexpr int kChunkPages = 1;  // pages per work claim
+constexpr int kCtasPerSm = 2;
 static_assert(kChunkPages >= 1 && kChunkPages <= 32, "a chunk's page indices live one per lane");
-static_assert(kSingleSeqPerSm == 1 || kSingleSeqPerSm == 2, "one or two CTAs per SM");
 
 // ---- schedule and merge limits -------------------------------------------------------------
 constexpr int kMaxRanked = kThreads;  // batches up to this get length-proportional start shares
@@ -73,6 +81,8 @@ __device__ __forceinline__ int merge_parts(int n) {
 }
 static_assert(kWarps * 8 * kMergeStride * 4 + kWarps * 16 * 4 <= 2 * kTileBytes,
               "warp merge fits in stages 0-1");
+static_assert(kWarps * kGroup * kMergeStride * 4 + kWarps * 16 * 4 <= kTileBytes,
+              "warp merge without the padding rows fits in one stage");
 
 // ---- merge scratch after the barriers: weights, the half-sums, reduction ints --------------
 constexpr int kFacOffset = kListOffset;                        // kMaxUnits floats
@@ -101,70 +111,6 @@ constexpr int kFinished = 1 << 8;
 __device__ __forceinline__ uint32_t swz(int row, int chunk) {
   return static_cast<uint32_t>((chunk >> 3) * kBoxBytes + row * 128 +
                                (((chunk & 7) ^ (row & 7)) << 4));
-}
-
-// Sum over the block's threads, every thread gets it. `tmp` holds kWarps ints; the caller's
-// next __syncthreads separates a second use of the same `tmp`.
-__device__ __forceinline__ int block_sum(int v, int* tmp, int warp, int lane) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
-  if (lane == 0) tmp[warp] = v;
-  __syncthreads();
-  int total = 0;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) total += tmp[w];
-  return total;
-}
-
-// Exclusive prefix sum over the block's threads in thread order (same contract as block_sum).
-__device__ __forceinline__ int block_exclusive_scan(int v, int* tmp, int warp, int lane) {
-  int x = v;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const int y = __shfl_up_sync(0xffffffffu, x, o);
-    if (lane >= o) x += y;
-  }
-  if (lane == 31) tmp[warp] = x;
-  __syncthreads();
-  for (int w = 0; w < warp; ++w) x += tmp[w];
-  return x - v;
-}
-
-// The block's (value, index) with the largest value, ties to the smaller index; every thread
-// gets the index. `tmp` holds 2 x kWarps ints (same contract as block_sum).
-__device__ __forceinline__ int block_argmax(int v, int idx, int* tmp, int warp, int lane) {
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    const int v2 = __shfl_xor_sync(0xffffffffu, v, o);
-    const int i2 = __shfl_xor_sync(0xffffffffu, idx, o);
-    if (v2 > v || (v2 == v && i2 < idx)) {
-      v = v2;
-      idx = i2;
-    }
-  }
-  if (lane == 0) {
-    tmp[2 * warp] = v;
-    tmp[2 * warp + 1] = idx;
-  }
-  __syncthreads();
-  int bv = tmp[0], bi = tmp[1];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) {
-    if (tmp[2 * w] > bv || (tmp[2 * w] == bv && tmp[2 * w + 1] < bi)) {
-      bv = tmp[2 * w];
-      bi = tmp[2 * w + 1];
-    }
-  }
-  return bi;
-}
-
-// Number of SMs (%nsmid): with two CTAs per SM, the CTAs one wave holds. PTX allows %nsmid
-// to exceed the SMs present (sparse SM ids); then "one wave" is overestimated, which costs
-// speed (some CTAs wait for a slot), never correctness: no CTA waits for another.
-__device__ __forceinline__ int sm_count() {
-  uint32_t n;
-  asm("mov.u32 %0, %%nsmid;" : "=r"(n));
-  return static_cast<int>(n);
 }
 
 }  // namespace kernrt::attention

@@ -1,54 +1,73 @@
-// Vector helpers of the conv kernels: 16-byte global loads/stores and conversions between
-// 8 packed 16-bit floats (bf16 or f16) and fp32 registers. Every index below is a
-// compile-time constant after unrolling, so the arrays stay in registers.
+// Vector helpers of the conv kernels: a thread owns N consecutive channels (N = 8: one
+// 16-byte vector of 16-bit floats per row; N = 4: one 8-byte vector), loads and stores them
+// as one vector, and converts between the packed 16-bit floats (bf16 or f16) and fp32
+// registers. Also the weights, the state-line chunks and the per-output arithmetic
+// (`conv_dot`, `activate`) every entry shares, so that all of them round alike. Every index
+// below is a compile-time constant after unrolling, so the arrays stay in registers.
 //
-// Not checked here: alignment (callers pass 16-byte aligned addresses; see README.md).
+// Not checked here: alignment (callers pass addresses aligned to the vector size; see
+// README.md) and N in {4, 8}.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-namespace kernrt_conv {
+#include "conv/conv_ptx.cuh"
+
+namespace kernrt::conv {
 
 struct Bf16 {};  // x/y/state element tags
 struct F16 {};
 
-// Read-only 16-byte load that does not allocate in L1 (each x row is read once per
-// thread; the W-1 halo rows of the next tile hit in L2) and asks L2 for 256-byte lines.
-__device__ __forceinline__ uint4 ld_nc_v4(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.L1::no_allocate.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-
-// Plain 16-byte load (state lines: written by this kernel family, so no .nc).
-__device__ __forceinline__ uint4 ld_v4(const void* p) {
-  return *reinterpret_cast<const uint4*>(p);
-}
-
-// Streaming 16-byte store: y is written once and not re-read by this kernel.
-__device__ __forceinline__ void st_cs_v4(void* p, uint4 v) {
-  asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y),
-               "r"(v.z), "r"(v.w)
-               : "memory");
-}
-
-__device__ __forceinline__ void st_v4(void* p, uint4 v) {
-  *reinterpret_cast<uint4*>(p) = v;
-}
+// N 16-bit elements as one vector.
+template <int N>
+struct VecOf;
+template <>
+struct VecOf<8> {
+  using type = uint4;
+};
+template <>
+struct VecOf<4> {
+  using type = uint2;
+};
+template <int N>
+using Vec = typename VecOf<N>::type;
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int k) {
   return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
 }
-
+__device__ __forceinline__ uint32_t word(const uint2& v, int k) { return k == 0 ? v.x : v.y; }
 __device__ __forceinline__ void set_word(uint4& v, int k, uint32_t w) {
   if (k == 0) v.x = w;
   else if (k == 1) v.y = w;
   else if (k == 2) v.z = w;
   else v.w = w;
+}
+__device__ __forceinline__ void set_word(uint2& v, int k, uint32_t w) {
+  if (k == 0) v.x = w;
+  else v.y = w;
+}
+
+// Read-only vector load (x rows, weights: never written by the grid that reads them):
+// plain ld.global.nc (LDG.E.CONSTANT). On the H200 it ran 2.5-2.9 % faster than with the
+// `.L1::no_allocate.L2::256B` hints in every copy schedule measured (notes.md).
+template <int N>
+__device__ __forceinline__ Vec<N> ld_nc(const void* p) {
+  return __ldg(reinterpret_cast<const Vec<N>*>(p));
+}
+// Plain vector load (state lines: written by this kernel family, so no .nc).
+template <int N>
+__device__ __forceinline__ Vec<N> ld(const void* p) {
+  return *reinterpret_cast<const Vec<N>*>(p);
+}
+// Plain vector store (one instruction, see conv_ptx.cuh): 0.6-0.8 % faster than
+// st.global.cs for y on the H200 (notes.md).
+__device__ __forceinline__ void st_vec(void* p, const uint4& v) { ptx::st_global_v4_b32(p, v); }
+__device__ __forceinline__ void st_vec(void* p, const uint2& v) { ptx::st_global_v2_b32(p, v); }
+template <int N>
+__device__ __forceinline__ void st(void* p, const Vec<N>& v) {
+  st_vec(p, v);
 }
 
 // 16-bit float <-> fp32. bf16 -> f32 is exact (a shift); f32 -> 16-bit rounds to nearest even.
@@ -65,43 +84,45 @@ __device__ __forceinline__ uint32_t from_f32(F16, float f) {
   return __half_as_ushort(__float2half_rn(f));
 }
 
-// Element e (0..8N-1) of an array of N uint4 holding 16-bit floats.
-template <int N>
-__device__ __forceinline__ uint32_t elem16(const uint4 (&v)[N], int e) {
-  const uint32_t w = word(v[e >> 3], (e >> 1) & 3);
+// Element e (0 .. N*M-1) of M vectors of N 16-bit floats.
+template <int N, int M>
+__device__ __forceinline__ uint32_t elem16(const Vec<N> (&v)[M], int e) {
+  const uint32_t w = word(v[e / N], (e % N) >> 1);
   return (e & 1) ? (w >> 16) : (w & 0xffffu);
 }
 
-template <typename E>
-__device__ __forceinline__ void unpack8(E tag, const uint4& v, float (&out)[8]) {
+template <typename E, int N>
+__device__ __forceinline__ void unpack(E tag, const Vec<N>& v, float (&out)[N]) {
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
+  for (int k = 0; k < N / 2; ++k) {
     const uint32_t w = word(v, k);
     out[2 * k] = to_f32(tag, w & 0xffffu);
     out[2 * k + 1] = to_f32(tag, w >> 16);
   }
 }
 
-template <typename E>
-__device__ __forceinline__ uint4 pack8(E tag, const float (&in)[8]) {
-  uint4 v;
+template <typename E, int N>
+__device__ __forceinline__ Vec<N> pack(E tag, const float (&in)[N]) {
+  Vec<N> v;
 #pragma unroll
-  for (int k = 0; k < 4; ++k) set_word(v, k, from_f32(tag, in[2 * k]) | (from_f32(tag, in[2 * k + 1]) << 16));
+  for (int k = 0; k < N / 2; ++k)
+    set_word(v, k, from_f32(tag, in[2 * k]) | (from_f32(tag, in[2 * k + 1]) << 16));
   return v;
 }
 
-// Weights [D, W] for channels c0..c0+7 -> w[j][c] in fp32; bias [D] -> b[c] (0 without bias).
-template <int W>
+// Weights [D, W] for channels c0 .. c0+N-1 -> w[j][c] in fp32; bias [D] -> b[c] (0 without
+// a bias). f32: N*W floats = N*W/4 16-byte vectors; bf16: W vectors of N.
+template <int W, int N>
 __device__ __forceinline__ void load_weights(const void* weight, const void* bias, bool f32,
-                                             int c0, float (&w)[W][8], float (&b)[8]) {
+                                             int c0, float (&w)[W][N], float (&b)[N]) {
   if (f32) {
-    constexpr int kVec = 8 * W / 4;  // 16-byte vectors of fp32
+    constexpr int kVec = N * W / 4;
     const uint4* p = reinterpret_cast<const uint4*>(static_cast<const float*>(weight) + c0 * W);
     uint4 v[kVec];
 #pragma unroll
     for (int i = 0; i < kVec; ++i) v[i] = __ldg(p + i);
 #pragma unroll
-    for (int c = 0; c < 8; ++c)
+    for (int c = 0; c < N; ++c)
 #pragma unroll
       for (int j = 0; j < W; ++j) {
         const int e = c * W + j;
@@ -109,86 +130,75 @@ __device__ __forceinline__ void load_weights(const void* weight, const void* bia
       }
     if (bias != nullptr) {
       const uint4* q = reinterpret_cast<const uint4*>(static_cast<const float*>(bias) + c0);
-      const uint4 b0 = __ldg(q), b1 = __ldg(q + 1);
 #pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        b[c] = __uint_as_float(word(b0, c));
-        b[c + 4] = __uint_as_float(word(b1, c));
+      for (int i = 0; i < N / 4; ++i) {
+        const uint4 bv = __ldg(q + i);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) b[4 * i + c] = __uint_as_float(word(bv, c));
       }
     } else {
 #pragma unroll
-      for (int c = 0; c < 8; ++c) b[c] = 0.f;
+      for (int c = 0; c < N; ++c) b[c] = 0.f;
     }
   } else {
-    constexpr int kVec = 8 * W / 8;  // 16-byte vectors of bf16
-    const uint4* p =
-        reinterpret_cast<const uint4*>(static_cast<const __nv_bfloat16*>(weight) + c0 * W);
-    uint4 v[kVec];
+    const char* p = static_cast<const char*>(weight) + 2 * c0 * W;
+    Vec<N> v[W];
 #pragma unroll
-    for (int i = 0; i < kVec; ++i) v[i] = __ldg(p + i);
+    for (int i = 0; i < W; ++i) v[i] = ld_nc<N>(p + i * 2 * N);
 #pragma unroll
-    for (int c = 0; c < 8; ++c)
+    for (int c = 0; c < N; ++c)
 #pragma unroll
-      for (int j = 0; j < W; ++j) w[j][c] = to_f32(Bf16{}, elem16(v, c * W + j));
+      for (int j = 0; j < W; ++j) w[j][c] = to_f32(Bf16{}, elem16<N, W>(v, c * W + j));
     if (bias != nullptr) {
-      float bb[8];
-      unpack8(Bf16{}, __ldg(reinterpret_cast<const uint4*>(
-                          static_cast<const __nv_bfloat16*>(bias) + c0)),
-              bb);
-#pragma unroll
-      for (int c = 0; c < 8; ++c) b[c] = bb[c];
+      unpack(Bf16{}, ld_nc<N>(static_cast<const char*>(bias) + 2 * c0), b);
     } else {
 #pragma unroll
-      for (int c = 0; c < 8; ++c) b[c] = 0.f;
+      for (int c = 0; c < N; ++c) b[c] = 0.f;
     }
   }
 }
 
-// State line [D, W-1] for channels c0..c0+7: S = W-1 vectors; s[j][c] = slot j of channel c.
-template <typename E, int S>
-__device__ __forceinline__ void load_state(E tag, const void* line, int c0, float (&s)[S][8]) {
-  const uint4* p = reinterpret_cast<const uint4*>(static_cast<const char*>(line) + 2 * c0 * S);
-  uint4 v[S];
+// A state line's chunk for channels c0 .. c0+N-1: S slots per channel, channel-major, so
+// S vectors of N at line + 2*c0*S bytes. load_state takes the K newest slots (K <= S):
+// s[j][c] = slot S-K+j of channel c (lines: S = K = W-1; fla's full lines: S = W, K = W-1).
+template <typename E, int S, int K, int N>
+__device__ __forceinline__ void load_state(E tag, const void* line, int c0, float (&s)[K][N]) {
+  static_assert(K <= S, "slots taken from a line");
+  const char* p = static_cast<const char*>(line) + 2 * c0 * S;
+  Vec<N> v[S];
 #pragma unroll
-  for (int i = 0; i < S; ++i) v[i] = ld_v4(p + i);
+  for (int i = 0; i < S; ++i) v[i] = ld<N>(p + i * 2 * N);
 #pragma unroll
-  for (int c = 0; c < 8; ++c)
+  for (int c = 0; c < N; ++c)
 #pragma unroll
-    for (int j = 0; j < S; ++j) s[j][c] = to_f32(tag, elem16(v, c * S + j));
+    for (int j = 0; j < K; ++j) s[j][c] = to_f32(tag, elem16<N, S>(v, c * S + S - K + j));
 }
 
-template <typename E, int S>
-__device__ __forceinline__ void store_state(E tag, void* line, int c0, const float (&s)[S][8]) {
-  uint4 v[S];
+// Writes all S slots of the chunk: s[j][c] is slot j of channel c.
+template <typename E, int S, int N>
+__device__ __forceinline__ void store_state(E tag, void* line, int c0, const float (&s)[S][N]) {
+  Vec<N> v[S];
 #pragma unroll
   for (int i = 0; i < S; ++i) {
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      const int e0 = 8 * i + 2 * k, e1 = e0 + 1;  // element e = c * S + j
+    for (int k = 0; k < N / 2; ++k) {
+      const int e0 = N * i + 2 * k, e1 = e0 + 1;  // element e = c * S + j
       set_word(v[i], k, from_f32(tag, s[e0 % S][e0 / S]) | (from_f32(tag, s[e1 % S][e1 / S]) << 16));
     }
   }
-  uint4* p = reinterpret_cast<uint4*>(static_cast<char*>(line) + 2 * c0 * S);
+  char* p = static_cast<char*>(line) + 2 * c0 * S;
 #pragma unroll
-  for (int i = 0; i < S; ++i) st_v4(p + i, v[i]);
-}
-
-// Programmatic dependent launch (sm_90): a no-op unless the launch sets PDL. `wait` blocks
-// until the previous grid in the stream has completed and its writes are visible; only
-// weight reads come before it (the manifest's `pdl` promise). `launch_dependents` lets the
-// next grid start its own prologue early.
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  for (int i = 0; i < S; ++i) st<N>(p + i * 2 * N, v[i]);
 }
 
 // z = bias + sum_j w[j] x~[j] for channel c, in one fixed order: the products oldest input
 // first (w[0] * x~[0], then one fma per newer input, the current row's last), the bias added
-// after the sum, all in fp32: the order of fla's Triton forward (the W products, then `+ bias`),
-// so both round alike (fla's update sums its taps across lanes: validation/conv/notes.md run 4).
-template <int W>
-__device__ __forceinline__ float conv_dot(const float (&w)[W][8], const float (&win)[W - 1][8],
-                                          const float (&cur)[8], const float (&b)[8], int c) {
+// after the sum, all in fp32: the order of fla's Triton forward (the W products, then
+// `+ bias`), so both round alike (fla's update sums its taps across lanes: see
+// conv_update.cu's dot_update).
+template <int W, int N>
+__device__ __forceinline__ float conv_dot(const float (&w)[W][N], const float (&win)[W - 1][N],
+                                          const float (&cur)[N], const float (&b)[N], int c) {
   static_assert(W >= 2, "one window slot at least");
   float z = w[0][c] * win[0][c];
 #pragma unroll
@@ -197,9 +207,13 @@ __device__ __forceinline__ float conv_dot(const float (&w)[W][8], const float (&
   return z + b[c];
 }
 
-// y = act(z): silu(z) = z / (1 + e^-z) with the fast exp and division (--use_fast_math).
+// y = act(z): silu(z) = z / (1 + e^-z) with the fast exp and division (--use_fast_math):
+// two MUFU ops (ex2, rcp), accurate to a few fp32 ulp. One tanh.approx (kernel-fun's
+// sigmoid) is half the MUFU work but has a 2^-11 relative error, against a bf16 ulp of
+// 2^-8: by that estimate some percent of the outputs would round to the other neighbour,
+// where fla's error (about 1e-5) means one in tens of thousands.
 __device__ __forceinline__ float activate(float z, bool silu) {
   return silu ? __fdividef(z, 1.f + __expf(-z)) : z;
 }
 
-}  // namespace kernrt_conv
+}  // namespace kernrt::conv

@@ -1,12 +1,7 @@
-// The per-thread walk of the conv forward (conv_fwd.cu), shared by all its walks: state-line
-// addressing, the running window (`Walk`), one row's output step (`step_row`: sequence
-// switch, y, window shift, final state), a block's span bounds (`locate`) and the window
-// before a span (`enter_span`). y's store: KERNRT_CONV_STORE 1 plain st.global (default:
-// run 9's copy probes and ring variants ran 0.6-0.8 % faster with it than with .cs), 0
-// st.global.cs (runs 1-8), 2 st.global.L1::no_allocate. The W-1 rows before a span:
-// KERNRT_CONV_HALO_NC 1 plain ld.global.nc (default since run 10: 1.8-3.0 % faster in run 9),
-// 0 ld_nc_v4 (.L1::no_allocate.L2::256B, runs 3-9). Measurement switches:
-// KERNRT_CONV_IDENTITY (y = x) and KERNRT_CONV_TANH_SILU (silu through one tanh.approx).
+// The per-thread walk of the conv forward (conv_fwd.cu), shared by its candidate loaders:
+// state-line addressing, the running window (`Walk`), one row's output step (`step_row`:
+// sequence switch, y, final state, window shift), a block's span bounds (`locate`) and the
+// window before a span (`enter_span`). A thread owns N consecutive channels.
 //
 // Not checked here: what conv_fwd.cu's header lists (alignment, D % 8, W <= 4, monotone
 // cu_seqlens, non-overlapping initial and final states).
@@ -17,20 +12,7 @@
 #include "conv/conv_vec.cuh"
 #include "conv/params.h"
 
-#ifndef KERNRT_CONV_IDENTITY
-#define KERNRT_CONV_IDENTITY 0
-#endif
-#ifndef KERNRT_CONV_TANH_SILU
-#define KERNRT_CONV_TANH_SILU 0
-#endif
-#ifndef KERNRT_CONV_STORE
-#define KERNRT_CONV_STORE 1
-#endif
-#ifndef KERNRT_CONV_HALO_NC
-#define KERNRT_CONV_HALO_NC 1
-#endif
-
-namespace kernrt_conv {
+namespace kernrt::conv {
 
 // ---- state addressing ------------------------------------------------------------------
 __device__ __forceinline__ const void* state_line(const void* base, const int32_t* lines,
@@ -44,114 +26,172 @@ __device__ __forceinline__ const void* state_line(const void* base, const int32_
   return static_cast<const char*>(base) + line * stride;
 }
 
-// Window for a sequence start: slots from the initial state, or zeros.
-template <typename E, int S>
-__device__ __forceinline__ void window_from_state(E tag, const ConvFwdParams& p, int n, int c0,
-                                                  float (&win)[S][8]) {
-  const void* line = state_line(p.init_state, p.init_lines, p.init_stride, n);
-  if (line != nullptr) {
-    load_state(tag, line, c0, win);
-  } else {
-#pragma unroll
-    for (int j = 0; j < S; ++j)
-#pragma unroll
-      for (int c = 0; c < 8; ++c) win[j][c] = 0.f;
-  }
-}
-
-__device__ __forceinline__ float act_fwd(float z, bool silu) {
-#if KERNRT_CONV_TANH_SILU
-  if (!silu) return z;
-  float t;
-  asm("tanh.approx.f32 %0, %1;" : "=f"(t) : "f"(0.5f * z));
-  const float h = 0.5f * z;
-  return fmaf(h, t, h);
-#else
-  return activate(z, silu);
-#endif
-}
-
-// One output row's 16-byte vector, with the store hint KERNRT_CONV_STORE picks.
-__device__ __forceinline__ void st_y_v4(void* p, uint4 v) {
-#if KERNRT_CONV_STORE == 1
-  st_v4(p, v);
-#elif KERNRT_CONV_STORE == 2
-  asm volatile("st.global.L1::no_allocate.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x),
-               "r"(v.y), "r"(v.z), "r"(v.w)
-               : "memory");
-#else
-  st_cs_v4(p, v);
-#endif
-}
-
-// ---- the walk ----------------------------------------------------------------------------
 // Running state of one thread's walk.
-template <int W>
+template <int W, int N>
 struct Walk {
-  float w[W][8], b[8];
-  float win[W - 1][8];  // win[j] = x~[t - (W-1) + j] before row t
+  float w[W][N], b[N];
+  float win[W - 1][N];  // win[j] = x~[t - (W-1) + j] before row t
   int n, end;           // current sequence and its end row
   bool silu;
+  bool full;            // state lines are fla's [D, W] (kFlagStateFull)
 };
 
-// The current row in fp32: unpacked from its 16-byte vector (walks 0-3), or already
-// unpacked (walk 4 unpacks first so the vector's registers take the next load).
-template <typename E>
-__device__ __forceinline__ void row_f32(E tag, const uint4& v, float (&cur)[8]) {
-  unpack8(tag, v, cur);
-}
-template <typename E>
-__device__ __forceinline__ void row_f32(E, const float (&v)[8], float (&cur)[8]) {
-#pragma unroll
-  for (int c = 0; c < 8; ++c) cur[c] = v[c];
+template <int W, int N>
+__device__ __forceinline__ void start_walk(const ConvFwdParams& p, Walk<W, N>& k, int c0) {
+  load_weights<W, N>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, k.w, k.b);
+  k.silu = (p.flags & kFlagSilu) != 0;
+  k.full = (p.flags & kFlagStateFull) != 0;
 }
 
-// Row t (v: its vector or its fp32 values): y, the window shift, a sequence switch before
-// it and the final state after it.
-template <typename E, int W, typename Row>
-__device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W>& k, const Row& v,
-                                         uint16_t* y, int c0, int t) {
-  constexpr int S = W - 1;
+// Window for a sequence start: slots from the initial state, or zeros.
+template <typename E, int W, int N>
+__device__ __forceinline__ void window_from_state(E tag, const ConvFwdParams& p, Walk<W, N>& k,
+                                                  int c0) {
+  const void* line = state_line(p.init_state, p.init_lines, p.init_stride, k.n);
+  if (line != nullptr) {
+    if (k.full) load_state<E, W, W - 1, N>(tag, line, c0, k.win);
+    else load_state<E, W - 1, W - 1, N>(tag, line, c0, k.win);
+  } else {
+#pragma unroll
+    for (int j = 0; j < W - 1; ++j)
+#pragma unroll
+      for (int c = 0; c < N; ++c) k.win[j][c] = 0.f;
+  }
+}
+
+// The final state after row t (the sequence's last): lines hold x~[t-W+2 .. t], fla's full
+// lines x~[t-W+1 .. t]; both are the window before the shift and the current row.
+template <typename E, int W, int N>
+__device__ __forceinline__ void write_final(E tag, const ConvFwdParams& p, const Walk<W, N>& k,
+                                            const float (&cur)[N], int c0) {
+  void* line = const_cast<void*>(state_line(p.final_state, p.final_lines, p.final_stride, k.n));
+  if (line == nullptr) return;
+  if (k.full) {
+    float s[W][N];
+#pragma unroll
+    for (int c = 0; c < N; ++c) {
+#pragma unroll
+      for (int j = 0; j < W - 1; ++j) s[j][c] = k.win[j][c];
+      s[W - 1][c] = cur[c];
+    }
+    store_state<E, W, N>(tag, line, c0, s);
+  } else {
+    float s[W - 1][N];
+#pragma unroll
+    for (int c = 0; c < N; ++c) {
+#pragma unroll
+      for (int j = 0; j + 1 < W - 1; ++j) s[j][c] = k.win[j + 1][c];
+      s[W - 2][c] = cur[c];
+    }
+    store_state<E, W - 1, N>(tag, line, c0, s);
+  }
+}
+
+// Row t's activated outputs from its fp32 values (conv_dot's order, then act).
+template <int W, int N>
+__device__ __forceinline__ void row_out(const Walk<W, N>& k, const float (&cur)[N], float (&out)[N]) {
+#pragma unroll
+  for (int c = 0; c < N; ++c) out[c] = activate(conv_dot<W, N>(k.w, k.win, cur, k.b, c), k.silu);
+}
+
+// Row t's output from its fp32 values: y = act(z) (plus the residual row, when there is
+// one). `y` and `res` point at the thread's channels of the batch row (dense) or row 0.
+template <typename E, int W, int N>
+__device__ __forceinline__ void emit_row(const ConvFwdParams& p, const Walk<W, N>& k,
+                                         const float (&cur)[N], uint16_t* y,
+                                         const uint16_t* res, int t) {
   const E tag{};
-  if (t == k.end) {  // next packed sequence (varlen only): restart the window
-    do {
-      ++k.n;
-      k.end = p.cu_seqlens[k.n + 1];
-    } while (k.end == t);
-    window_from_state(tag, p, k.n, c0, k.win);
+  float out[N];
+  row_out(k, cur, out);
+  if (res != nullptr) {  // fla: y = act(z) + residual in fp32, one rounding
+    float r[N];
+    unpack(tag, ld_nc<N>(res + static_cast<int64_t>(t) * p.res_stride_tok), r);
+#pragma unroll
+    for (int c = 0; c < N; ++c) out[c] += r[c];
   }
-  float cur[8], out[8];
-  row_f32(tag, v, cur);
-#pragma unroll
-  for (int c = 0; c < 8; ++c) {
-#if KERNRT_CONV_IDENTITY
-    out[c] = cur[c];
-#else
-    out[c] = act_fwd(conv_dot<W>(k.w, k.win, cur, k.b, c), k.silu);
-#endif
-  }
-  st_y_v4(y + static_cast<int64_t>(t) * p.y_stride_tok, pack8(tag, out));
-#pragma unroll
-  for (int j = 0; j + 1 < S; ++j)
-#pragma unroll
-    for (int c = 0; c < 8; ++c) k.win[j][c] = k.win[j + 1][c];
-#pragma unroll
-  for (int c = 0; c < 8; ++c) k.win[S - 1][c] = cur[c];
-  if (t == k.end - 1 && p.final_state != nullptr) {
-    void* line = const_cast<void*>(state_line(p.final_state, p.final_lines, p.final_stride, k.n));
-    if (line != nullptr) store_state(tag, line, c0, k.win);
-  }
+  st<N>(y + static_cast<int64_t>(t) * p.y_stride_tok, pack(tag, out));
 }
 
-// Span bounds of this block: which sequence holds row t0, where it starts and ends; x/y
-// advanced to the batch row (dense). False if the span is empty (block-uniform).
-template <int W>
-__device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W>& k, int t0, int span,
-                                       const uint16_t*& x, uint16_t*& y, int& start,
-                                       int& stop) {
+template <int W, int N>
+__device__ __forceinline__ void shift_window(Walk<W, N>& k, const float (&cur)[N]) {
+#pragma unroll
+  for (int j = 0; j + 1 < W - 1; ++j)
+#pragma unroll
+    for (int c = 0; c < N; ++c) k.win[j][c] = k.win[j + 1][c];
+#pragma unroll
+  for (int c = 0; c < N; ++c) k.win[W - 2][c] = cur[c];
+}
+
+// Moves the walk to the sequence that holds row t (varlen; t is a sequence end, empty
+// sequences are skipped) and restarts its window from that sequence's initial state.
+template <typename E, int W, int N>
+__device__ __forceinline__ void next_sequence(const ConvFwdParams& p, Walk<W, N>& k, int c0, int t) {
+  do {
+    ++k.n;
+    k.end = p.cu_seqlens[k.n + 1];
+  } while (k.end == t);
+  window_from_state(E{}, p, k, c0);
+}
+
+// Row t from its vector v, with every check inline (the ring's walk): a sequence switch
+// before the row, the final state after a sequence's last row.
+template <typename E, int W, int N>
+__device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W, N>& k, const Vec<N>& v,
+                                         uint16_t* y, const uint16_t* res, int c0, int t) {
+  const E tag{};
+  if (t == k.end) next_sequence<E>(p, k, c0, t);  // varlen only
+  float cur[N];
+  unpack(tag, v, cur);
+  emit_row<E>(p, k, cur, y, res, t);
+  if (t == k.end - 1 && p.final_state != nullptr) write_final(tag, p, k, cur, c0);
+  shift_window(k, cur);
+}
+
+// The final state once the walk has passed its sequence's last row (the strip's walk, which
+// checks sequence ends between segments, not per row): the window holds x~[end-W+1 ..
+// end-1]; fla's full lines also take x~[end-W], reloaded here (x row, initial-state slot
+// or zero). `x` points at the thread's channels.
+template <typename E, int W, int N>
+__device__ __forceinline__ void write_final_after(const ConvFwdParams& p, const Walk<W, N>& k,
+                                                  const uint16_t* x, int c0, int start) {
+  const E tag{};
+  void* line = const_cast<void*>(state_line(p.final_state, p.final_lines, p.final_stride, k.n));
+  if (line == nullptr) return;
+  if (!k.full) {
+    store_state<E, W - 1, N>(tag, line, c0, k.win);
+    return;
+  }
+  float s[W][N];
+#pragma unroll
+  for (int j = 0; j < W - 1; ++j)
+#pragma unroll
+    for (int c = 0; c < N; ++c) s[j + 1][c] = k.win[j][c];
+  const int r = k.end - W;
+#pragma unroll
+  for (int c = 0; c < N; ++c) s[0][c] = 0.f;
+  if (r >= start) {
+    unpack(tag, ld_nc<N>(x + static_cast<int64_t>(r) * p.x_stride_tok), s[0]);
+  } else if (const void* init = state_line(p.init_state, p.init_lines, p.init_stride, k.n)) {
+    // x~[r] is fla's initial slot q = W + (r - start) in 1 .. W-1: one 16-bit load per
+    // channel (a runtime slot index into registers would go through local memory)
+    const int q = W + r - start;
+    const uint16_t* e = static_cast<const uint16_t*>(init) + static_cast<int64_t>(c0) * W + q;
+#pragma unroll
+    for (int c = 0; c < N; ++c) s[0][c] = to_f32(tag, e[c * W]);
+  }
+  store_state<E, W, N>(tag, line, c0, s);
+}
+
+// Span bounds of this block: which sequence holds row t0, where it starts and ends; x, y
+// and res advanced to the batch row (dense). False if the span is empty (block-uniform).
+template <int W, int N>
+__device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W, N>& k, int t0, int span,
+                                       const uint16_t*& x, uint16_t*& y, const uint16_t*& res,
+                                       int& start, int& stop) {
   int limit;
   x = static_cast<const uint16_t*>(p.x);
   y = static_cast<uint16_t*>(p.y);
+  res = static_cast<const uint16_t*>(p.residual);
   if (p.cu_seqlens != nullptr) {
     const int32_t* cu = p.cu_seqlens;
     limit = cu[p.seqs];
@@ -173,38 +213,35 @@ __device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W>& k, int t
     k.end = limit;
     x += k.n * p.x_stride_seq;
     y += k.n * p.y_stride_seq;
+    if (res != nullptr) res += k.n * p.res_stride_seq;
   }
   stop = min(limit, t0 + span);
   return true;
 }
 
-// The window before t0: x rows inside the sequence, else initial-state slots / zeros.
-// `x` points at the thread's channels.
-template <typename E, int W>
-__device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W>& k,
+// The window before t0: x rows inside the sequence (the previous span's rows: L2 hits, plain
+// ld.global.nc, 1.8-3.0 % faster on the H200 than with .L1::no_allocate.L2::256B, notes.md),
+// else initial-state slots / zeros. `x` points at the thread's channels.
+template <typename E, int W, int N>
+__device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W, N>& k,
                                            const uint16_t* x, int c0, int t0, int start) {
   constexpr int S = W - 1;
   const E tag{};
-  if (t0 - S < start) window_from_state(tag, p, k.n, c0, k.win);
+  if (t0 - S < start) window_from_state(tag, p, k, c0);
 #pragma unroll
   for (int j = 0; j < S; ++j) {
     const int s = t0 - S + j;
     if (s >= start) {
-#if KERNRT_CONV_HALO_NC
-      const uint16_t* row = x + static_cast<int64_t>(s) * p.x_stride_tok;
-      unpack8(tag, __ldg(reinterpret_cast<const uint4*>(row)), k.win[j]);
-#else
-      unpack8(tag, ld_nc_v4(x + static_cast<int64_t>(s) * p.x_stride_tok), k.win[j]);
-#endif
+      unpack(tag, ld_nc<N>(x + static_cast<int64_t>(s) * p.x_stride_tok), k.win[j]);
     } else if (s - start + S > j) {
       // The state slot that lands at window position j: slot (s - start + S) >= j.
 #pragma unroll
       for (int i = 0; i < S; ++i)
         if (i == s - start + S)
 #pragma unroll
-          for (int c = 0; c < 8; ++c) k.win[j][c] = k.win[i][c];
+          for (int c = 0; c < N; ++c) k.win[j][c] = k.win[i][c];
     }
   }
 }
 
-}  // namespace kernrt_conv
+}  // namespace kernrt::conv

@@ -14,10 +14,11 @@
 #include "common/ptx.cuh"
 #include "test/params.h"
 
+namespace kernrt::test {
 namespace {
 
-constexpr uint32_t kCols = kernrt::test::kTmaBoxCols;
-constexpr uint32_t kRows = kernrt::test::kTmaBoxRows;
+constexpr uint32_t kCols = kTmaBoxCols;
+constexpr uint32_t kRows = kTmaBoxRows;
 constexpr uint32_t kTileBytes = kCols * kRows * sizeof(float);
 static_assert(kTileBytes % 128 == 0, "a TMA box lands in 128-byte aligned smem");
 
@@ -34,24 +35,24 @@ __device__ __forceinline__ void copy_tile(const CUtensorMap* map, float* dst, in
 
   // ---- barrier init
   if (threadIdx.x == 0) {
-    kernrt::ptx::prefetch_tensormap(map);
-    kernrt::ptx::mbarrier_init(&bar, 1);
-    kernrt::ptx::fence_mbarrier_init();
+    ptx::prefetch_tensormap(map);
+    ptx::mbarrier_init(&bar, 1);
+    ptx::fence_mbarrier_init();
   }
   __syncthreads();
 
   // ---- producer: one thread issues the box and the byte count it will complete
   if (threadIdx.x == 0) {
-    kernrt::ptx::mbarrier_arrive_expect_tx(&bar, kTileBytes);
+    ptx::mbarrier_arrive_expect_tx(&bar, kTileBytes);
     if constexpr (kRank == 2) {
-      kernrt::ptx::tma_load_2d(tile, map, &bar, x0, y0);
+      ptx::tma_load_2d(tile, map, &bar, x0, y0);
     } else {
-      kernrt::ptx::tma_load_3d(tile, map, &bar, x0, y0, z);
+      ptx::tma_load_3d(tile, map, &bar, x0, y0, z);
     }
   }
 
   // ---- consumer: everyone waits for phase 0, then writes the tile out densely
-  kernrt::ptx::mbarrier_wait(&bar, 0);
+  ptx::mbarrier_wait(&bar, 0);
   for (uint32_t i = threadIdx.x; i < kCols * kRows; i += blockDim.x) {
     const int64_t r = y0 + static_cast<int32_t>(i / kCols);
     const int64_t c = x0 + static_cast<int32_t>(i % kCols);
@@ -60,15 +61,16 @@ __device__ __forceinline__ void copy_tile(const CUtensorMap* map, float* dst, in
 }
 
 }  // namespace
+}  // namespace kernrt::test
 
 extern "C" __global__ void __launch_bounds__(128)
     test_tma_copy2d_sm90a(const __grid_constant__ CUtensorMap map, float* dst, int32_t rows,
                           int32_t cols) {
-  copy_tile<2>(&map, dst, rows, cols);
+  kernrt::test::copy_tile<2>(&map, dst, rows, cols);
 }
 
 extern "C" __global__ void __launch_bounds__(128)
     test_tma_copy3d_sm90a(const __grid_constant__ CUtensorMap map, float* dst, int32_t rows,
                           int32_t cols) {
-  copy_tile<3>(&map, dst, rows, cols);
+  kernrt::test::copy_tile<3>(&map, dst, rows, cols);
 }

@@ -137,7 +137,8 @@ std::optional<uint64_t> target_rows(const manifest::Manifest& m, const MemoryPla
 }  // namespace
 
 std::optional<Error> check_domain(const manifest::Manifest& m, const MemoryPlan& plan,
-                                  const std::string& name, const void* data, size_t bytes) {
+                                  const std::string& name, const void* data, size_t bytes,
+                                  uint64_t first) {
   auto it = m.buffers.find(name);
   if (it == m.buffers.end() || !it->second.domain || bytes == 0) return std::nullopt;
   const manifest::Buffer& b = it->second;
@@ -166,7 +167,7 @@ std::optional<Error> check_domain(const manifest::Manifest& m, const MemoryPlan&
 
   // Messages are built only for the element that fails.
   auto element = [&](size_t i, const std::string& value, const std::string& problem) {
-    return fail("element " + std::to_string(i) + " = " + value + " " + problem);
+    return fail("element " + std::to_string(first + i) + " = " + value + " " + problem);
   };
   for (size_t i = 0, n = bytes / elem; i < n; ++i) {
     if (is_float) {
@@ -178,7 +179,7 @@ std::optional<Error> check_domain(const manifest::Manifest& m, const MemoryPlan&
         return element(i, float_text(v), "is above the domain max " + float_text(hi->f));
       }
       if (monotone && i > 0 && v < float_at(b.dtype, p + (i - 1) * elem)) {
-        return element(i, float_text(v), "is below element " + std::to_string(i - 1) +
+        return element(i, float_text(v), "is below element " + std::to_string(first + i - 1) +
                                              ", but the domain is monotone");
       }
       continue;
@@ -197,7 +198,7 @@ std::optional<Error> check_domain(const manifest::Manifest& m, const MemoryPlan&
                                          int_text(*last_row) + "]");
     }
     if (monotone && i > 0 && v < int_at(b.dtype, p + (i - 1) * elem)) {
-      return element(i, int_text(v), "is below element " + std::to_string(i - 1) +
+      return element(i, int_text(v), "is below element " + std::to_string(first + i - 1) +
                                          ", but the domain is monotone");
     }
   }

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -20,8 +21,10 @@
 namespace kernrt::rt {
 
 // `data` holds `bytes` (a whole number of elements) of buffer `name` of manifest `m`, whose
-// states were sized by `plan`.
+// states were sized by `plan`, starting at element `first` of the buffer (messages count
+// from there; `monotone` is checked within the elements given).
 std::optional<Error> check_domain(const manifest::Manifest& m, const MemoryPlan& plan,
-                                  const std::string& name, const void* data, size_t bytes);
+                                  const std::string& name, const void* data, size_t bytes,
+                                  uint64_t first = 0);
 
 }  // namespace kernrt::rt

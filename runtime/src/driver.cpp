@@ -61,12 +61,16 @@ Result<DriverApi> open_driver(const char* library) {
   need("cuStreamCreate", &api.cuStreamCreate);
   need("cuStreamDestroy", &api.cuStreamDestroy);
   need("cuStreamSynchronize", &api.cuStreamSynchronize);
+  need("cuStreamWaitEvent", &api.cuStreamWaitEvent);
+  need("cuStreamIsCapturing", &api.cuStreamIsCapturing);
   need("cuMemAlloc", &api.cuMemAlloc);
   need("cuMemFree", &api.cuMemFree);
   need("cuMemAllocHost", &api.cuMemAllocHost);
   need("cuMemFreeHost", &api.cuMemFreeHost);
   need("cuMemcpyHtoDAsync", &api.cuMemcpyHtoDAsync);
   need("cuMemcpyDtoHAsync", &api.cuMemcpyDtoHAsync);
+  need("cuMemcpyDtoDAsync", &api.cuMemcpyDtoDAsync);
+  need("cuMemGetAddressRange", &api.cuMemGetAddressRange);
   need("cuMemsetD8Async", &api.cuMemsetD8Async);
   need("cuMemGetInfo", &api.cuMemGetInfo);
   need("cuModuleLoadData", &api.cuModuleLoadData);
@@ -75,6 +79,7 @@ Result<DriverApi> open_driver(const char* library) {
   need("cuFuncSetAttribute", &api.cuFuncSetAttribute);
   need("cuLaunchKernelEx", &api.cuLaunchKernelEx);
   need("cuTensorMapEncodeTiled", &api.cuTensorMapEncodeTiled);
+  need("cuTensorMapReplaceAddress", &api.cuTensorMapReplaceAddress);
   need("cuStreamBeginCapture", &api.cuStreamBeginCapture);
   need("cuStreamEndCapture", &api.cuStreamEndCapture);
   need("cuGraphInstantiateWithFlags", &api.cuGraphInstantiateWithFlags);

@@ -30,12 +30,16 @@ struct DriverApi {
   PFN_cuStreamCreate_v2000 cuStreamCreate = nullptr;
   PFN_cuStreamDestroy_v4000 cuStreamDestroy = nullptr;
   PFN_cuStreamSynchronize_v2000 cuStreamSynchronize = nullptr;
+  PFN_cuStreamWaitEvent_v3020 cuStreamWaitEvent = nullptr;
+  PFN_cuStreamIsCapturing_v10000 cuStreamIsCapturing = nullptr;
   PFN_cuMemAlloc_v3020 cuMemAlloc = nullptr;
   PFN_cuMemFree_v3020 cuMemFree = nullptr;
   PFN_cuMemAllocHost_v3020 cuMemAllocHost = nullptr;
   PFN_cuMemFreeHost_v2000 cuMemFreeHost = nullptr;
   PFN_cuMemcpyHtoDAsync_v3020 cuMemcpyHtoDAsync = nullptr;
   PFN_cuMemcpyDtoHAsync_v3020 cuMemcpyDtoHAsync = nullptr;
+  PFN_cuMemcpyDtoDAsync_v3020 cuMemcpyDtoDAsync = nullptr;
+  PFN_cuMemGetAddressRange_v3020 cuMemGetAddressRange = nullptr;
   PFN_cuMemsetD8Async_v3020 cuMemsetD8Async = nullptr;
   PFN_cuMemGetInfo_v3020 cuMemGetInfo = nullptr;
   PFN_cuModuleLoadData_v2000 cuModuleLoadData = nullptr;
@@ -45,6 +49,7 @@ struct DriverApi {
   PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute = nullptr;
   PFN_cuLaunchKernelEx_v11060 cuLaunchKernelEx = nullptr;
   PFN_cuTensorMapEncodeTiled_v12000 cuTensorMapEncodeTiled = nullptr;
+  PFN_cuTensorMapReplaceAddress_v12000 cuTensorMapReplaceAddress = nullptr;
   PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture = nullptr;
   PFN_cuStreamEndCapture_v10000 cuStreamEndCapture = nullptr;
   PFN_cuGraphInstantiateWithFlags_v11040 cuGraphInstantiateWithFlags = nullptr;

@@ -140,6 +140,12 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   if (auto e = im->check(d.cuStreamCreate(&im->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate")) {
     return fail(*e);
   }
+  // The two events that order the compute stream with a caller's stream (exec.cpp).
+  for (CUevent* ev : {&im->compute_done, &im->foreign_done}) {
+    if (auto e = im->check(d.cuEventCreate(ev, CU_EVENT_DISABLE_TIMING), "cuEventCreate")) {
+      return fail(*e);
+    }
+  }
 
   // A plan that cannot fit fails with the numbers instead of a bare out-of-memory.
   size_t free_bytes = 0, total_bytes = 0;
@@ -151,6 +157,19 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
                           std::to_string(free_bytes) + " free: lower the token capacity (" +
                           std::to_string(im->plan.token_capacity) + ") or the sequence slots (" +
                           std::to_string(im->plan.seq_slots) + ")"});
+  }
+
+  // ---- cuBLASLt for the GEMM built-ins, with a workspace of its own --------------------------
+  if (rt::uses_gemm(m)) {
+    auto blas = rt::Blas::open();
+    if (!blas) return ImplResult::fail(blas.errors);
+    im->blas = std::move(*blas.value);
+    CUdeviceptr ws = 0;
+    if (auto e = im->check(d.cuMemAlloc(&ws, rt::Blas::kWorkspaceBytes), "cuMemAlloc (cuBLASLt workspace)")) {
+      return fail(*e);
+    }
+    im->device_allocations.push_back(ws);
+    im->blas->set_workspace(ws, rt::Blas::kWorkspaceBytes);
   }
 
   // ---- allocations, zeroed ---------------------------------------------------------------------
@@ -314,6 +333,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     im->programs.push_back(std::move(prog));
   }
   im->dense.assign(im->lowered.vars.names.size(), 1);
+  im->bound.assign(im->lowered.bindable.size(), 0);
   const auto* api_table = im->api;
   im->graphs = std::make_unique<rt::GraphCache>(
       options.graph_cache_capacity ? options.graph_cache_capacity : kDefaultGraphCacheCapacity,

@@ -2,6 +2,7 @@
 #include "lower.hpp"
 
 #include <algorithm>
+#include <iterator>
 #include <tuple>
 #include <type_traits>
 #include <variant>
@@ -43,15 +44,24 @@ Errors check_supported(const manifest::Manifest& m) {
   for (const auto& [op_name, op] : m.ops) {
     for (size_t l = 0; l < op.impl.launches.size(); ++l) {
       const auto& launch = op.impl.launches[l];
-      if (launch.is_extern) {
+      if (launch.is_extern && !gemm_kind(launch.entry)) {
         errors.push_back(Error{ErrorKind::Manifest,
             json_pointer_append(ptr({"ops", op_name, "impl", "launches"}), l) + "/entry",
-            "unsupported extern `" + launch.entry + "`: kernrt runs kernel launches only; "
-            "the v4 cuBLAS externs are out of scope"});
+            "unsupported extern `" + launch.entry + "`: the built-ins are extern:cublaslt_bf16_tn, "
+            "extern:cublaslt_bf16_tn_acc and extern:cublas_bf16_tn_f32"});
       }
     }
   }
   return errors;
+}
+
+bool uses_gemm(const manifest::Manifest& m) {
+  for (const auto& [name, op] : m.ops) {
+    for (const auto& launch : op.impl.launches) {
+      if (launch.is_extern) return true;
+    }
+  }
+  return false;
 }
 
 namespace {
@@ -105,6 +115,9 @@ struct Lowerer {
             s.region = Region{it->second.address + off, it->second.bytes - off};
             s.value = Value::fixed(s.region.address);
             s.what = view_name(a.name, off);
+            s.buffer = static_cast<int32_t>((kBuf ? 0 : alloc.buffers.size()) +
+                                            std::distance(table.begin(), it));
+            s.offset = off;
             slot = std::move(s);
           } else if constexpr (std::is_same_v<T, manifest::VarRef>) {
             if (auto v = compile(manifest::Expr::variable(a.name), path)) {
@@ -131,7 +144,8 @@ struct Lowerer {
     const auto& params = launch.params ? *launch.params : op.params;
     // Without `args`, the launch forwards the interface params in order.
     const size_t n_args = launch.args ? launch.args->size() : params.size();
-    if (n_args != params.size() || !launch.module) {
+    const auto gemm = launch.is_extern ? gemm_kind(launch.entry) : std::nullopt;
+    if (n_args != params.size() || (!launch.module && !gemm)) {
       fail(ErrorKind::Manifest, path, "launch has " + std::to_string(params.size()) +
                                           " params but " + std::to_string(n_args) + " args");
       return;
@@ -157,7 +171,8 @@ struct Lowerer {
       if (!s) ok = false; else plan.shared_mem = std::move(*s);
     }
 
-    FunctionKey key{*launch.module, launch.entry, {}};
+    FunctionKey key{launch.module.value_or(""), launch.entry, {}};
+    std::vector<uint64_t> pointer_bytes(n_args, 0);  // for the GEMM bounds
     for (size_t a = 0; a < n_args; ++a) {
       const std::string arg_path = json_pointer_append(path + "/args", a);
       const uint32_t size = params[a].size_bytes();
@@ -171,6 +186,9 @@ struct Lowerer {
           ok = false;
         } else {
           ap.value = iface[a].value;
+          ap.buffer = iface[a].buffer;
+          ap.offset = iface[a].offset;
+          pointer_bytes[a] = iface[a].region.bytes;
         }
         plan.args.push_back(std::move(ap));
         continue;
@@ -186,6 +204,9 @@ struct Lowerer {
                 return;
               }
               ap.value = iface[src.index].value;
+              ap.buffer = iface[src.index].buffer;
+              ap.offset = iface[src.index].offset;
+              pointer_bytes[a] = iface[src.index].region.bytes;
             } else if constexpr (std::is_same_v<T, manifest::ScratchRef>) {
               auto it = scratch.find(src.name);
               if (it == scratch.end()) {
@@ -194,6 +215,7 @@ struct Lowerer {
                 return;
               }
               ap.value = Value::fixed(it->second.address);
+              pointer_bytes[a] = it->second.bytes;
             } else if constexpr (std::is_same_v<T, manifest::RankRef>) {
               fail(ErrorKind::Caller, arg_path,
                    "rank arg `" + src.group + "` needs a topology: single-GPU runtime");
@@ -224,6 +246,25 @@ struct Lowerer {
       plan.args.push_back(std::move(ap));
     }
     if (!ok) return;
+    if (gemm) {
+      GemmArgs g{params, pointer_bytes, {}};
+      for (const auto& a : plan.args) {
+        uint64_t v = 0;
+        if (!a.is_pack && !a.value.eval(out.vars.max.data(), &v)) v = UINT64_MAX;
+        g.at_max.push_back(v);
+      }
+      Errors bad = check_gemm(*gemm, g, path);
+      if (!bad.empty()) {
+        errors.insert(errors.end(), bad.begin(), bad.end());
+        return;
+      }
+      plan.gemm = gemm;
+      for (const auto& a : plan.args) {
+        if (a.value.dynamic) a.value.expr.mark_reads(&program->reads);
+      }
+      program->launches.push_back(std::move(plan));
+      return;
+    }
 
     auto [it, inserted] = function_index.emplace(key, static_cast<uint32_t>(out.functions.size()));
     if (inserted) {
@@ -281,7 +322,6 @@ struct Lowerer {
       }
       if (!ok) continue;
       for (size_t l = 0; l < op.impl.launches.size(); ++l) {
-        if (op.impl.launches[l].is_extern) continue;  // refused by check_supported
         lower_launch(call.op, op, l, iface, call_path, &program);
       }
     }
@@ -295,6 +335,9 @@ Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& al
                               TensorMapEncoder& encoder) {
   Lowerer lw{m, allocations, encoder, {}, {}, {}};
   lw.out.vars = VarTable::from(m);
+  for (const auto& [name, region] : allocations.buffers) lw.out.bindable.push_back(name);
+  lw.out.buffer_count = lw.out.bindable.size();
+  for (const auto& [name, region] : allocations.states) lw.out.bindable.push_back(name);
   for (const auto& [name, p] : m.programs) lw.lower_program(name, p);
   if (!lw.errors.empty()) return Result<LoweredManifest>::fail(std::move(lw.errors));
   return Result<LoweredManifest>::ok(std::move(lw.out));

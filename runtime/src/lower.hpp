@@ -19,6 +19,7 @@
 
 #include "kernrt/manifest/error.hpp"
 #include "kernrt/manifest/types.hpp"
+#include "gemm.hpp"
 #include "pack.hpp"
 #include "slots.hpp"
 #include "tensormap.hpp"
@@ -45,6 +46,8 @@ struct LaunchArgPlan {
   uint32_t size = 8;  // ABI size; the kernel reads the low `size` bytes of a u64 slot
   Value value;        // pointer or scalar (not a pack)
   uint32_t pack = 0;  // index into LaunchPlan::packs (pack only)
+  int32_t buffer = -1;  // a pointer into this buffer (sorted index), for bound calls
+  uint64_t offset = 0;
 };
 
 struct LaunchPlan {
@@ -58,6 +61,7 @@ struct LaunchPlan {
   bool pdl = false;
   std::vector<LaunchArgPlan> args;
   std::vector<PackPlan> packs;
+  std::optional<GemmKind> gemm;  // an `extern:` GEMM built-in: no function, no geometry
 };
 
 struct ProgramPlan {
@@ -67,6 +71,10 @@ struct ProgramPlan {
 
 struct LoweredManifest {
   VarTable vars;
+  // What a call may bind the caller's memory to: every buffer (sorted), then every state
+  // (sorted); Slot::buffer and relocations index this list.
+  std::vector<std::string> bindable;
+  size_t buffer_count = 0;  // bindable[0, buffer_count) are buffers, the rest states
   std::vector<FunctionKey> functions;
   std::vector<uint64_t> shared_mem_max;  // per function: bytes at var maxima, max over launches
   std::vector<std::string> function_paths;  // per function: the first launch that uses it
@@ -74,9 +82,12 @@ struct LoweredManifest {
   std::map<std::string, ProgramPlan> programs;
 };
 
-// What a single-GPU v4 runtime refuses before touching anything: a topology, extern
-// launches ("unsupported extern `x`"), peer buffers, rank args.
+// What a single-GPU v4 runtime refuses before touching anything: a topology, externs
+// other than the GEMM built-ins ("unsupported extern `x`"), peer buffers, rank args.
 Errors check_supported(const manifest::Manifest& m);
+
+// Whether any launch of the manifest is a GEMM built-in (the runtime then opens cuBLASLt).
+bool uses_gemm(const manifest::Manifest& m);
 
 // Every problem found, each at its JSON pointer.
 Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& allocations,

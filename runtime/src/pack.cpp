@@ -76,11 +76,13 @@ Result<PackPlan> build_pack_plan(const manifest::Pack& pack, const PackContext& 
       }
       std::memcpy(plan.base.data() + f.at, blob.value->data(), blob.value->size());
       plan.maps.push_back(*spec.value);
+      if (slot.buffer >= 0) plan.relocations.push_back({f.at, 128, slot.buffer, slot.offset, true});
       continue;
     }
 
     FieldValue fv;
     bool ok = true;
+    const Slot* pointer_slot = nullptr;  // a buffer pointer field, for its relocation
     std::visit(
         [&](const auto& src) {
           using T = std::decay_t<decltype(src)>;
@@ -93,6 +95,7 @@ Result<PackPlan> build_pack_plan(const manifest::Pack& pack, const PackContext& 
             }
             fv.value = (*ctx.interface)[src.index].value;
             fv.natural_width = (*ctx.interface_types)[src.index].size_bytes();
+            if ((*ctx.interface)[src.index].buffer >= 0) pointer_slot = &(*ctx.interface)[src.index];
           } else if constexpr (std::is_same_v<T, manifest::ScratchRef>) {
             const Region* region = nullptr;
             if (ctx.scratch) {
@@ -149,6 +152,9 @@ Result<PackPlan> build_pack_plan(const manifest::Pack& pack, const PackContext& 
            " must be 1-8 bytes wide and end within the " + std::to_string(pack.size) +
            "-byte pack");
       continue;
+    }
+    if (pointer_slot) {
+      plan.relocations.push_back({f.at, width, pointer_slot->buffer, pointer_slot->offset, false});
     }
     if (fv.value.dynamic) {
       plan.dynamic.push_back(PackPlan::Dynamic{f.at, width, std::move(fv.value)});

@@ -31,6 +31,7 @@ struct PackPlan {
   std::vector<uint8_t> base;      // size bytes: constants and descriptors, zeros elsewhere
   std::vector<Dynamic> dynamic;   // recomputed per run
   std::vector<TensorMapSpec> maps;  // what was encoded (kept for diagnostics and tests)
+  std::vector<Relocation> relocations;  // buffer addresses in the image (bound calls)
 
   // Writes the image for this run into `image` (size bytes). False if an expression
   // fails to evaluate (overflow), which a verified manifest within its maxima cannot do.

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "blas.hpp"
 #include "driver.hpp"
 #include "graph_cache.hpp"
 #include "kernrt/runtime.hpp"
@@ -57,6 +58,20 @@ struct Runtime::Impl {
   std::vector<Program> programs;            // sorted by name
   std::vector<uint64_t> dense;              // dense vars of the current run
   std::unique_ptr<rt::GraphCache> graphs;
+  std::unique_ptr<rt::Blas> blas;  // opened when the manifest uses a GEMM built-in
+
+  // Ordering with a caller's stream: work enqueued on `stream` (host copies, runs) since
+  // it was last handed to `handed_to` makes a foreign stream wait on `compute_done`; work
+  // enqueued on a foreign stream is guarded by `foreign_done`, which `stream` waits for
+  // before its next operation. Neither happens while the foreign stream is capturing.
+  CUevent compute_done = nullptr;
+  CUevent foreign_done = nullptr;
+  bool compute_dirty = false;
+  CUstream handed_to = nullptr;
+  bool foreign_pending = false;
+  CUstream foreign_stream = nullptr;
+  // Per buffer (sorted order): the caller's address bound for the current call, or 0.
+  std::vector<uint64_t> bound;
 
   ~Impl();
 
@@ -69,14 +84,63 @@ struct Runtime::Impl {
   }
   std::optional<Error> check(CUresult rc, const std::string& what, const std::string& path);
   std::optional<Error> sync(const char* what);
+  // Makes `stream` wait for the last foreign stream's work (no host wait).
+  std::optional<Error> join_foreign();
 
   // Validates vars and fills `dense` for program `index`.
   std::optional<Error> prepare(const std::string& program, const std::map<std::string, uint64_t>& vars,
                                uint32_t* index);
-  // Enqueues every launch of the program on the stream with the current dense vars.
-  std::optional<Error> enqueue(uint32_t index);
-  // Enqueues the cached graph for (program, dense), capturing it on a miss.
-  std::optional<Error> enqueue_graph(uint32_t index);
+  // Enqueues every launch of the program on `s` with the current dense vars; with
+  // `relocate`, addresses of buffers bound in `bound` replace the runtime's own.
+  std::optional<Error> enqueue(uint32_t index, CUstream s, bool relocate = false);
+  // Enqueues the cached graph for (program, dense) on `s`, capturing it on `stream` on a miss.
+  std::optional<Error> enqueue_graph(uint32_t index, CUstream s);
+  // Rewrites the buffer addresses of one launch's parameters for the bound buffers.
+  std::optional<Error> relocate_launch(const rt::LaunchPlan& launch, LaunchArgs& la);
+  // Orders foreign stream `s` after pending work (or refuses what capture cannot hold),
+  // runs `launch_on(s)`, then guards its work with `foreign_done`. `s` == `stream` runs
+  // directly. Defined below: exec.cpp and runtime.cpp use it.
+  template <class F>
+  std::optional<Error> on_stream(CUstream s, bool graph, F&& launch_on);
 };
+
+template <class F>
+inline std::optional<Error> Runtime::Impl::on_stream(CUstream s, bool graph, F&& launch_on) {
+  if (s == stream) {
+    if (auto e = join_foreign()) return e;
+    auto e = launch_on(s);
+    compute_dirty = true;
+    handed_to = nullptr;
+    return e;
+  }
+  CUstreamCaptureStatus capture = CU_STREAM_CAPTURE_STATUS_NONE;
+  if (auto e = check(api->cuStreamIsCapturing(s, &capture), "cuStreamIsCapturing")) return e;
+  if (capture != CU_STREAM_CAPTURE_STATUS_NONE) {
+    if (graph) {
+      return Error{ErrorKind::Caller, "",
+                   "the stream is being captured: enqueue without graph=1 (the launches "
+                   "become part of the caller's graph); a runtime graph cannot be nested"};
+    }
+    if (compute_dirty || foreign_pending) {
+      return Error{ErrorKind::Caller, "",
+                   "the runtime has work in flight on another stream (a host write or a run): "
+                   "call kernrt_synchronize before capturing"};
+    }
+    return launch_on(s);
+  }
+  if (compute_dirty && handed_to != s) {
+    if (auto e = check(api->cuEventRecord(compute_done, stream), "cuEventRecord")) return e;
+    if (auto e = check(api->cuStreamWaitEvent(s, compute_done, 0), "cuStreamWaitEvent")) return e;
+    handed_to = s;
+  }
+  if (foreign_pending && foreign_stream != s) {
+    if (auto e = check(api->cuStreamWaitEvent(s, foreign_done, 0), "cuStreamWaitEvent")) return e;
+  }
+  auto failed = launch_on(s);
+  if (auto e = check(api->cuEventRecord(foreign_done, s), "cuEventRecord")) return failed ? failed : e;
+  foreign_pending = true;
+  foreign_stream = s;
+  return failed;
+}
 
 }  // namespace kernrt

@@ -98,6 +98,22 @@ struct Slot {
   Region region;  // pointer only
   Value value;    // pointer: fixed(address); scalar: literal bits or expression
   std::string what;
+  // Pointer into a buffer or state: its index in LoweredManifest::bindable and the byte
+  // offset, so a call may bind the caller's memory in its place (Relocation).
+  int32_t buffer = -1;
+  uint64_t offset = 0;
+};
+
+// Where a buffer's address was written into a launch's parameters, so that a call that
+// binds the caller's memory to that buffer can rewrite it: a pointer slot (pack = false,
+// `at` is the launch arg index), a pack field (`at`/`width` in the pack image) or a
+// tensormap's global address (tensormap = true, the 128-byte descriptor at `at`).
+struct Relocation {
+  uint32_t at = 0;
+  uint32_t width = 8;
+  int32_t buffer = -1;
+  uint64_t offset = 0;
+  bool tensormap = false;
 };
 
 }  // namespace kernrt::rt

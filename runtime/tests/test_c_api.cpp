@@ -2,6 +2,7 @@
 // handle, or per thread for failed loads), option defaults, and null-safety.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <string>
 
 #include "fixtures.hpp"
@@ -15,6 +16,7 @@ TEST(CApi, OptionsInitSetsDefaults) {
   kernrt_load_options o;
   o.gpu = 5;
   kernrt_load_options_init(&o);
+  EXPECT_EQ(o.struct_size, sizeof(kernrt_load_options));
   EXPECT_EQ(o.gpu, 0);
   EXPECT_EQ(o.n_cubin_dirs, 0u);
   EXPECT_EQ(o.token_capacity, 0u);
@@ -68,6 +70,110 @@ TEST(CApi, MissingFileIsIoStatusAndNullsAreCallerErrors) {
 TEST(CApi, DeviceAvailabilityAgreesWithCpp) {
   EXPECT_EQ(kernrt_device_available() == 1, device_available(nullptr));
   EXPECT_STREQ(kernrt_version(), KERNRT_VERSION);  // the project version
+}
+
+
+TEST(CApi, StatusStringsNameEveryStatus) {
+  EXPECT_STREQ(kernrt_status_string(KERNRT_OK), "ok");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_PARSE), "parse");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_MANIFEST), "manifest");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_ARTIFACT), "artifact");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_DRIVER), "driver");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_CALLER), "caller");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_IO), "io");
+  EXPECT_STREQ(kernrt_status_string(KERNRT_E_INTERNAL), "internal");
+}
+
+// Every entry point that takes a handle refuses NULL with its own message in the thread's
+// record, never a stale one from an earlier load.
+TEST(CApi, NullHandleCallsSetTheirOwnMessage) {
+  kernrt_runtime* rt = nullptr;
+  ASSERT_EQ(kernrt_load_file("/nonexistent/kernrt.json", nullptr, &rt), KERNRT_E_IO);
+  struct Call {
+    const char* name;
+    kernrt_status status;
+  };
+  uint64_t ptr = 0;
+  size_t bytes = 0;
+  kernrt_buffer_info info{};
+  info.struct_size = sizeof info;
+  kernrt_timing timing{};
+  const Call calls[] = {
+      {"kernrt_run", kernrt_run(nullptr, "p", nullptr, nullptr, 0, 0)},
+      {"kernrt_enqueue", kernrt_enqueue(nullptr, "p", nullptr, nullptr, 0, 1, nullptr)},
+      {"kernrt_enqueue_bound", kernrt_enqueue_bound(nullptr, "p", nullptr, nullptr, 0, nullptr, 0, nullptr)},
+      {"kernrt_synchronize", kernrt_synchronize(nullptr)},
+      {"kernrt_write_input", kernrt_write_input(nullptr, "q", nullptr, 0)},
+      {"kernrt_write_input_device", kernrt_write_input_device(nullptr, "q", 0, 0, 0, nullptr)},
+      {"kernrt_read_output_at", kernrt_read_output_at(nullptr, "o", 0, nullptr, 0)},
+      {"kernrt_buffer_device_ptr", kernrt_buffer_device_ptr(nullptr, "q", &ptr, &bytes)},
+      {"kernrt_state_device_ptr", kernrt_state_device_ptr(nullptr, "kv", &ptr, &bytes)},
+      {"kernrt_get_buffer_info", kernrt_get_buffer_info(nullptr, "q", &info)},
+      {"kernrt_time", kernrt_time(nullptr, "p", nullptr, nullptr, 0, 1, 10, &timing)},
+  };
+  for (const auto& c : calls) {
+    EXPECT_EQ(c.status, KERNRT_E_CALLER) << c.name;
+  }
+  // The record holds the last call's message, which names it.
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("null runtime handle passed to kernrt_time"),
+            std::string::npos)
+      << kernrt_last_error(nullptr);
+  const std::string json = kernrt_last_error_json(nullptr);
+  EXPECT_NE(json.find("\"kind\":\"caller\""), std::string::npos) << json;
+  EXPECT_EQ(kernrt_buffer_count(nullptr), 0u);
+  EXPECT_EQ(kernrt_program_name(nullptr, 0), nullptr);
+}
+
+TEST(CApi, LoadResetsTheHandleAndRefusesADirectoryAsIo) {
+  testing::TempDir dir;
+  kernrt_runtime* rt = reinterpret_cast<kernrt_runtime*>(1);
+  EXPECT_EQ(kernrt_load_file(dir.path().c_str(), nullptr, &rt), KERNRT_E_IO);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("not a regular file"), std::string::npos)
+      << kernrt_last_error(nullptr);
+  rt = reinterpret_cast<kernrt_runtime*>(1);
+  EXPECT_EQ(kernrt_load_file(nullptr, nullptr, &rt), KERNRT_E_CALLER);
+  EXPECT_EQ(rt, nullptr);
+  kernrt_load_options o;
+  kernrt_load_options_init(&o);
+  o.struct_size = 8;  // not any version of the struct
+  const std::string text = testing::read_text(testing::source_path("examples/decode.json"));
+  EXPECT_EQ(kernrt_load_json(text.data(), text.size(), &o, &rt), KERNRT_E_CALLER);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("struct_size 8"), std::string::npos);
+}
+
+TEST(CApi, VerifyJsonReportsEveryProblemWithItsPointer) {
+  const std::string good = testing::read_text(testing::source_path("examples/decode.json"));
+  const char* report = nullptr;
+  EXPECT_EQ(kernrt_verify_json(good.data(), good.size(), &report), KERNRT_OK);
+  EXPECT_STREQ(report, "[]");
+  std::string bad = good;
+  const std::string key = "\"schema_version\": 4";
+  ASSERT_NE(bad.find(key), std::string::npos);
+  bad.replace(bad.find(key), key.size(), "\"schema_version\": 3");
+  EXPECT_EQ(kernrt_verify_json(bad.data(), bad.size(), &report), KERNRT_E_MANIFEST);
+  const std::string r = report;
+  EXPECT_NE(r.find("\"path\":\"/schema_version\""), std::string::npos) << r;
+  const std::string junk = "{\"schema_version\": 4,";
+  EXPECT_EQ(kernrt_verify_json(junk.data(), junk.size(), &report), KERNRT_E_PARSE);
+  EXPECT_NE(std::string(report).find("\"line\""), std::string::npos) << report;
+}
+
+// Without a GPU every load that gets as far as the driver says so, and nothing crashes.
+TEST(CApi, WithoutADeviceLoadIsADriverStatus) {
+  if (device_available(nullptr)) GTEST_SKIP() << "a device is present";
+  const std::string manifest = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
+  if (!std::filesystem::exists(manifest)) GTEST_SKIP() << "test kernels not built";
+  const char* dirs[] = {KERNRT_CUBIN_DIR};
+  kernrt_load_options o;
+  kernrt_load_options_init(&o);
+  o.cubin_dirs = dirs;
+  o.n_cubin_dirs = 1;
+  kernrt_runtime* rt = nullptr;
+  EXPECT_EQ(kernrt_load_file(manifest.c_str(), &o, &rt), KERNRT_E_DRIVER);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("no CUDA driver/device"), std::string::npos)
+      << kernrt_last_error(nullptr);
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "fixtures.hpp"
+#include "gemm_manifest.hpp"
 #include "lower.hpp"
 #include "memory.hpp"
 
@@ -129,6 +130,109 @@ TEST(Lower, OffsetPastTheEndIsAnError) {
   ASSERT_FALSE(low);
   EXPECT_EQ(low.errors[0].path, "/programs/p/calls/0/args/0");
   EXPECT_EQ(low.errors[0].message, "offset 1048576 is past the end of `x` (1024 bytes)");
+}
+
+
+// Bound calls rewrite exactly the places lowering recorded: pointer args into buffers (with
+// the call offset), pack pointer fields and tensormap addresses; never states or scratch.
+TEST(Lower, RelocationsNameBuffersWhereTheirAddressesLand) {
+  const auto file = testing::source_path("kernels/test/manifests/pack_echo.json");
+  auto parsed = manifest::parse_manifest(testing::read_text(file));
+  ASSERT_TRUE(parsed) << testing::all_messages(parsed.errors);
+  const auto& m = *parsed.value;
+  auto plan = rt::plan_memory(m, 4096, 0);
+  ASSERT_TRUE(plan);
+  testing::FakeEncoder enc;
+  auto low = rt::lower(m, fake(*plan.value), enc);
+  ASSERT_TRUE(low) << testing::all_messages(low.errors);
+  const auto& names = low.value->bindable;
+  auto index = [&](const std::string& n) {
+    return static_cast<int32_t>(std::find(names.begin(), names.end(), n) - names.begin());
+  };
+  size_t pointer_args = 0, fields = 0, maps = 0;
+  for (const auto& [name, program] : low.value->programs) {
+    for (const auto& launch : program.launches) {
+      for (const auto& a : launch.args) {
+        if (a.is_pack || a.buffer < 0) continue;
+        ++pointer_args;
+        ASSERT_LT(static_cast<size_t>(a.buffer), names.size());
+      }
+      for (const auto& pack : launch.packs) {
+        for (const auto& r : pack.relocations) {
+          ASSERT_LT(static_cast<size_t>(r.buffer), names.size());
+          if (r.tensormap) {
+            ++maps;
+            EXPECT_EQ(r.width, 128u);
+            EXPECT_EQ(r.at % 64, 0u);
+          } else {
+            ++fields;
+            if (r.buffer == index("x")) {
+              EXPECT_EQ(r.offset, 16u) << "the call's offset of 16 bytes";
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(pointer_args, 0u);
+  EXPECT_GT(fields, 0u);
+  EXPECT_EQ(maps, 1u);  // the one tensormap over `x`
+}
+
+
+// The GEMM built-ins lower to launches without a function; their arity, param kinds and
+// bounds at the vars' maxima are checked here, each problem at the launch.
+TEST(Lower, GemmBuiltInsLowerAndCheckTheirArgs) {
+  auto parsed = manifest::parse_manifest(testing::kGemmManifest);
+  ASSERT_TRUE(parsed) << testing::all_messages(parsed.errors);
+  auto m = *parsed.value;
+  EXPECT_TRUE(rt::check_supported(m).empty());
+  EXPECT_TRUE(rt::uses_gemm(m));
+  auto lower_it = [](const manifest::Manifest& mm) {
+    auto plan = rt::plan_memory(mm, 0, 0);
+    EXPECT_TRUE(plan);
+    testing::FakeEncoder enc;
+    return rt::lower(mm, fake(*plan.value), enc);
+  };
+  auto low = lower_it(m);
+  ASSERT_TRUE(low) << testing::all_messages(low.errors);
+  const auto& g = low.value->programs.at("gemm").launches.at(0);
+  ASSERT_TRUE(g.gemm);
+  EXPECT_EQ(*g.gemm, rt::GemmKind::Bf16);
+  EXPECT_TRUE(low.value->functions.empty());
+  EXPECT_EQ(*low.value->programs.at("gemm_f32").launches.at(0).gemm, rt::GemmKind::Bf16F32);
+
+  // C's row stride past its buffer: 64 rows of 200 bf16 do not fit 64 x 104.
+  auto wide = m;
+  std::get<manifest::LitI32>(wide.programs.at("gemm").calls[0].args[6]).v = 200;
+  auto bad = lower_it(wide);
+  ASSERT_FALSE(bad);
+  EXPECT_EQ(bad.errors[0].path, "/ops/proj/impl/launches/0/args/2");
+  EXPECT_NE(bad.errors[0].message.find("`c` spans"), std::string::npos) << bad.errors[0].message;
+
+  // A stride below k.
+  auto narrow = m;
+  std::get<manifest::LitI32>(narrow.programs.at("gemm").calls[0].args[7]).v = 64;
+  bad = lower_it(narrow);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.errors[0].message.find("A's row stride 64 is below k = 128"), std::string::npos);
+
+  // An f32 output for the bf16 built-in.
+  auto typed = m;
+  typed.ops.at("proj").params[2] = typed.ops.at("proj_f32").params[2];
+  typed.programs.at("gemm").calls[0].args[2] = manifest::BufArg{"cf", std::nullopt};
+  bad = lower_it(typed);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.errors[0].message.find("`c` must be an out buffer<bf16>"), std::string::npos)
+      << bad.errors[0].message;
+
+  // Too few args.
+  auto short_op = m;
+  short_op.ops.at("proj").params.resize(5);
+  short_op.programs.at("gemm").calls[0].args.resize(5);
+  bad = lower_it(short_op);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(bad.errors[0].message.find("(6 to 8 args), got 5"), std::string::npos) << bad.errors[0].message;
 }
 
 }  // namespace

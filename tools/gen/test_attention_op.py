@@ -1,8 +1,10 @@
 """Tests of the attention op generator (run by ctest, label cpu; stdlib unittest).
 
 Owns: byte-for-byte reproduction of the seed fragments and the shipped call binding, the
-h200-vs-gb300 difference contract (only module, entry, grid, block, shared_mem and, when the
-split count differs, the split constant and scratch shapes), capacity regeneration, the
+h200-vs-gb300 difference contracts (decode: only module, entry, grid, block, shared_mem and,
+when the split count differs, the split constant and scratch shapes; prefill: module, entry,
+grid, block, shared_mem, the slot count at 1156 and the appended split-KV scratch fields and
+entries), capacity regeneration, the
 fast-divisor and f32 encodings, the committed examples being the generator's output, and the
 examples' TMA footprints against their buffers.
 
@@ -21,11 +23,12 @@ from contextlib import redirect_stderr, redirect_stdout
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-import attention_op as ao  # noqa: E402
+import _package  # noqa: E402,F401  (puts runtime/python on sys.path)
 import example_io  # noqa: E402
-import examples  # noqa: E402
-import kernel_params as kp  # noqa: E402
-from kernel_params import GenError  # noqa: E402
+from kernrt.gen import attention as ao  # noqa: E402
+from kernrt.gen import attention_examples as examples  # noqa: E402
+from kernrt.gen import attention_params as kp  # noqa: E402
+from kernrt.gen.attention_params import GenError  # noqa: E402
 
 REPO = ao.REPO
 SHIPPED = os.path.join(REPO, "manifests", "qwen3.8-27b-gb300")
@@ -148,9 +151,77 @@ class H200Contract(unittest.TestCase):
         self.assertLessEqual(paths, allowed)
         self.assertIn(f"{launch}/module", paths)
 
-    def test_h200_has_no_prefill(self):
-        with self.assertRaisesRegex(GenError, "decode kernel only"):
-            ao.fragment(["prefill"], "h200", model_cap(), self.GEOMETRY)
+    PREFILL = {"module": "attention_prefill", "cubin": "attention_prefill.sm90a.cubin",
+               "entry": "attention_prefill_sm90a_bf16_q24kv4d256p64", "block": [384, 1, 1],
+               "shared_mem": 231679, "grid_x": 132, "slots": 1280}
+
+    def prefill_pair(self, geometry, **cap):
+        gb = ao.fragment(["prefill"], "gb300-trtllm", model_cap(**cap))["ops"]["attn_prefill"]
+        h2 = ao.fragment(["prefill"], "h200", model_cap(**cap), None, geometry)
+        return gb, h2
+
+    def assert_prefill_contract(self, geometry, slots, **cap):
+        """The h200 prefill op is the GB300 one with its own launch geometry, plus the split-KV
+        scratch: the GB300 pack fields in the same order and values except the slot count at
+        1156, then the counter / partial / stats pointers; nothing else differs."""
+        gb, h2_fragment = self.prefill_pair(geometry, **cap)
+        h2 = h2_fragment["ops"]["attn_prefill"]
+        self.assertEqual(h2_fragment["modules"], {geometry["module"]: {
+            "source": geometry["cubin"], "sha256": "@SHA256:attention_prefill.sm90a@"}})
+        self.assertEqual(h2["params"], gb["params"])
+        lg, lh = gb["impl"]["launches"][0], h2["impl"]["launches"][0]
+        self.assertEqual(len(h2["impl"]["launches"]), 1)
+        self.assertEqual(set(lg), set(lh))
+        launch_keys = {"module", "entry", "grid", "block", "shared_mem"}
+        for key in set(lg) - launch_keys - {"args"}:
+            self.assertEqual(lh[key], lg[key], key)
+        self.assertEqual((lh["module"], lh["entry"], lh["block"], lh["shared_mem"]),
+                         (geometry["module"], geometry["entry"], geometry["block"],
+                          geometry["shared_mem"]))
+        self.assertEqual(lh["grid"], [geometry["grid_x"], 1, 1])
+        pg, ph = lg["args"][0]["pack"], lh["args"][0]["pack"]
+        self.assertEqual(len(lg["args"]), 1)
+        self.assertEqual(ph["size"], pg["size"])
+        gf, hf = pg["fields"], ph["fields"]
+        self.assertEqual(len(hf), len(gf) + 3)
+        for a, b in zip(gf, hf):
+            if a["at"] == kp.MAX_NUM_CTAS_KV:
+                self.assertEqual((a, b), ({"at": 1156, "i32": 1}, {"at": 1156, "i32": slots}))
+            else:
+                self.assertEqual(b, a)
+        self.assertEqual(hf[len(gf):], [{"at": 984, "scratch": "counter"},
+                                        {"at": 1008, "scratch": "partial"},
+                                        {"at": 1016, "scratch": "stats"}])
+        self.assertEqual(gb["impl"]["scratch"], {})
+        counter = (16 + 2 * slots + 31) // 32 * 32 + 32 * geometry["grid_x"]
+        self.assertEqual(h2["impl"]["scratch"], {
+            "counter": {"dtype": "i32", "shape": [counter]},
+            "partial": {"dtype": "f32", "shape": [slots, 128, 256]},
+            "stats": {"dtype": "f32", "shape": [slots, 128, 2]}})
+
+    def test_h200_prefill_differs_only_in_launch_geometry_and_split_scratch(self):
+        self.assert_prefill_contract(self.PREFILL, 1280)
+
+    def test_committed_prefill_geometry_keeps_the_contract(self):
+        geometry = ao.load_prefill_geometry()
+        self.assert_prefill_contract(geometry, geometry["slots"])
+
+    def test_prefill_slots_shrink_with_the_capacity(self):
+        # 16 rows of 2 sequences hold at most 4 * (16 + 40) // 21 = 8 units of 32 chunks.
+        self.assert_prefill_contract(self.PREFILL, 256, max_rows=16, max_seqs=2)
+        self.assert_prefill_contract(dict(self.PREFILL, slots=100), 100, max_rows=16, max_seqs=2)
+
+    def test_h200_prefill_refuses_more_sequences_than_the_kernel_takes(self):
+        with self.assertRaisesRegex(GenError, "at most 128 sequences"):
+            ao.fragment(["prefill"], "h200", model_cap(max_seqs=129), None, self.PREFILL)
+
+    def test_prefill_geometry_missing_keys_is_named(self):
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "prefill_geometry.json")
+            with open(path, "w", encoding="utf-8") as f:
+                json.dump({"module": "m", "slots": 4}, f)
+            with self.assertRaisesRegex(GenError, "expected keys"):
+                ao.load_prefill_geometry(path)
 
     def test_geometry_file_missing_keys_is_named(self):
         with tempfile.TemporaryDirectory() as tmp:
@@ -224,7 +295,9 @@ class Examples(unittest.TestCase):
     COMMITTED = {("decode", "gb300-trtllm"): "examples/decode.json",
                  ("prefill", "gb300-trtllm"): "examples/prefill.json",
                  ("verify", "gb300-trtllm"): "examples/verify.json",
-                 ("decode", "h200"): "examples/h200/decode.json"}
+                 ("decode", "h200"): "examples/h200/decode.json",
+                 ("prefill", "h200"): "examples/h200/prefill.json",
+                 ("verify", "h200"): "examples/h200/verify.json"}
 
     def test_committed_examples_are_the_generator_output(self):
         for (name, target), rel in self.COMMITTED.items():

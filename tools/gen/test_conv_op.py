@@ -6,7 +6,9 @@ Does not run kernels (validation/conv does) or the manifest verifier (ctest runs
 import copy
 import unittest
 
-import conv_op as g
+import _package  # noqa: F401  (puts runtime/python on sys.path)
+from kernrt.gen import conv as g
+from kernrt.gen.conv_examples import examples
 
 
 class GenerationRefusals(unittest.TestCase):
@@ -37,9 +39,87 @@ class GenerationRefusals(unittest.TestCase):
             g.update_op(g.Profile(512), steps=9)
 
 
+    def test_rejects_unknown_loaders_and_layouts(self):
+        with self.assertRaisesRegex(g.GenError, r"forward loader `tile` is unknown"):
+            g.Profile(2048, fwd_kernel="tile")
+        with self.assertRaisesRegex(g.GenError, r"decode loader `s8` is unknown"):
+            g.Profile(2048, update_kernel="s8")
+        with self.assertRaisesRegex(g.GenError, r"state layout `dao` is not supported"):
+            g.Profile(2048, state_layout="dao")
+
+    def test_rejects_what_the_one_wave_decode_lacks(self):
+        with self.assertRaisesRegex(g.GenError, r"`s4wave` has no entry for fla's"):
+            g.Profile(2048, update_kernel="s4wave", state_layout="fla")
+        with self.assertRaisesRegex(g.GenError, r"`s4wave` does not read a residual"):
+            g.Profile(2048, update_kernel="s4wave", residual=True)
+
+    def test_rejects_verify_over_fla_lines(self):
+        with self.assertRaisesRegex(g.GenError, r"verify entries keep our \[D, W-1\] lines"):
+            g.update_op(g.Profile(512, state_layout="fla"), steps=4)
+
+
+class Entries(unittest.TestCase):
+    def test_names_and_geometry(self):
+        p = g.Profile(4096, fwd_kernel="strip4", update_kernel="s1", state_layout="fla")
+        self.assertEqual(p.entry("fwd"), "conv_fwd_strip4_sm90a_bf16_w4")
+        self.assertEqual(p.entry("update"), "conv_update_s1_fla_sm90a_bf16_w4")
+        self.assertEqual(p.grid_x("fwd"), 8)  # 4 channels x 128 threads
+        self.assertEqual(p.grid_x("update"), 8)  # 8 channels x 64 threads
+        self.assertEqual(p.line_bytes, 4096 * 4 * 2)
+        self.assertEqual(p.flags, 1 | 2 | 4)
+
+    def test_fla_layout_sets_the_flag_and_the_line_size(self):
+        op = g.fwd_op(g.Profile(512, state_layout="fla"), x_strides=(0, 512), y_strides=(0, 512),
+                      states=["init", "final"])
+        fields = {f["at"]: f for f in op["impl"]["launches"][0]["args"][0]["pack"]["fields"]}
+        self.assertEqual(fields[132]["i32"], 1 | 2 | 4)
+        self.assertEqual(fields[104]["i64"], 512 * 4 * 2)
+        self.assertEqual(op["params"][-2:], ["in buffer<bf16>", "out buffer<bf16>"])
+
+
+class Dropins(unittest.TestCase):
+    def test_forward_buffers_are_the_call_tensors(self):
+        m = g.dropin_manifest("fwd", 2, 100, 512, 4, "bf16", "f32", True, "silu", 100 * 1536, 1536,
+                              residual=True, initial_state=True, final_state=True)
+        b = m["buffers"]
+        self.assertEqual(b["x"]["shape"], [1 + 100 * 1536 + 99 * 1536 + 511])
+        self.assertEqual(b["y"]["shape"], [2, 100, 512])
+        self.assertEqual(b["initial_state"]["shape"], [2, 512, 4])
+        self.assertEqual(b["final_state"]["kind"], "output")
+        self.assertEqual(m["vars"], {"tokens": {"max": 100}, "seqs": {"max": 2}})
+        self.assertEqual([a["buf"] for a in m["programs"]["main"]["calls"][0]["args"]],
+                         ["x", "weight", "bias", "y", "residual", "initial_state", "final_state"])
+        self.assertEqual(g.check(m), [])
+
+    def test_update_cache_is_carried_in_place(self):
+        m = g.dropin_manifest("update", 64, 1, 4096, 4, x_stride_seq=3 * 4096)
+        self.assertEqual(m["buffers"]["cache"], {"dtype": "bf16", "shape": [64, 4096, 4], "kind": "carry"})
+        self.assertEqual(m["ops"]["update"]["params"][-1], "inout buffer<bf16>")
+        self.assertEqual(m["buffers"]["x"]["shape"], [63 * 3 * 4096 + 4096])
+
+    def test_varlen_forward_needs_one_row(self):
+        with self.assertRaisesRegex(g.GenError, r"batch must be 1, got 2"):
+            g.dropin_manifest("fwd", 2, 10, 64, 4, varlen_seqs=3)
+        m = g.dropin_manifest("fwd", 1, 10, 64, 4, varlen_seqs=3)
+        self.assertEqual(m["buffers"]["cu_seqlens"]["shape"], [4])
+
+    def test_rejects_misaligned_strides(self):
+        with self.assertRaisesRegex(g.GenError, r"x stride 1540 must be a non-negative multiple of 8"):
+            g.dropin_manifest("fwd", 1, 4, 512, 4, x_stride_seq=6160, x_stride_tok=1540)
+
+    def test_ops_call_key_is_the_positional_order(self):
+        # kernrt.ops.conv calls dropin_manifest(*key): (kind, B, T, D, W, dtype, weight
+        # dtype, bias, act, x_stride_seq, x_stride_tok); act None is no activation
+        m = g.dropin_manifest("fwd", 2, 64, 256, 3, "f16", "bf16", False, None, 64 * 320, 320)
+        fields = {f["at"]: f for f in m["ops"]["fwd"]["impl"]["launches"][0]["args"][0]["pack"]["fields"]}
+        self.assertEqual(fields[132]["i32"], 4)  # fla's lines, no silu, bf16 weight
+        self.assertEqual((fields[72]["i64"], fields[80]["i64"]), (64 * 320, 320))
+        self.assertEqual(m["buffers"]["x"]["shape"], [64 * 320 + 63 * 320 + 256])
+
+
 class CallChecks(unittest.TestCase):
     def setUp(self):
-        self.ex = g.examples()
+        self.ex = examples()
 
     def problems(self, m):
         return g.check(m)
@@ -90,7 +170,7 @@ class CallChecks(unittest.TestCase):
         m = copy.deepcopy(self.ex["prefill_decode"])
         m["programs"]["main"]["calls"][1]["args"][3]["offset"] = 1024
         self.assertIn(("/programs/main/calls/1/args/3", "state `conv` has 3072 bytes per "
-                       "sequence, the layer's line needs 4096 (offset + D*(W-1)*2)"),
+                       "sequence, the layer's line needs 4096 (offset + D*3*2)"),
                       self.problems(m))
 
     def test_rejects_short_cu_seqlens(self):

@@ -18,7 +18,7 @@ import types
 
 import torch
 
-from attn_harness import DIM, HEADS_KV, HEADS_Q, PAGE, SCALE
+from fixture import DIM, HEADS_KV, HEADS_Q, PAGE, SCALE
 
 STUBBED = []
 

@@ -21,7 +21,7 @@ latest = bench[-1]["commit"]
 variant = sys.argv[3] if len(sys.argv) > 3 else "shipped"
 first = {}
 for r in bench:
-    if (r["commit"] == latest and r.get("variant") == variant
+    if (r["commit"] == latest and r.get("variant", "shipped") == variant
             and r.get("order", "ascending") == "ascending" and " x" not in r["case"]):
         first.setdefault(r["batch"], r)  # fixed-length probes ("B4 x8192") are not plotted
 bench = [first[b] for b in sorted(first)]
@@ -33,7 +33,7 @@ a1.bar([i - w for i in x], [r["ours_us"] for r in bench], w, label=f"kernrt sm90
 if any("peer_us" in r for r in bench):
     a1.bar(list(x), [r.get("peer_us", 0) for r in bench], w,
            label=next(r["peer"] for r in bench if "peer" in r))
-a1.bar([i + w for i in x], [r["floor_us"] for r in bench], w, label="floor (KV bytes / 4.275 TB/s)")
+a1.bar([i + w for i in x], [r["floor_us"] for r in bench], w, label="floor (KV bytes / copy rate measured in the run)")
 a1.set_xticks(list(x), [str(b) for b in bs])
 a1.set_yscale("log")
 a1.set_xlabel("batch (avg KV 200k, single layer)")

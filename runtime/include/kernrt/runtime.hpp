@@ -45,6 +45,26 @@ struct TimingStats {
   int iters = 0;
 };
 
+// A CUDA stream as the caller holds it (a CUstream / cudaStream_t); nullptr means the
+// runtime's own compute stream.
+using Stream = void*;
+
+// The caller's device memory standing in for a whole buffer or state during one call.
+struct Binding {
+  std::string buffer;    // a buffer's name, or a state's
+  uint64_t address = 0;  // device address in this runtime's context, 16-byte aligned
+  uint64_t bytes = 0;    // at least the buffer's allocation (its size at var maxima)
+};
+
+// A buffer as allocated: its declared dtype and kind, its shape at the vars' maxima.
+struct BufferInfo {
+  manifest::DType dtype = manifest::DType::u8;
+  manifest::BufferKind kind = manifest::BufferKind::workspace;
+  std::vector<uint64_t> shape;
+  uint64_t bytes = 0;
+  uint64_t address = 0;
+};
+
 // True when libcuda.so.1 opens, cuInit succeeds and at least one device exists.
 // Otherwise false, with `why` (if non-null) set to the reason. For GTEST_SKIP.
 bool device_available(std::string* why);
@@ -68,6 +88,15 @@ class Runtime {
   // allocation, a size that is not a whole number of elements, or an element outside the
   // buffer's `domain` (bounds at the vars' maxima, `index_into` rows, `monotone`).
   std::optional<Error> write_input(const std::string& buffer, const void* data, size_t bytes);
+  // The same at a byte offset (a whole number of elements): offset + bytes must fit. The
+  // domain is checked on the elements written (monotone within them).
+  std::optional<Error> write_input_at(const std::string& buffer, uint64_t offset,
+                                      const void* data, size_t bytes);
+  // Device-to-device copy of `bytes` from `src` into an input buffer at `offset`, ordered on
+  // `stream` (no host wait). The data never reaches the host, so its domain is not checked:
+  // the caller vouches for it, as for any write through buffer_address.
+  std::optional<Error> write_input_device(const std::string& buffer, uint64_t offset,
+                                          uint64_t src, size_t bytes, Stream stream);
 
   // Harness surface: writes a prefix of any buffer or state (weights, carries, states),
   // synchronously. Same size checks as write_input.
@@ -76,6 +105,22 @@ class Runtime {
   // The same at a byte offset into the state: offset + bytes must fit in its allocation.
   std::optional<Error> write_state_at(const std::string& state, uint64_t offset, const void* data,
                                       size_t bytes);
+
+  // Enqueues a program on `stream` and returns without waiting (vars and graph as for
+  // run). Ordered after this runtime's pending copies and runs, and before its next ones;
+  // while `stream` is being captured only the launches are issued (graph must be false).
+  std::optional<Error> enqueue(const std::string& program,
+                               const std::map<std::string, uint64_t>& vars, bool graph,
+                               Stream stream);
+  // Eager enqueue with the caller's memory bound to buffers or states for this call only:
+  // every pointer, pack field and tensormap that names a bound one gets the caller's address.
+  // Caller error (nothing launched) for an unknown or twice-bound buffer, an unaligned
+  // address, fewer bytes than the allocation, or memory that is not one device allocation.
+  std::optional<Error> enqueue_bound(const std::string& program,
+                                     const std::map<std::string, uint64_t>& vars,
+                                     const std::vector<Binding>& bindings, Stream stream);
+  // Waits for everything enqueued on the compute stream and the last caller stream.
+  std::optional<Error> synchronize();
 
   // Runs a program to completion (enqueue + synchronize). Every var the program reads must
   // be given and inside [1, max]; vars it does not read are taken as 1. graph = true
@@ -86,6 +131,9 @@ class Runtime {
 
   // Whole allocation (at var maxima) of an `output` buffer / of any buffer / of a state.
   std::optional<Error> read_output(const std::string& buffer, std::vector<uint8_t>* out);
+  // `bytes` of an output buffer from byte `offset` into dst (offset + bytes must fit).
+  std::optional<Error> read_output_at(const std::string& buffer, uint64_t offset, void* dst,
+                                      size_t bytes);
   std::optional<Error> read_buffer(const std::string& buffer, std::vector<uint8_t>* out);
   std::optional<Error> read_state(const std::string& state, std::vector<uint8_t>* out);
 
@@ -102,6 +150,9 @@ class Runtime {
   uint64_t state_address(const std::string& state) const;
 
   std::vector<std::string> programs() const;   // sorted
+  std::vector<std::string> buffers() const;    // sorted
+  std::vector<std::string> states() const;     // sorted
+  std::optional<BufferInfo> buffer_info(const std::string& buffer) const;  // nullopt if unknown
   // Manifest module name -> the file its verified bytes were read from (a cubin dir's
   // *.cubin / *.so, or `<cache>/blobs/<sha256>`), for reports such as program_io's.
   std::map<std::string, std::string> module_files() const;

@@ -1,0 +1,86 @@
+"""Complete, runnable paged-decode manifests around the attention op, for any capacity.
+
+Owns: the whole serving-shaped decode manifest (vars, buffers with domains, the paged KV as a
+`bytes_per_token` state, the module, the `attn_decode` op of kernrt.gen.attention and one
+program per KV layer) from one description: max sequences, max context, layers, target.
+Buffers: q [tokens, 24, 256] bf16 and out (output), table [seqs, max_context/64] i32 pages
+(index_into the KV state, stride 64 tokens), seq [seqs] i32 in [1, max_context], cuq
+[max_seqs + 1] i32 monotone in [0, tokens]. Programs `decode_l<layer>` attend over KV layer
+<layer> (K at layer * 262144 bytes into a page, V 512 bytes after it). The KV state holds
+`layers` * 4096 bytes per token, so `tokens` of load options sizes the pool.
+Does not check: the manifest rules (kernrt-verify / kernrt.verify do) or kernel behaviour.
+Python 3 standard library only.
+"""
+from . import attention as ao
+from .attention_params import GenError
+
+KV_BYTES_PER_TOKEN_LAYER = ao.SLOT_BYTES  # K and V of 4 heads, bf16
+
+
+def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None, splits=None,
+                    model="kernrt-paged-decode"):
+    """The manifest as a dict; the h200 module's sha256 is the `@SHA256:<cubin>@` placeholder
+    (kernrt.gen.pin replaces it)."""
+    if not isinstance(layers, int) or layers < 1:
+        raise GenError(f"`layers` must be a positive integer, got {layers!r}")
+    if target == "h200" and geometry is None:
+        geometry = ao.load_geometry()
+    cap = ao.Capacity(max_seqs, max_seqs, max_context, layers,
+                      splits if splits is not None else ao.default_splits(target, geometry))
+    op_name, launch, body = ao.op("decode", target, cap, ao.KV_STATE, geometry)
+    rows = ["tokens", ao.HEADS_Q, ao.HEAD_DIM]
+    names = {"out": "out", "q": "q", "kv": "kv", "table": "table", "seq": "seq", "cuq": "cuq"}
+    return {
+        "schema_version": 4,
+        "model": model,
+        "vars": {"tokens": {"max": max_seqs}, "seqs": {"max": max_seqs}},
+        "states": {"kv": {"bytes_per_token": layers * KV_BYTES_PER_TOKEN_LAYER}},
+        "buffers": {
+            "q": {"dtype": "bf16", "shape": rows, "kind": "input"},
+            "table": {"dtype": "i32", "shape": ["seqs", cap.max_pages], "kind": "input",
+                      "domain": {"index_into": "kv", "stride": ao.PAGE}},
+            "seq": {"dtype": "i32", "shape": ["seqs"], "kind": "input",
+                    "domain": {"min": 1, "max": max_context}},
+            "cuq": {"dtype": "i32", "shape": [max_seqs + 1], "kind": "input",
+                    "domain": {"min": 0, "max": "tokens", "monotone": True}},
+            "out": {"dtype": "bf16", "shape": rows, "kind": "output"},
+        },
+        "modules": {launch.module: {"source": launch.source, "sha256": launch.sha256}},
+        "ops": {op_name: body},
+        "programs": {f"decode_l{layer}": {"calls": [ao.call("decode", f"attn_layer_{layer}.decode",
+                                                            layer, names, kv_form="state")]}
+                     for layer in range(layers)},
+    }
+
+
+def main(argv=None):
+    import argparse
+    import json
+    import sys
+    ap = argparse.ArgumentParser(description="Write a complete paged-decode manifest "
+                                             "(KV as a paged state) for one capacity.")
+    ap.add_argument("--max-seqs", type=int, required=True, help="sequences per call")
+    ap.add_argument("--max-context", type=int, required=True, help="tokens per sequence (x64)")
+    ap.add_argument("--layers", type=int, default=1, help="KV layers interleaved in a page")
+    ap.add_argument("--target", choices=ao.TARGETS, default="h200")
+    ap.add_argument("--splits", type=int, help="override the decode launch's KV splits")
+    ap.add_argument("--cubins", help="pin the module to the cubin in this directory")
+    ap.add_argument("--output", "-o", help="write here instead of stdout")
+    a = ap.parse_args(argv)
+    try:
+        m = decode_manifest(a.max_seqs, a.max_context, a.layers, a.target, splits=a.splits)
+        if a.cubins:
+            from . import pin
+            m = pin(m, a.cubins)
+    except Exception as e:  # GenError, PinError: a message for the user, exit 2
+        print(f"decode_manifest: error: {e}", file=sys.stderr)
+        return 2
+    text = json.dumps(m, indent=1) + "\n"
+    if a.output:
+        import os
+        os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
+        with open(a.output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
+    return 0

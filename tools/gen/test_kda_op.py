@@ -1,0 +1,137 @@
+"""CPU tests of kernrt.gen.kda: what it refuses at generation and in `check`, and the pack
+offsets it writes against kernels/kda/params.h.
+
+Each check test edits one thing of a generated example and asserts the pointer and message.
+Does not run kernels (validation/kda does) or the manifest verifier (ctest runs it).
+"""
+import copy
+import os
+import re
+import unittest
+
+import _package  # noqa: F401  (puts runtime/python on sys.path)
+from kernrt.gen import kda as g
+
+PARAMS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels", "kda",
+                        "params.h")
+
+
+class GenerationRefusals(unittest.TestCase):
+    def test_rejects_key_dim_other_than_128(self):
+        with self.assertRaisesRegex(g.GenError, r"K = 64 is not supported.*K = 128"):
+            g.Profile(dim_k=64)
+
+    def test_rejects_value_dim(self):
+        with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported: expected 128 or 256"):
+            g.Profile(dim_v=64)
+
+    def test_rejects_value_heads_not_multiple(self):
+        with self.assertRaisesRegex(g.GenError, r"HV = 24 is not a multiple of H = 16"):
+            g.Profile(heads=16, value_heads=24)
+
+    def test_rejects_unknown_dtype_and_kind(self):
+        with self.assertRaisesRegex(g.GenError, r"g dtype `f16` is not supported"):
+            g.Profile(g="f16")
+        with self.assertRaisesRegex(g.GenError, r"kind `mamba` is not supported"):
+            g.Profile("mamba")
+
+    def test_rejects_option_combinations(self):
+        with self.assertRaisesRegex(g.GenError, r"lower_bound needs gate"):
+            g.Profile(lower_bound=-5.0)
+        with self.assertRaisesRegex(g.GenError, r"allow_neg_eigval needs the in-kernel beta sigmoid"):
+            g.Profile(neg_eigval=True)
+
+    def test_rejects_steps(self):
+        p = g.Profile()
+        with self.assertRaisesRegex(g.GenError, r"steps = 9 is not supported"):
+            g.step_op(p, "verify", 9, p.region_bytes())
+        with self.assertRaisesRegex(g.GenError, r"steps = 2 is not supported: decode takes 1"):
+            g.step_op(p, "decode", 2, p.region_bytes())
+
+
+class PackMatchesParamsH(unittest.TestCase):
+    """The offsets the generator writes are the ones params.h asserts."""
+
+    def asserted(self, struct="KdaStepParams"):
+        with open(PARAMS_H) as f:
+            text = f.read()
+        off = {m.group(2): int(m.group(3)) for m in re.finditer(
+            r"offsetof\((\w+), (\w+)\) == (\d+)", text) if m.group(1) == struct}
+        size = int(re.search(r"sizeof\(%s\) == (\d+)" % struct, text).group(1))
+        return off, size
+
+    def test_chunk_pack_and_smem(self):
+        off, size = self.asserted("KdaChunkParams")
+        self.assertEqual(size, g.CHUNK_PACK)
+        want = {"q": 0, "o": 56, "h0": 64, "ht": 72, "h0_lines": 80, "ht_lines": 88,
+                "cu_seqlens": 96, "cp_scratch": 104, "qk_stride_seq": 112, "o_stride_tok": 184,
+                "h0_stride": 192, "ht_stride": 200, "tokens": 208, "seqs": 212, "heads": 216,
+                "value_heads": 220, "dim_v": 224, "flags": 228, "scale": 232,
+                "lower_bound": 236, "seg_chunks": 240, "cp_phase": 244, "cp_segs": 248}
+        for name, at in want.items():
+            self.assertEqual(off[name], at, name)
+        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk_smem.cuh")) as f:
+            smem = int(re.search(r"kChunkSmemBytes = (\d+);", f.read()).group(1))
+        self.assertEqual(smem, g.CHUNK_SMEM)
+
+    def test_step_pack(self):
+        off, size = self.asserted()
+        self.assertEqual(size, g.STEP_PACK)
+        want = {"q": 0, "k": 8, "v": 16, "g": 24, "beta": 32, "A_log": 40, "dt_bias": 48, "o": 56,
+                "state": 64, "lines": 72, "accepted": 80, "qk_stride_seq": 88,
+                "state_stride": 168, "record_offset": 176, "heads": 184, "value_heads": 188,
+                "dim_v": 192, "seqs": 196, "steps": 200, "flags": 204, "scale": 208,
+                "lower_bound": 212, "state_out": 216}
+        for name, at in want.items():
+            self.assertEqual(off[name], at, name)
+
+    def test_record_formula(self):
+        # params.h: step_record(true, 16, 16, 128).bytes == 8 * (16*128*4*2 + 16*4 + 16*128*2)
+        self.assertEqual(g.Profile(heads=16).record()["bytes"], 8 * (16 * 128 * 8 + 64 + 16 * 256))
+        self.assertEqual(g.Profile("gdn", heads=16, value_heads=32).record()["v"],
+                         8 * (16 * 128 * 4 + 32 * 4 + 32 * 4))
+
+
+class CallChecks(unittest.TestCase):
+    def setUp(self):
+        self.ex = g.examples()
+
+    def test_examples_are_clean(self):
+        for name, m in self.ex.items():
+            self.assertEqual(g.check(m), [], name)
+
+    def test_rejects_too_small_pool(self):
+        m = copy.deepcopy(self.ex["kda_chain"])
+        m["states"]["kda"]["bytes_per_seq"] = 4 * 128 * 128 * 4  # the state only, no record
+        p = g.check(m)
+        self.assertTrue(any(ptr == "/programs/verify/calls/0/args/8" and
+                            "has 262144 bytes per sequence, the layer needs" in msg and
+                            "verify record" in msg for ptr, msg in p), p)
+
+    def test_rejects_misshapen_value_buffer(self):
+        m = copy.deepcopy(self.ex["kda_chain"])
+        m["buffers"]["dec_v"]["shape"] = ["seqs", 4, 64]
+        self.assertIn(("/programs/decode/calls/0/args/2",
+                       "`dec_v` has shape [4, 4, 64], the op reads [seqs, 4, 128]"), g.check(m))
+
+    def test_rejects_verify_buffer_without_steps_axis(self):
+        m = copy.deepcopy(self.ex["gdn_chain"])
+        m["buffers"]["ver_q"]["shape"] = ["seqs", 2, 128]
+        p = g.check(m)
+        self.assertTrue(any(ptr == "/programs/verify/calls/0/args/0" for ptr, _ in p), p)
+
+    def test_rejects_misaligned_state_offset(self):
+        m = copy.deepcopy(self.ex["kda_chain"])
+        m["programs"]["decode"]["calls"][0]["args"][8]["offset"] = 8
+        self.assertIn(("/programs/decode/calls/0/args/8", "offset 8 is not 16-byte aligned"),
+                      g.check(m))
+
+    def test_line_tables_index_into_the_pool(self):
+        m = self.ex["kda_chain"]
+        slot = m["states"]["kda"]["bytes_per_seq"]
+        self.assertEqual(m["buffers"]["lines"]["domain"], {"index_into": "kda", "stride": slot})
+        self.assertEqual(m["buffers"]["accepted"]["domain"], {"min": 0, "max": 4})
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,157 @@
+"""A numpy model of kernels/kda/kda_chunk.cu's algorithm, with the kernel's roundings.
+
+Owns: the chunked forward exactly as the kernel orders it (kernels/kda/README.md "Chunked
+forward"): chunks of 16 tokens; q/k l2norm and gate in fp32; per-channel decays as cumulative
+products of alpha = exp(log decay) inside the chunk (never exp of a cumulative sum, so no
+overflow under any gate); the intra-chunk matrices Aqk / Akk as tf32 products of q f and k / f
+(f = exp(G - G_7)) when every channel's factors stay in [1e-30, 1e30], else pair by pair in
+fp32 (KDA; GDN always pair by pair, see below); the unit
+lower-triangular solve in fp32; the state pass in the residual form
+    r = v - (k * a) X^T,  v_new = Tm Diag(beta) r,  o = (q * a) X^T + Aqk v_new,
+    X <- X Diag(gamma) + v_new^T (k * b)
+(r is the cancellation-prone difference; it is formed in fp32 before any rounding), with f16
+tensor-core operands and fp32 accumulation; the three unbounded operands (the state X, r and
+v_new) go through f16 with a power-of-two scale per 16 value rows (one warp's tile) that maps
+the tile's largest magnitude near 2^14. Used by the CPU test to show the scheme meets the gate
+against kda_ref (float64) under kernel-fun's harsh gates and fla's init gates before any device
+run. GDN's kernel forms the same intra-chunk terms as bf16 Gram matrices on tensor cores
+(exact products of the bf16 inputs, fp32 sums) times fp32 norms and decays: equal to this
+model's fp32 pairs up to fp32 rounding. Does not model fp32 summation order or the fast-math
+intrinsics (their errors are far below the f16 roundings modelled here).
+"""
+import numpy as np
+
+C = 16  # tokens per chunk (kChunk)
+PATHS = {"tf32": 0, "pairs": 0}  # chunks per intra-chunk path, for the tests
+
+
+def bf16(x):
+    """Round to bf16 (nearest even), returned as float32."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint32) << 16
+    return r.astype(np.uint32).view(np.float32).reshape(np.shape(x))
+
+
+def f16(x):
+    """Round to f16 (nearest even, subnormals kept), returned as float32."""
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+def scale_of(tile):
+    """The kernel's power-of-two scale for one warp tile: max |x| lands in [2^14, 2^15)."""
+    m = float(np.max(np.abs(tile))) if tile.size else 0.0
+    if m == 0.0 or not np.isfinite(m):
+        return 1.0
+    return float(2.0 ** (14 - np.floor(np.log2(m))))
+
+
+def f16_rows(x, rows=16):
+    """f16 with a power-of-two scale per block of `rows` rows (scaled back, as float32)."""
+    out = np.empty_like(np.asarray(x, np.float32))
+    for r0 in range(0, x.shape[0], rows):
+        s = scale_of(x[r0:r0 + rows])
+        out[r0:r0 + rows] = f16(x[r0:r0 + rows] * s) / s
+    return out
+
+
+def tf32(x):
+    """Round to tf32 (10-bit mantissa, nearest, ties away: cvt.rna), returned as float32."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    return ((u + 0x1000) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32).reshape(np.shape(x))
+
+
+def mm(a, b):
+    """f16-rounded operands (already rounded by the caller) -> fp32 accumulate."""
+    return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)
+
+
+def chunk_head(q, k, v, alpha, beta, X0, kda=True):
+    """One sequence, one value head, prepared fp32 inputs: q (scaled, normalized) [T, K],
+    k [T, K], v [T, V] (bf16 values), alpha [T, K] or [T, 1], beta [T]; X0 the state [V, K]
+    fp32. Returns (o [T, V] fp32 before the output rounding, X [V, K])."""
+    T, K = k.shape
+    X = X0.astype(np.float32).copy()
+    o = np.zeros((T, v.shape[1]), np.float32)
+    for c0 in range(0, T, C):
+        n = min(C, T - c0)
+        qc = np.zeros((C, K), np.float32)
+        kc = np.zeros((C, K), np.float32)
+        vc = np.zeros((C, v.shape[1]), np.float32)
+        ac = np.ones((C, K), np.float32)
+        bc = np.zeros(C, np.float32)
+        qc[:n], kc[:n], vc[:n] = q[c0:c0 + n], k[c0:c0 + n], v[c0:c0 + n]
+        ac[:n] = np.broadcast_to(alpha[c0:c0 + n], (n, K))
+        bc[:n] = beta[c0:c0 + n]
+        # cumulative products: a_t = prod_{u<=t} alpha_u, b_t = prod_{u>t} alpha_u
+        a = np.cumprod(ac, 0, dtype=np.float32)
+        b = np.ones_like(ac)
+        for t in range(C - 2, -1, -1):
+            b[t] = b[t + 1] * ac[t + 1]
+        gamma = a[C - 1]
+        # intra-chunk matrices: tensor cores (tf32) relative to token 7 when every channel's
+        # factors stay within [1e-30, 1e30], else pair by pair in fp32 (the kernel's choice)
+        ref_t = 7
+        f = np.ones_like(ac)
+        inv = np.ones_like(ac)
+        P = np.ones(K, np.float32)
+        F = np.ones(K, np.float32)
+        with np.errstate(over="ignore", divide="ignore"):  # unused when out of range
+            for t in range(ref_t - 1, -1, -1):
+                P = P * ac[t + 1]
+                inv[t], f[t] = P, np.float32(1) / P
+            for t in range(ref_t + 1, C):
+                F = F * ac[t]
+                f[t], inv[t] = F, np.float32(1) / F
+        if kda and np.all(P >= 1e-30) and np.all(F >= 1e-30):
+            PATHS["tf32"] += 1
+            ki = tf32(kc * inv)
+            Aqk = np.tril(mm(tf32(qc * f), ki.T))
+            Akk = (bc[:, None] * np.tril(mm(tf32(kc * f), ki.T), -1)).astype(np.float32)
+        else:
+            PATHS["pairs"] += 1
+            Aqk = np.zeros((C, C), np.float32)
+            Akk = np.zeros((C, C), np.float32)
+            for j in range(C):
+                z = kc[j].copy()
+                Aqk[j, j] = np.dot(qc[j], z)
+                for i in range(j + 1, C):
+                    z = z * ac[i]
+                    Aqk[i, j] = np.dot(qc[i], z)
+                    Akk[i, j] = bc[i] * np.dot(kc[i], z)
+        # Tm = (I + Akk)^-1 by forward substitution (fp32), then Tm * Diag(beta)
+        Tm = np.eye(C, dtype=np.float32)
+        for i in range(1, C):
+            Tm[i, :i] = -(Akk[i, :i] @ Tm[:i, :i]).astype(np.float32)
+        Tmb = f16(Tm * bc[None, :])          # Tm Diag(beta)
+        kw = f16(kc * a)                     # k * a  (k * exp(G))
+        qt = f16(qc * a)
+        kt = f16(kc * b)
+        Aqk = f16(Aqk)
+        # state pass (transposed: X is [V, K])
+        Xh = f16_rows(X)
+        rT = vc.T - mm(Xh, kw.T)             # r^T = v^T - X (k * a)^T, fp32
+        vnT = mm(f16_rows(rT), Tmb.T)        # v_new^T = r^T (Tm Diag(beta))^T
+        vnh = f16_rows(vnT)
+        oT = mm(Xh, qt.T) + mm(vnh, Aqk.T)
+        X = X * gamma[None, :] + mm(vnh, kt)
+        o[c0:c0 + n] = oT.T[:n]
+    return o, X
+
+
+def forward(xp_inputs, init=None, cu=None):
+    """kda_ref.prepare(...) outputs (float64) -> model (o [B,T,HV,V] fp32, finals [N,HV,V,K])
+    with the kernel's input roundings (q, k normalized in fp32 from bf16 inputs)."""
+    _, q, k, v, gl, beta = xp_inputs
+    B, T, HV, K = k.shape
+    segs = [(b, 0, T) for b in range(B)] if cu is None else [(0, cu[n], cu[n + 1]) for n in range(len(cu) - 1)]
+    o = np.zeros(v.shape, np.float32)
+    finals = np.zeros((len(segs), HV, v.shape[3], K), np.float32)
+    alpha = np.exp(gl).astype(np.float32)
+    for n, (b, s, e) in enumerate(segs):
+        for h in range(HV):
+            X0 = np.zeros((v.shape[3], K), np.float32) if init is None else init[n, h]
+            o[b, s:e, h], finals[n, h] = chunk_head(
+                q[b, s:e, h].astype(np.float32), k[b, s:e, h].astype(np.float32),
+                v[b, s:e, h].astype(np.float32), alpha[b, s:e, h], beta[b, s:e, h].astype(np.float32), X0,
+                kda=gl.shape[-1] != 1)
+    return o, finals
