@@ -2,9 +2,10 @@
 // footprints per call, per-program dataflow, global writes and unused declarations.
 //
 // Deliberately not checked: the bounds of state offsets (provider layout over a pool the
-// runtime scales; only their TMA base alignment is), which program runs first (a carry only needs *some* writer), and anything
-// a kernel does with the pointers it receives. Buffers are looked up through one
-// name -> index table so the call loop stays linear in calls x args.
+// runtime scales; only their TMA base alignment is), which program runs first (a carry
+// only needs *some* writer), and anything a kernel does with the pointers it receives.
+// Buffers are looked up through one name -> index table so the call loop stays linear in
+// calls x args.
 #include <string>
 #include <string_view>
 #include <unordered_map>
