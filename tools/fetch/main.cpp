@@ -46,7 +46,7 @@ int worst(int a, int b) { return a > b ? a : b; }
 int code_of(const Error& e) { return e.kind == ErrorKind::Io ? kCannotRun : kRejected; }
 
 void report(const std::string& file, const Error& e) {
-  std::cerr << printable(file) << ": " << e.to_string() << "\n";
+  std::cerr << printable(file) << ": " << kernrt::bounded(e).to_string() << "\n";
 }
 
 // The modules of one FILE once it passed verification, or the exit code of its rejection.

@@ -68,7 +68,8 @@ int exit_code_for(const Errors& errors) {
 int fail(const Options& o, const std::string& label, const Errors& errors, uint64_t omitted = 0) {
   const std::string shown = kernrt::printable(label);
   for (size_t i = 0; i < errors.size() && i < kMaxErrors; ++i) {
-    std::cerr << shown << ": " << errors[i].to_string() << "\n";
+    // bounded(): the runtime's messages quote names too, uncut.
+    std::cerr << shown << ": " << kernrt::bounded(errors[i]).to_string() << "\n";
   }
   if (errors.size() > kMaxErrors) omitted += errors.size() - kMaxErrors;
   if (omitted != 0) std::cerr << shown << ": \xe2\x80\xa6 and " << kernrt::with_commas(omitted) << " more\n";
