@@ -11,7 +11,8 @@
  * (kernrt_write_input + kernrt_run + kernrt_read_output, the reference), then the engine's
  * way: it writes the same bytes in place through kernrt_buffer_device_ptr with its own copies
  * on its own stream, enqueues PROGRAM there as a replayed graph (3 steps), reads every output
- * in place, and requires the same bytes as the reference.
+ * in place, and requires the same bytes as the reference (or, when the plain path itself is
+ * not bit-reproducible, as the split-KV decode is not, bf16 outputs within 2 ulp).
  * Exit codes: 0 ok, 1 wrong result or refused, 2 usage, 77 no CUDA device (ctest: skip). */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -111,6 +112,26 @@ static void* read_file(const char* path, size_t* size) {
   return data;
 }
 
+static float bf16_value(uint16_t h) {
+  const uint32_t u = (uint32_t)h << 16;
+  float f;
+  memcpy(&f, &u, 4);
+  return f;
+}
+
+/* Every bf16 element within 2 units of the last place (plus 1e-6 absolute) of the other. */
+static int close_bf16(const void* a, const void* b, size_t bytes) {
+  const uint16_t* x = a;
+  const uint16_t* y = b;
+  for (size_t i = 0; i < bytes / 2; ++i) {
+    const float fx = bf16_value(x[i]), fy = bf16_value(y[i]);
+    const float d = fx > fy ? fx - fy : fy - fx;
+    const float m = (fx < 0 ? -fx : fx) > (fy < 0 ? -fy : fy) ? (fx < 0 ? -fx : fx) : (fy < 0 ? -fy : fy);
+    if (!(d <= m * (2.0f / 128.0f) + 1e-6f)) return 0;
+  }
+  return 1;
+}
+
 static int engine(int argc, char** argv) {
   const char* program = argv[4];
   const char* input_dir = argv[5];
@@ -153,7 +174,8 @@ static int engine(int argc, char** argv) {
       n_inputs += inputs[b] != NULL;
     }
   }
-  if (status == 0 && kernrt_run(rt, program, names, values, n_vars, 0) != KERNRT_OK) {
+  /* The reference runs the same graph path the engine uses (kernrt_run with graph = 1). */
+  if (status == 0 && kernrt_run(rt, program, names, values, n_vars, 1) != KERNRT_OK) {
     status = fail(rt, "run");
   }
   for (size_t b = 0; b < n_buffers && status == 0; ++b) {
@@ -188,18 +210,37 @@ static int engine(int argc, char** argv) {
       status = fail(rt, "enqueue");
     }
   }
+  int rounding_only = 0;
   for (size_t b = 0; b < n_buffers && status == 0; ++b) {
     if (!reference[b]) continue;
+    const char* name = kernrt_buffer_name(rt, b);
     uint64_t ptr = 0;
     size_t bytes = 0;
-    kernrt_buffer_device_ptr(rt, kernrt_buffer_name(rt, b), &ptr, &bytes);
+    kernrt_buffer_device_ptr(rt, name, &ptr, &bytes);
     void* mine = malloc(bytes);
     if (cu.dtoh(mine, ptr, bytes, stream) != 0 || cu.stream_sync(stream) != 0) {
-      fprintf(stderr, "embed: reading `%s` in place failed\n", kernrt_buffer_name(rt, b));
+      fprintf(stderr, "embed: reading `%s` in place failed\n", name);
       status = 1;
     } else if (memcmp(mine, reference[b], bytes) != 0) {
-      fprintf(stderr, "embed: output `%s` differs from kernrt_run's\n", kernrt_buffer_name(rt, b));
-      status = 1;
+      /* Some kernels (the split-KV decode) sum in an order that follows their CTAs' timing,
+       * so two plain runs may differ in the last bits too. Only when the plain path itself
+       * is not bit-reproducible does a bf16 output pass on rounding-level agreement. */
+      void* again = malloc(bytes);
+      const int reproducible =
+          kernrt_run(rt, program, names, values, n_vars, 1) == KERNRT_OK &&
+          kernrt_read_output(rt, name, again, bytes, NULL) == KERNRT_OK &&
+          memcmp(again, reference[b], bytes) == 0;
+      kernrt_buffer_info info;
+      info.struct_size = sizeof info;
+      kernrt_get_buffer_info(rt, name, &info);
+      if (reproducible || strcmp(info.dtype, "bf16") != 0 || !close_bf16(mine, reference[b], bytes)) {
+        fprintf(stderr, "embed: output `%s` differs from kernrt_run's%s\n", name,
+                reproducible ? " (kernrt_run itself is bit-reproducible)" : "");
+        status = 1;
+      } else {
+        rounding_only = 1;
+      }
+      free(again);
     }
     free(mine);
   }
@@ -213,8 +254,10 @@ static int engine(int argc, char** argv) {
   free(reference);
   if (status == 0) {
     printf("embed: engine loop on `%s`: %d inputs written in place, %d graph steps on its own "
-           "stream, %d outputs read in place, identical to kernrt_run\n",
-           program, n_inputs, kSteps, n_outputs);
+           "stream, %d outputs read in place, %s\n", program, n_inputs, kSteps, n_outputs,
+           rounding_only ? "equal to kernrt_run's within bf16 rounding (kernrt_run itself differs "
+                           "from run to run in the last bits)"
+                         : "byte-identical to kernrt_run's");
     kernrt_destroy(rt);
   }
   return status;

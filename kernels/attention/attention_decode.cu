@@ -6,29 +6,31 @@
 // page table@1000, partial O@1008, partial stats@1016, seq lens@1080, batch@1116, partial
 // slots per (sequence, head)@1156, page-table row length@1160, softmax scale (log2)@1220.
 //
-// Schedule (decode_schedule.cuh, a `Schedule` over the CTA-shared `DecodeShared`): one wave of
-// persistent CTAs with work stealing. U = min(grid.x * grid.z, 2 per SM, slots@1156, 128)
-// units per KV head work: the first 4U blocks in launch order, head = linear / U; the rest
-// leave at once, before any load. Every working CTA derives its first sequence from the
-// lengths (first: up to U sequences get consecutive units in proportion to their pages;
-// beyond, unit u starts at sequence u * B / U). The CTAs on one (sequence, head) take its
-// pages one at a time from a shared counter, each claimed a page ahead (decode_feed.cuh), so
-// faster CTAs take more; a CTA whose sequence runs dry joins the sequence with the most
-// unclaimed pages (next: ties from its own start point on), until none is left. A CTA that
-// did every page of a sequence writes the output itself; otherwise its partial takes the next
-// slot of (b, head), so a group's partials are slots 0..n-1 from (head * B + b) * slots. The
-// final merge of a group goes in parts (the whole group up to 16 partials, else by query-head
-// row, decode_merge.cuh) claimed from a counter: by the CTA whose pages complete the group
-// (arrive) and by CTAs with no stream work left (drain), which also claim a part of a
-// still-streaming group ahead and wait for it to complete, but only once every CTA of the
-// head has started: then each group completes with running CTAs and its completer merges any
-// part nobody claimed, so that wait ends. No other wait between CTAs exists. A CTA leaves once
-// nothing is left to claim (leave: the last CTA of a head puts the head's counters back to
-// zero for the next launch or graph replay).
-//
-// Entries (Variant below): the shipped one runs this schedule at every batch; the `static` and
-// `static_pair` ones run the static plans of decode_static.cuh when every length is equal and
-// an even split is short (else this schedule), the latter in clusters of 2 CTAs.
+// Schedule: every CTA reads the lengths first. When all are equal and an even split of the
+// pages over the units is short (the busiest unit at most 32 pages and at most one above an
+// even split), a static plan runs (decode_static.cuh, a `StaticSchedule`): each CTA knows its
+// pages from the batch, the length and its unit alone, so it streams them without claims and
+// leaves without a drain. Else (ragged batches, long contexts) the stealing schedule runs
+// (decode_schedule.cuh, a `Schedule` over the CTA-shared `DecodeShared`): one wave of
+// persistent CTAs with work stealing.
+// Both: U = min(grid.x * grid.z, 2 per SM, slots@1156, 128) units per KV head work: the first
+// 4U blocks in launch order, head = linear / U; the rest leave at once, before any load.
+// Stealing: every working CTA derives its first sequence from the lengths (first: up to U
+// sequences get consecutive units in proportion to their pages; beyond, unit u starts at
+// sequence u * B / U). The CTAs on one (sequence, head) take its pages one at a time from a
+// shared counter, each claimed a page ahead (decode_feed.cuh), so faster CTAs take more; a
+// CTA whose sequence runs dry joins the sequence with the most unclaimed pages (next: ties
+// from its own start point on), until none is left. A CTA that did every page of a sequence
+// writes the output itself; otherwise its partial takes the next slot of (b, head), so a
+// group's partials are slots 0..n-1 from (head * B + b) * slots. The final merge of a group
+// goes in parts (the whole group up to 16 partials, else by query-head row, decode_merge.cuh)
+// claimed from a counter: by the CTA whose pages complete the group (arrive) and by CTAs with
+// no stream work left (drain), which also claim a part of a still-streaming group ahead and
+// wait for it to complete, but only once every CTA of the head has started: then each group
+// completes with running CTAs and its completer merges any part nobody claimed, so that wait
+// ends. No other wait between CTAs exists. A CTA leaves once nothing is left to claim (leave:
+// the last CTA of a head puts the head's counters back to zero for the next launch or graph
+// replay).
 //
 // Per segment (one sequence): warp 0 loads Q (4 TMA boxes) and feeds a 3-stage ring of
 // 32 KiB tiles alternating K and V of one page (lane 0 issues TMA); a sentinel tile (page -1)
@@ -60,18 +62,6 @@
 #include "common/ptx.cuh"
 
 namespace kernrt::attention {
-
-// The entries of this cubin: one kernel body, the schedule a template parameter.
-//   kSteal   the shipped kernel: work stealing at every batch (decode_schedule.cuh).
-//   kStatic  equal lengths and a short even split: the static plans (decode_static.cuh),
-//            else kSteal. A unit's segments follow each other without draining the ring:
-//            the producer starts the next segment's Q and pages while the consumers merge
-//            the last one's warps in the stage the sentinel holds.
-//   kStaticPair  kStatic in clusters of 2 CTAs along grid.y: the static plans map units
-//            2m, 2m + 1 of a head to the two CTAs of a cluster, which merge a split group's
-//            pair of results through each other's shared memory (write_pair); kSteal keeps
-//            its own mapping and no CTA touches another's shared memory.
-enum class Variant { kSteal, kStatic, kStaticPair };
 
 // One thread: the 4 Q boxes of (seq, head) into the Q tile, completing on q_bar.
 __device__ __forceinline__ void load_q(const KernelParams& p, DecodeShared* sh, uint8_t* q_tile,
@@ -323,7 +313,7 @@ __device__ __forceinline__ void stream_segments(const KernelParams& p, const Sch
         // The sequence and slot again from shared memory: holding them in registers across
         // the main loop costs the loop some.
         // ---- the result, then the arrival: the CTA that completes the group merges --------
-        sched.template finish<kRows>(area, smem, sh->seq, npages, alone, merge);
+        sched.template finish<kRows>(area, sh->seq, npages, alone, merge);
         // The warp merge and the weights wrote ring stages and the Q tile through the generic
         // proxy; the next segment's TMA writes them (the argmax in next synchronises).
         ptx::fence_proxy_async_shared();
@@ -336,7 +326,6 @@ __device__ __forceinline__ void stream_segments(const KernelParams& p, const Sch
   } while (sched.next(seq));
 }
 
-template <Variant kVariant>
 __device__ __forceinline__ void decode(const KernelParams& p) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
@@ -371,9 +360,8 @@ __device__ __forceinline__ void decode(const KernelParams& p) {
     }
     ptx::mbarrier_init(&sh->q_bar, 1);
     ptx::mbarrier_init(&sh->merge_bar, 1);
-    if constexpr (kVariant != Variant::kSteal) ptx::mbarrier_init(&sh->q_free, kWarps);
+    ptx::mbarrier_init(&sh->q_free, kWarps);
     ptx::fence_mbarrier_init();
-    if constexpr (kVariant == Variant::kSteal) sched.enter();
   }
   // Rows 6 and 7 of each Q box are padding rows of the mma; TMA writes rows 0-5 only.
   if (tid < kBoxesPerTile * 16) {
@@ -381,69 +369,34 @@ __device__ __forceinline__ void decode(const KernelParams& p) {
         make_uint4(0, 0, 0, 0);
   }
 
-  if constexpr (kVariant == Variant::kSteal) {
+  // ---- static or stealing: every CTA decides the same from the lengths --------------------
+  // Warp 0 loads the static plan's first page-table entries while the lengths are read: their
+  // round trip is off the first page's path.
+  StaticFeed sfeed;
+  if (warp == 0) StaticPlan::prefetch(p, sfeed, batch, units, unit, lane);
+  const int len_t = batch <= kMaxRanked && tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
+  const int len0 = p.ptr_seq_lens_kv[0];
+  const bool equal = batch <= kMaxRanked && !__syncthreads_or(tid < batch && len_t != len0);
+  StaticSchedule st{p, sh, unit, head, tid, 0, 0};
+  if (!equal || !st.init(len0)) {
+    if (tid == 0) sched.enter();
     Feed feed;
     feed.lane = lane;
     feed.claim = 0;
-    stream_segments(p, sched, feed, merge, smem, sh, sched.first(), head, tid, warp, lane);
-  } else {
-    // ---- static or stealing: every CTA decides the same from the lengths ------------------
-    // Warp 0 loads the static plan's first page-table entries while the lengths are read:
-    // their round trip is off the first page's path.
-    // kStaticPair: cluster c = x + grid.x * (y / 2) (the worker set is the z = 0 plane when
-    // U = grid.x) holds units 2 (c % (U/2)) + rank of head c / (U/2).
-    int s_unit = unit, s_head = head;
-    bool pairs = false;
-    if constexpr (kVariant == Variant::kStaticPair) {
-      pairs = gridDim.y == kHeadsKv && units == static_cast<int>(gridDim.x) && units % 2 == 0;
-      if (pairs) {
-        const int c = static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y >> 1));
-        s_head = c / (units / 2);
-        s_unit = 2 * (c % (units / 2)) + static_cast<int>(ptx::cluster_ctarank());
-      }
-    }
-    StaticFeed sfeed;
-    if (warp == 0) StaticPlan::prefetch(p, sfeed, batch, units, s_unit, lane);
-    const int len_t = batch <= kMaxRanked && tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
-    const int len0 = p.ptr_seq_lens_kv[0];
-    const bool equal = batch <= kMaxRanked && !__syncthreads_or(tid < batch && len_t != len0);
-    StaticSchedule st{p, sh, s_unit, s_head, tid, 0, 0, false};
-    if (!equal || !st.init(len0, pairs)) {
-      if (tid == 0) sched.enter();
-      Feed feed;
-      feed.lane = lane;
-      feed.claim = 0;
-      stream_segments(p, sched, feed, merge, smem, sh, sched.first<true>(len_t), head, tid, warp,
-                      lane);
-      sched.drain(merge);
-      sched.leave();
-      return;
-    }
-    stream_segments(p, st, sfeed, merge, smem, sh, st.first(), s_head, tid, warp, lane);
+    stream_segments(p, sched, feed, merge, smem, sh, sched.first(len_t), head, tid, warp, lane);
+    sched.drain(merge);
+    sched.leave();
     return;
   }
-  sched.drain(merge);
-  sched.leave();
+  stream_segments(p, st, sfeed, merge, smem, sh, st.first(), head, tid, warp, lane);
 }
 
-// ---- entries ----------------------------------------------------------------------------------
-// Same parameter block, grid, block and shared memory (geometry.json); a manifest picks one
-// by `entry`. The shipped one keeps its name.
+// ---- entry -------------------------------------------------------------------------------------
+// The name manifests pin (geometry.json); the parameter block, grid, block and shared memory
+// are the op's.
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  decode<Variant::kSteal>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 2)
-    attention_decode_static_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  decode<Variant::kStatic>(p);
-}
-
-// Clusters of 2 along grid.y (the 4 KV heads): compile-time cluster dims, so a launch without
-// a cluster attribute (the manifest's) runs them.
-extern "C" __global__ void __cluster_dims__(1, 2, 1) __launch_bounds__(kThreads, 2)
-    attention_decode_static_pair_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  decode<Variant::kStaticPair>(p);
+  decode(p);
 }
 
 }  // namespace kernrt::attention

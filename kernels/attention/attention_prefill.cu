@@ -30,9 +30,7 @@
 //   Q K^T of page j+1 is issued before P V of page j and the softmax of j+1 runs while P V of
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
-// Entries: attention_prefill_sm90a_bf16_q24kv4d256p64 (shipped, prefill_geometry.json) and
-// attention_prefill_pingpong_sm90a_bf16_q24kv4d256p64, the same kernel with the two consumer
-// warpgroups' wgmma batches issued strictly in turn (a live alternative timed beside it).
+// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
@@ -65,10 +63,7 @@ namespace kernrt::attention::prefill {
 
 
 #if KERNRT_WGMMA
-// The whole kernel; kPingpong orders the two consumer warpgroups' wgmma batches strictly in
-// turn (named barriers kBarTurn + w): warpgroup w issues its next batch only after the other
-// issued its last one, so one's softmax runs under the other's products (FA3's ping-pong).
-template <bool kPingpong>
+// The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
 __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   const int tid = threadIdx.x;
   // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
@@ -216,16 +211,6 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   int tile = 0;
   ItemInfo pending;
   bool helps = false;  // the last split chunk this CTA wrote without completing its unit
-  // Ping-pong turns: warpgroup w waits for its turn before a wgmma batch and hands the turn
-  // over after issuing it; warpgroup 1 hands warpgroup 0 the first turn.
-  auto my_turn = [&] {
-    if constexpr (kPingpong) ptx::named_bar_sync(kBarTurn + w, kConsumerThreads);
-  };
-  auto your_turn = [&] {
-    if constexpr (kPingpong) ptx::named_bar_arrive(kBarTurn + (w ^ 1), kConsumerThreads);
-  };
-  if (w == 1) your_turn();
-
   for (int k = 0;; ++k) {
     ptx::mbarrier_wait_converged(q_full, k & 1);
     const ItemInfo it = uniform(info[k & 1]);
@@ -255,21 +240,15 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ptx::mbarrier_wait_converged(&full[(tile + x) % kStages], ((tile + x) / kStages) & 1);
         ptx::mbarrier_arrive_if(&empty[(tile + x) % kStages], lane == 0);
       }
-      for (int x = 0; x <= np && np > 0; ++x) {  // the other warpgroup's np + 1 batches
-        my_turn();
-        your_turn();
-      }
       tile += 2 * np;
     } else if (np > 0) {
       // ---- first page: S, softmax (O is zero, nothing to rescale) -------------------------
       {
         const int slot = tile % kStages;
         ptx::mbarrier_wait_converged(&full[slot], (tile / kStages) & 1);
-        my_turn();
         ptx::wgmma_fence();
         issue_qk(s, q_desc, k_desc + slot * kTileDesc);
         ptx::wgmma_commit_group();
-        your_turn();
         ptx::wgmma_wait_group<0>();
         ptx::fence_registers(s);
         ptx::mbarrier_arrive_if(&empty[slot], lane == 0);
@@ -289,14 +268,12 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && j > 1);
         ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
-        my_turn();
         ptx::wgmma_fence();
         issue_qk(s, q_desc, k_desc + sk * kTileDesc);
         ptx::wgmma_commit_group();
         ptx::wgmma_fence();  // ptxas would insert this warpgroup.arrive itself (C7519)
         issue_pv(o, pa, v_desc + sv * kTileDesc);
         ptx::wgmma_commit_group();
-        your_turn();
         ptx::wgmma_wait_group<1>();
         ptx::fence_registers(s);
         ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
@@ -333,11 +310,9 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
           ptx::fence_proxy_async_shared();
           ptx::named_bar_sync(kBarWarpgroup + w, 128);
         }
-        my_turn();
         ptx::wgmma_fence();
         issue_pv(o, pa, v_desc + sv * kTileDesc);
         ptx::wgmma_commit_group();
-        your_turn();
         ptx::wgmma_wait_group<0>();
         ptx::fence_registers(o);
         ptx::fence_registers(pa);
@@ -389,7 +364,6 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   }
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
-  if (w == 0) my_turn();  // warpgroup 1's last hand-over (it handed over once more than it took)
   if (helps) {
     wait_unit(p, pending, ct);
     merge_claims(p, pending, words + 9, ct);
@@ -415,22 +389,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 }
 #endif  // KERNRT_WGMMA
 
-// ---- entries ------------------------------------------------------------------------------------
-// The sm_100a build compiles both as a trap: wgmma is sm_90a only.
+// ---- entry ---------------------------------------------------------------------------------------
+// The sm_100a build compiles it as a trap: wgmma is sm_90a only.
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
 #if KERNRT_WGMMA
-  prefill_body<false>(p);
-#else
-  __trap();
-#endif
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_pingpong_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-#if KERNRT_WGMMA
-  prefill_body<true>(p);
+  prefill_body(p);
 #else
   __trap();
 #endif

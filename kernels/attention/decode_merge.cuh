@@ -1,10 +1,9 @@
 // The split-merge math of the sm_90a decode kernel, written once: a set of online-softmax
 // results (O_s unnormalised, m_s = max score in the log2 domain, l_s = sum of 2^(s - m_s))
 // merges as O = sum_s O_s 2^(m_s - M) / L with M = max m_s and L = sum l_s 2^(m_s - M).
-// Four merges use it: the 4 warps of a CTA at the end of a segment (write_segment), the two
-// CTAs of a cluster pair (write_pair, the static_pair entry), and the final merge of a
-// (sequence, KV head) group's n partials (slots 0..n-1), by the whole group at once
-// (GroupMerge::whole_group, n <= 16) or by query-head row (GroupMerge::one_row).
+// Three merges use it: the 4 warps of a CTA at the end of a segment (write_segment), and the
+// final merge of a (sequence, KV head) group's n partials (slots 0..n-1), by the whole group
+// at once (GroupMerge::whole_group, n <= 16) or by query-head row (GroupMerge::one_row).
 //
 // The final merge goes in parts so that several CTAs can share it (the CTA that completes a
 // group and CTAs with no stream work left claim parts from a counter, decode_schedule.cuh):
@@ -125,60 +124,6 @@ __device__ __forceinline__ void write_segment(const KernelParams& p, const uint8
     store_partial(p, row0, row, d, m, l, ox, oy);
   }
 }
-
-// ---- end of a segment: a cluster pair's two CTAs merged -------------------------------------
-// The two CTAs of a cluster of 2 (ranks 0, 1) did complementary pages of (seq, head); each
-// holds its warp merge in `area`. Rank r keeps its rows [3r, 3r + 3) in registers, puts the
-// others (O and (m, l)) at the start of its ring for the partner, and after the cluster
-// barrier merges its rows with the partner's, read across the cluster: the output when the
-// pair did the whole sequence (`direct`), else partial slot `slot` of the group. The caller
-// holds the partner until both read (a second cluster barrier). No TMA is in flight in the
-// ring. The whole CTA calls it.
-template <int R>
-__device__ __forceinline__ void write_pair(const KernelParams& p, const uint8_t* area,
-                                           uint8_t* smem, int seq, int head, int slot, bool direct,
-                                           int tid) {
-  constexpr int kHalf = kGroup / 2;
-  const uint32_t rank = ptx::cluster_ctarank();
-  const int d = 2 * tid;  // 128 threads x 2 dims: one pair of every row
-  static_assert(2 * kThreads == kHeadDim, "a thread per dim pair of a row");
-  float m[kGroup], l[kGroup], ox[kGroup], oy[kGroup];
-#pragma unroll
-  for (int row = 0; row < kGroup; ++row) {
-    warps_merged<R>(area, row, d, m[row], l[row], ox[row], oy[row]);
-  }
-  __syncthreads();  // every thread read the warp merge, which the buffer may overwrite
-  float* buf = reinterpret_cast<float*>(smem);                        // [6][256] O
-  float2* buf_ml = reinterpret_cast<float2*>(buf + kGroup * kHeadDim);  // [6] (m, l)
-#pragma unroll
-  for (int row = 0; row < kGroup; ++row) {
-    if (row / kHalf == static_cast<int>(rank)) continue;
-    *reinterpret_cast<float2*>(buf + row * kHeadDim + d) = make_float2(ox[row], oy[row]);
-    if (tid == 0) buf_ml[row] = make_float2(m[row], l[row]);
-  }
-  ptx::barrier_cluster_arrive_release();
-  ptx::barrier_cluster_wait_acquire();
-  const uint32_t remote = ptx::mapa_shared_cluster(ptx::smem_u32(buf), rank ^ 1u);
-  const int64_t row0 = partial_row0(p, seq, head, slot);
-#pragma unroll
-  for (int row = 0; row < kGroup; ++row) {
-    if (row / kHalf != static_cast<int>(rank)) continue;
-    const float2 o2 = ptx::ld_shared_cluster_v2_f32(remote + (row * kHeadDim + d) * 4);
-    const float2 ml = ptx::ld_shared_cluster_v2_f32(remote + (kGroup * kHeadDim + 2 * row) * 4);
-    const float mm = fmaxf(m[row], ml.x);
-    const float f0 = merge_scale(m[row], mm);
-    const float f1 = merge_scale(ml.x, mm);
-    const float ll = l[row] * f0 + ml.y * f1;
-    const float x = ox[row] * f0 + o2.x * f1;
-    const float y = oy[row] * f0 + o2.y * f1;
-    if (direct) {
-      store_out(p, seq, head, row, d, ll, x, y);
-    } else {
-      store_partial(p, row0, row, d, mm, ll, x, y);
-    }
-  }
-}
-static_assert(kGroup * kHeadDim * 4 + kGroup * 8 <= kTileBytes, "a pair's exchange in stage 0");
 
 // Row `row` of partials [first, first + n) of the group at `slot0` into the ring (tid 0),
 // completing on `bar`.

@@ -62,12 +62,10 @@ struct Schedule {
   // The first sequence (-1: none, join at once), and zeros for empty sequences (sequence b by
   // unit b % U). Up to U sequences get consecutive units in proportion to their pages; beyond,
   // unit u starts at sequence u * B / U.
-  // With kGiven, `len_given` is this thread's length (sequence tid; 0 past the batch), read
-  // by the caller.
-  template <bool kGiven = false>
-  __device__ __forceinline__ int first(int len_given = 0) const {
+  // `len_t` is this thread's length (sequence tid; 0 past the batch), which the kernel read
+  // for the choice of schedule; used only when batch <= kMaxRanked.
+  __device__ __forceinline__ int first(int len_t) const {
     if (batch <= kMaxRanked) {
-      const int len_t = kGiven ? len_given : tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
       const int pages_t = tid < batch ? pages_of(len_t) : 0;
       if (tid < batch && len_t <= 0 && tid % units == unit) zero_rows(tid);
       if (batch <= units) {
@@ -121,8 +119,8 @@ struct Schedule {
 
   // The segment's result from the warp merge in `area` (rows per warp R), then the arrival.
   template <int R>
-  __device__ __forceinline__ void finish(const uint8_t* area, uint8_t*, int seq, int npages,
-                                         bool alone, GroupMerge& merge) const {
+  __device__ __forceinline__ void finish(const uint8_t* area, int seq, int npages, bool alone,
+                                         GroupMerge& merge) const {
     write_segment<R>(p, area, seq, sh->slot, head, alone, tid);
     arrive(seq, npages, alone, merge);
   }

@@ -1,10 +1,10 @@
-// The static schedule of the sm_90a decode kernel's `static` entries: when every sequence of
-// the batch has the same length and an even split of the pages over the units is short,
-// each CTA knows its pages from (batch, units, its unit, the length) alone, so it streams
-// them without a claim, reads their page-table entries before the lengths arrive, and
-// leaves without the stealing schedule's drain and exit counters. Kernel call order as for
-// `Schedule` (attention_decode.cu): first -> [begin, end_segment, finish, next]...; `advance`
-// is the producer's step into the unit's next segment, a segment ahead of the consumers.
+// The static schedule of the sm_90a decode kernel: when every sequence of the batch has the
+// same length and an even split of the pages over the units is short, each CTA knows its
+// pages from (batch, units, its unit, the length) alone, so it streams them without a claim,
+// reads their page-table entries before the lengths arrive, and leaves without the stealing
+// schedule's drain and exit counters. Kernel call order as for `Schedule`
+// (attention_decode.cu): first -> [begin, end_segment, finish, next]...; `advance` is the
+// producer's step into the unit's next segment, a segment ahead of the consumers.
 //
 // Plans (all CTA-uniform, decided by every CTA from the same lengths):
 //   split  (batch <= units): k = min(units / batch, kWholeMergeMax, pages) units per
@@ -12,16 +12,13 @@
 //          so its first page does not depend on the length. k = 1: the unit writes the
 //          output; else a partial in slot r, and the last of the k to arrive merges the
 //          group whole (k <= 16 partials, decode_merge.cuh) and puts the group's counter
-//          back to zero. Units u >= k * batch leave. In the static_pair entry, with k even,
-//          units 2m and 2m + 1 are the two CTAs of a cluster: they merge through each other's
-//          shared memory (write_pair), and only the k / 2 pair partials merge through memory
-//          (none when k = 2).
+//          back to zero. Units u >= k * batch leave.
 //   whole  (batch > units): unit u takes sequences u, u + units, u + 2 units, ... whole,
 //          each written by the unit itself (no partial, no counter).
 // Taken when the busiest unit has at most kStaticMaxPages pages and at most one page more
 // than an even split of all pages over the units; else the stealing schedule runs.
-// Static page ranges ran 4 x 8192 at 43.1 us against 48.9 for the stealing v8, measured in
-// one process (validation/attention/notes.md).
+// Measured against the stealing schedule in one process: 4 x 8192 43.8 against 48.0 us,
+// 32 x 2048 71.9 against 80.7, 128 x 1024 141.2 against 157.6 (validation/attention/notes.md).
 //
 // State: the pack's counter scratch, only `done` of (sequence, head) in the split plan with
 // k >= 2 (back to zero when the group's merge starts); no other counter is touched, so the
@@ -37,7 +34,6 @@
 #include "attention/decode_schedule.cuh"
 #include "attention/decode_shape.cuh"
 #include "attention/params.h"
-#include "common/ptx.cuh"
 
 namespace kernrt::attention {
 
@@ -99,9 +95,8 @@ struct StaticSchedule {
   const KernelParams& p;
   DecodeShared* sh;
   int unit, head, tid;
-  int len;    // every sequence's length
-  int k;      // split plan: units per sequence; whole plan: 0
-  bool pair;  // split plan, k even: units 2m, 2m + 1 are the ranks of a cluster pair
+  int len;  // every sequence's length
+  int k;    // split plan: units per sequence; whole plan: 0
 
   using FeedT = StaticFeed;
   // Segment flow (attention_decode.cu): the warp merge in the sentinel's stage, the producer
@@ -119,9 +114,8 @@ struct StaticSchedule {
   }
 
   // Whether a static plan runs for sequences of `len0` tokens each (the caller checked that
-  // every length equals len0); sets len, k and pair (`pairs`: the kernel maps units 2m, 2m + 1
-  // to the two CTAs of a cluster). The same answer in every CTA.
-  __device__ __forceinline__ bool init(int len0, bool pairs) {
+  // every length equals len0); sets len and k. The same answer in every CTA.
+  __device__ __forceinline__ bool init(int len0) {
     len = len0;
     const int batch = this->batch(), units = this->units();
     const int pages = (max(len0, 0) + kPage - 1) / kPage;
@@ -134,7 +128,6 @@ struct StaticSchedule {
       k = 0;
       busiest = (batch + units - 1) / units * pages;
     }
-    pair = pairs && k >= 2 && k % 2 == 0;
     return busiest <= kStaticMaxPages &&
            static_cast<int64_t>(busiest - 1) * units <= static_cast<int64_t>(batch) * pages;
   }
@@ -187,39 +180,23 @@ struct StaticSchedule {
   __device__ __forceinline__ void end_segment(int, bool) const { sh->slot = k > 0 ? unit % k : 0; }
 
   // The segment's result from the warp merge in `area` (rows per warp R), then the arrival.
-  // A pair (write_pair): the output when k = 2, else the pair's partial in slot r / 2, of
-  // which rank 0 arrives once both halves are written; the second cluster barrier keeps each
-  // CTA's exchange buffer until the partner read it.
   template <int R>
-  __device__ __forceinline__ void finish(const uint8_t* area, uint8_t* smem, int seq, int npages,
-                                         bool alone, GroupMerge& merge) const {
-    if (!pair) {
-      write_segment<R>(p, area, seq, sh->slot, head, alone, tid);
-      arrive(seq, npages, alone, merge);
-      return;
-    }
-    const bool direct = k == 2;
-    write_pair<R>(p, area, smem, seq, head, (unit % k) >> 1, direct, tid);
-    if (!direct) __threadfence();  // this half of the pair partial before rank 0's arrival
-    ptx::barrier_cluster_arrive_release();
-    ptx::barrier_cluster_wait_acquire();
-    if (!direct && ptx::cluster_ctarank() == 0) arrive_group(seq, k / 2, merge);
+  __device__ __forceinline__ void finish(const uint8_t* area, int seq, int npages, bool alone,
+                                         GroupMerge& merge) const {
+    write_segment<R>(p, area, seq, sh->slot, head, alone, tid);
+    arrive(seq, npages, alone, merge);
   }
 
   // After the segment's result is written. The split plan's k partials of a group: the last
   // to arrive puts the counter back to zero (every other arrival is counted by then) and
   // merges the group whole. No TMA is in flight: the split plan has one segment per unit.
   __device__ __forceinline__ void arrive(int seq, int, bool alone, GroupMerge& merge) const {
-    if (!alone) arrive_group(seq, k, merge);
-  }
-
-  // One of the n arrivals at (seq, head)'s group; the last merges its n partials.
-  __device__ __forceinline__ void arrive_group(int seq, int n, GroupMerge& merge) const {
+    if (alone) return;
     int* done = p.ptr_multi_ctas_kv_counter + seq * kCounterStride + kDoneAt + head;
     __threadfence();
     __syncthreads();
     if (tid == 0) {
-      const bool last = atomicAdd(done, 1) == n - 1;
+      const bool last = atomicAdd(done, 1) == k - 1;
       if (last) *reinterpret_cast<volatile int*>(done) = 0;
       sh->flag = last;
     }
@@ -228,7 +205,7 @@ struct StaticSchedule {
     __syncthreads();  // every thread has read the flag
     if (last) {
       __threadfence();
-      merge.part(seq, head, n, merge_parts(n), 0);
+      merge.part(seq, head, k, merge_parts(k), 0);
     }
   }
 

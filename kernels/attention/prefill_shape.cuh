@@ -36,7 +36,6 @@ static_assert(128 * kProducerRegs + kConsumerThreads * kConsumerRegs <= 65536, "
 constexpr uint32_t kBarConsumers = 1;  // named barrier: the 256 consumer threads
 constexpr uint32_t kBarExit = 2;       // named barrier: consumers + the producer warp
 constexpr uint32_t kBarWarpgroup = 3;  // named barriers 3, 4: one consumer warpgroup
-constexpr uint32_t kBarTurn = 5;       // named barriers 5, 6: ping-pong turns (both warpgroups)
 constexpr int kExitThreads = kConsumerThreads + 32;
 
 // ---- shared memory (from a 1024-byte aligned base) ----------------------------------------------

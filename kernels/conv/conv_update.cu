@@ -4,16 +4,14 @@
 //   for each new token x_t:  y_t = act(bias + sum_{j<W-1} w[j] s[j] + w[W-1] x_t) (+ res_t);
 //                            s <- [s[1..W-2], x_t]
 // Entries, one `const __grid_constant__ ConvUpdateParams` each, dtype in {bf16, f16}, W in
-// {2, 3, 4}; one token per sequence unless named verify:
-//   conv_update_s4_sm90a_<dtype>_w<W>      4 sequences per thread, block 64 (shipped shape)
-//   conv_update_s4wave_sm90a_<dtype>_w<W>  the same held to <= 128 registers, so 8 blocks of
-//                                          64 fit an SM: B256 D8192's 1024 blocks in one wave
-//   conv_update_s1_sm90a_<dtype>_w<W>      1 sequence per thread, block 64 (small batches)
-//   conv_update_{s4,s1}_fla_*              the same over fla's [N, D, W] cache lines
-// (s4wave: our lines only, no residual.)
+// {2, 3, 4}:
+//   conv_update_s4_sm90a_<dtype>_w<W>      1 token, 4 sequences per thread, block 64
+//   conv_update_s4_fla_sm90a_<dtype>_w<W>  the same over fla's [N, D, W] cache lines
 //   conv_verify_sm90a_<dtype>_w<W>         up to 8 tokens, 1 sequence per thread, block 128
-// (the s4 / s4wave / s1 candidates are measured side by side on the device; the losers go
-// to git history).
+// On the H200 (B64 D4096 / B256 D8192, W4 silu, per call in a 64-call graph) s4 ran 3.31 /
+// 11.77 us over our lines and 3.30 / 17.76 over fla's cache; one sequence per thread ran
+// 3.74 / 14.51 (3.84 / 18.58), s4 held to 128 registers for 8 blocks per SM 3.26 / 14.56
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12).
 //
 // Grid/block: block.x threads, one per 8 channels; grid.x = ceil(D / (8 * block.x));
 // grid.y = ceil(seqs / kSeqs): each thread serves kSeqs sequences of the same channels so
@@ -24,13 +22,14 @@
 //
 // Not checked here: D % 8 and 16-byte alignment (manifest and load checks), steps <= 8,
 // distinct lines for distinct sequences (two sequences sharing a line race).
-#include "conv/conv_ptx.cuh"
+#include "common/ptx/sync.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/params.h"
 
 namespace kernrt::conv {
 
 constexpr int kUpdateThreads = 64;   // block.x of the 1-token entries
+constexpr int kUpdateSeqs = 4;       // sequences per thread of the 1-token entries
 constexpr int kVerifyThreads = 128;  // block.x of the verify entries
 
 // z for one channel of a decode step from its taps x[0..W-1] (oldest first, the new token
@@ -87,8 +86,7 @@ __device__ __forceinline__ void slide(uint4 (&v)[L], const uint4& x) {
 // kFull: lines are fla's [D, W] (slot 0 the oldest input, unread by the next output).
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
-// kResidual: the entry reads `residual` (s4wave does not: its path would spill at 128).
-template <typename E, int W, int kSteps, int kSeqs, bool kFull, bool kResidual = true>
+template <typename E, int W, int kSteps, int kSeqs, bool kFull>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int N = 8;
   constexpr int S = W - 1;               // window slots
@@ -134,9 +132,9 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     const int n = blockIdx.y * kSeqs + k;
     if (n >= p.seqs) break;
     uint16_t* y = static_cast<uint16_t*>(p.y) + n * p.y_stride_seq + c0;
-    const uint16_t* res = !kResidual || p.residual == nullptr
-                              ? nullptr
-                              : static_cast<const uint16_t*>(p.residual) + n * p.res_stride_seq + c0;
+    const uint16_t* res = p.residual == nullptr ? nullptr
+                                                : static_cast<const uint16_t*>(p.residual) +
+                                                      n * p.res_stride_seq + c0;
 #pragma unroll
     for (int t = 0; t < kSteps; ++t) {
       if (t < steps) {
@@ -175,43 +173,24 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 }
 
-// The entries' bodies, one name per candidate.
-template <typename E, int W, bool kFull>
-__device__ __forceinline__ void update_s4(const ConvUpdateParams& p) {
-  conv_update<E, W, 1, 4, kFull>(p);
-}
-template <typename E, int W, bool kFull>
-__device__ __forceinline__ void update_s4wave(const ConvUpdateParams& p) {
-  conv_update<E, W, 1, 4, kFull, false>(p);
-}
-template <typename E, int W, bool kFull>
-__device__ __forceinline__ void update_s1(const ConvUpdateParams& p) {
-  conv_update<E, W, 1, 1, kFull>(p);
-}
-
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-#define KERNRT_CONV_UPDATE_ENTRY(name, suffix, full, bounds, dtype, tag, w)                  \
-  extern "C" __global__ void bounds conv_update_##name##suffix##_sm90a_##dtype##_w##w(       \
-      const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                           \
-    kernrt::conv::update_##name<kernrt::conv::tag, w, full>(p);                             \
+#define KERNRT_CONV_UPDATE_ENTRY(suffix, full, dtype, tag, w)                                 \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kUpdateThreads)               \
+      conv_update_s4##suffix##_sm90a_##dtype##_w##w(                                        \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                       \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, 1, kernrt::conv::kUpdateSeqs, full>(p); \
   }
-#define KERNRT_CONV_UPDATE_LAYOUTS(name, bounds, dtype, tag, w)          \
-  KERNRT_CONV_UPDATE_ENTRY(name, , false, bounds, dtype, tag, w)         \
-  KERNRT_CONV_UPDATE_ENTRY(name, _fla, true, bounds, dtype, tag, w)
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                             \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)               \
-      conv_verify_sm90a_##dtype##_w##w(const __grid_constant__ kernrt::conv::ConvUpdateParams p) { \
+      conv_verify_sm90a_##dtype##_w##w(                                                     \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                       \
     kernrt::conv::conv_update<kernrt::conv::tag, w, kernrt::conv::kMaxSteps, 1, false>(p);  \
   }
-// s4wave: 8 blocks of 64 per SM, so <= 128 registers: our lines only and no residual (fla's
-// 4-slot lines spill 208 bytes at W 4 under that cap, the residual path 20).
-#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                                               \
-  KERNRT_CONV_UPDATE_LAYOUTS(s4, __launch_bounds__(kernrt::conv::kUpdateThreads), dtype, tag, w) \
-  KERNRT_CONV_UPDATE_ENTRY(s4wave, , false, __launch_bounds__(kernrt::conv::kUpdateThreads, 8),  \
-                           dtype, tag, w)                                                       \
-  KERNRT_CONV_UPDATE_LAYOUTS(s1, __launch_bounds__(kernrt::conv::kUpdateThreads), dtype, tag, w) \
+#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)      \
+  KERNRT_CONV_UPDATE_ENTRY(, false, dtype, tag, w)     \
+  KERNRT_CONV_UPDATE_ENTRY(_fla, true, dtype, tag, w)  \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

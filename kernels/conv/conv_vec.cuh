@@ -13,7 +13,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "conv/conv_ptx.cuh"
+#include "common/ptx/ldst.cuh"
 
 namespace kernrt::conv {
 
@@ -61,7 +61,7 @@ template <int N>
 __device__ __forceinline__ Vec<N> ld(const void* p) {
   return *reinterpret_cast<const Vec<N>*>(p);
 }
-// Plain vector store (one instruction, see conv_ptx.cuh): 0.6-0.8 % faster than
+// Plain vector store (one instruction, see common/ptx/ldst.cuh): 0.6-0.8 % faster than
 // st.global.cs for y on the H200 (notes.md).
 __device__ __forceinline__ void st_vec(void* p, const uint4& v) { ptx::st_global_v4_b32(p, v); }
 __device__ __forceinline__ void st_vec(void* p, const uint2& v) { ptx::st_global_v2_b32(p, v); }

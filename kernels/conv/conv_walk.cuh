@@ -1,7 +1,8 @@
-// The per-thread walk of the conv forward (conv_fwd.cu), shared by its candidate loaders:
-// state-line addressing, the running window (`Walk`), one row's output step (`step_row`:
-// sequence switch, y, final state, window shift), a block's span bounds (`locate`) and the
-// window before a span (`enter_span`). A thread owns N consecutive channels.
+// The per-thread walk of the conv forward (conv_fwd.cu's strip): state-line addressing,
+// the running window (`Walk`), one row's output (`row_out`, `emit_row`), the window shift,
+// the sequence switch, the final state after a sequence's last row (`write_final_after`),
+// a block's span bounds (`locate`) and the window before a span (`enter_span`). A thread
+// owns N consecutive channels.
 //
 // Not checked here: what conv_fwd.cu's header lists (alignment, D % 8, W <= 4, monotone
 // cu_seqlens, non-overlapping initial and final states).
@@ -59,34 +60,6 @@ __device__ __forceinline__ void window_from_state(E tag, const ConvFwdParams& p,
   }
 }
 
-// The final state after row t (the sequence's last): lines hold x~[t-W+2 .. t], fla's full
-// lines x~[t-W+1 .. t]; both are the window before the shift and the current row.
-template <typename E, int W, int N>
-__device__ __forceinline__ void write_final(E tag, const ConvFwdParams& p, const Walk<W, N>& k,
-                                            const float (&cur)[N], int c0) {
-  void* line = const_cast<void*>(state_line(p.final_state, p.final_lines, p.final_stride, k.n));
-  if (line == nullptr) return;
-  if (k.full) {
-    float s[W][N];
-#pragma unroll
-    for (int c = 0; c < N; ++c) {
-#pragma unroll
-      for (int j = 0; j < W - 1; ++j) s[j][c] = k.win[j][c];
-      s[W - 1][c] = cur[c];
-    }
-    store_state<E, W, N>(tag, line, c0, s);
-  } else {
-    float s[W - 1][N];
-#pragma unroll
-    for (int c = 0; c < N; ++c) {
-#pragma unroll
-      for (int j = 0; j + 1 < W - 1; ++j) s[j][c] = k.win[j + 1][c];
-      s[W - 2][c] = cur[c];
-    }
-    store_state<E, W - 1, N>(tag, line, c0, s);
-  }
-}
-
 // Row t's activated outputs from its fp32 values (conv_dot's order, then act).
 template <int W, int N>
 __device__ __forceinline__ void row_out(const Walk<W, N>& k, const float (&cur)[N], float (&out)[N]) {
@@ -133,22 +106,8 @@ __device__ __forceinline__ void next_sequence(const ConvFwdParams& p, Walk<W, N>
   window_from_state(E{}, p, k, c0);
 }
 
-// Row t from its vector v, with every check inline (the ring's walk): a sequence switch
-// before the row, the final state after a sequence's last row.
-template <typename E, int W, int N>
-__device__ __forceinline__ void step_row(const ConvFwdParams& p, Walk<W, N>& k, const Vec<N>& v,
-                                         uint16_t* y, const uint16_t* res, int c0, int t) {
-  const E tag{};
-  if (t == k.end) next_sequence<E>(p, k, c0, t);  // varlen only
-  float cur[N];
-  unpack(tag, v, cur);
-  emit_row<E>(p, k, cur, y, res, t);
-  if (t == k.end - 1 && p.final_state != nullptr) write_final(tag, p, k, cur, c0);
-  shift_window(k, cur);
-}
-
-// The final state once the walk has passed its sequence's last row (the strip's walk, which
-// checks sequence ends between segments, not per row): the window holds x~[end-W+1 ..
+// The final state once the walk has passed its sequence's last row (the strip checks
+// sequence ends between segments, not per row): the window holds x~[end-W+1 ..
 // end-1]; fla's full lines also take x~[end-W], reloaded here (x row, initial-state slot
 // or zero). `x` points at the thread's channels.
 template <typename E, int W, int N>

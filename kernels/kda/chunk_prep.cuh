@@ -19,11 +19,12 @@
 // Not checked here: what kda_chunk.cu guarantees (128 prep threads, span and stage indices).
 #pragma once
 
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/mma.cuh"
 #include "kda/chunk_smem.cuh"
-#include "kda/kda_mma.cuh"
 #include "kda/kda_vec.cuh"
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 // Per-thread constants of the prep role: its token row and channels for step 2, the gate's
 // exp(A_log) and dt_bias of those channels.
@@ -52,14 +53,14 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
                         int64_t(h) * kHeadDim + col;
     const uint16_t* k = static_cast<const uint16_t*>(p.k) + sp.off(p.qk_stride_seq, p.qk_stride_tok, tt) +
                         int64_t(h) * kHeadDim + col;
-    cp_async16(&st.q[t][col], q, ok ? 16 : 0);
-    cp_async16(&st.k[t][col], k, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&st.q[t][col], q, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&st.k[t][col], k, ok ? 16 : 0);
     if (!zero_v) {
       const uint16_t* v = static_cast<const uint16_t*>(p.v) + sp.off(p.v_stride_seq, p.v_stride_tok, tt) +
                           int64_t(hv) * p.dim_v + vt * kVTile + col;
-      cp_async16(&st.v[t][col], v, ok ? 16 : 0);
+      ptx::cp_async_cg_16_zfill(&st.v[t][col], v, ok ? 16 : 0);
     } else {
-      cp_async16(&st.v[t][col], p.q, 0);  // context-parallel transition tile: v = 0
+      ptx::cp_async_cg_16_zfill(&st.v[t][col], p.q, 0);  // context-parallel transition tile: v = 0
     }
   }
   const bool gf32 = (p.flags & kFlagGF32) != 0;
@@ -77,11 +78,11 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
         const void* src = gf32 ? static_cast<const void*>(static_cast<const float*>(p.g) + e)
                                : static_cast<const void*>(static_cast<const uint16_t*>(p.g) + e);
         char* dst = reinterpret_cast<char*>(&st.g[t][0]) + (gf32 ? col * 4 : col * 2);
-        cp_async16(dst, src, ok ? 16 : 0);
+        ptx::cp_async_cg_16_zfill(dst, src, ok ? 16 : 0);
       }
     }
   }
-  cp_async_commit();
+  ptx::cp_async_commit_group();
   // beta (and GDN's g): one scalar per token, by threads 0..15, held in registers until the
   // end of the current chunk's prep (its latency hides behind that work).
   beta_raw = 0.f, gs_raw = 0.f;
@@ -192,9 +193,9 @@ __device__ __forceinline__ bool prep_channel(const RawStage& st, PrepScratch& ps
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) {
     const float qh = ps.qh[t][ch], kh = ps.kh[t][ch];
-    ps.qf[t][ch] = to_tf32(qh * f[t]);
-    ps.kf[t][ch] = to_tf32(kh * f[t]);
-    ps.ki[t][ch] = to_tf32(kh * inv[t]);
+    ps.qf[t][ch] = ptx::cvt_rna_tf32(qh * f[t]);
+    ps.kf[t][ch] = ptx::cvt_rna_tf32(kh * f[t]);
+    ps.ki[t][ch] = ptx::cvt_rna_tf32(kh * inv[t]);
   }
   return safe;
 }
@@ -213,7 +214,8 @@ __device__ __forceinline__ void prep_intra_tf32(PrepScratch& ps, Operands& op, i
                            __float_as_uint(A[g][c + 4]), __float_as_uint(A[g + 8][c + 4])};
 #pragma unroll
     for (int n = 0; n < 2; ++n)
-      mma_tf32(acc[n], a, __float_as_uint(ps.ki[8 * n + g][c]), __float_as_uint(ps.ki[8 * n + g][c + 4]));
+      ptx::mma_m16n8k8_tf32(acc[n], a[0], a[1], a[2], a[3], __float_as_uint(ps.ki[8 * n + g][c]),
+                            __float_as_uint(ps.ki[8 * n + g][c + 4]));
   }
 #pragma unroll
   for (int n = 0; n < 2; ++n)
@@ -291,11 +293,11 @@ __device__ __forceinline__ void prep_gram(const RawStage& st, PrepScratch& ps, O
   for (int ks = 0; ks < 8; ++ks) {
     uint32_t a[4], b[4];
     const int r = (lane & 7) + ((lane >> 4) << 3), c = 16 * ks + (((lane >> 3) & 1) << 3);
-    ldmatrix_x4(a, smem_addr(a_tile + r * kRowH + c));
-    ldmatrix_x4(b, smem_addr(&st.k[0][0] + r * kRowH + c));
-    const uint32_t af[4] = {a[0], a[2], a[1], a[3]};  // (lo,lo) (hi,lo) (lo,hi) (hi,hi)
-    mma_bf16(acc[0], af, b[0], b[1]);
-    mma_bf16(acc[1], af, b[2], b[3]);
+    ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(a_tile + r * kRowH + c));
+    ptx::ldmatrix_x4(b[0], b[1], b[2], b[3], ptx::smem_u32(&st.k[0][0] + r * kRowH + c));
+    // A fragment (lo,lo) (hi,lo) (lo,hi) (hi,hi): ldmatrix registers 0, 2, 1, 3.
+    ptx::mma_m16n8k16_bf16(acc[0], a[0], a[2], a[1], a[3], b[0], b[1]);
+    ptx::mma_m16n8k16_bf16(acc[1], a[0], a[2], a[1], a[3], b[2], b[3]);
   }
   const int g = lane >> 2, q = lane & 3;
 #pragma unroll
@@ -331,4 +333,4 @@ __device__ __forceinline__ void prep_solve(const PrepScratch& ps, Operands& op, 
   for (int i = 0; i < kChunk; ++i) op.tmb[i][j] = __float2half_rn(x[i] * bj);
 }
 
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda

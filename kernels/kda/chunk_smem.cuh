@@ -21,7 +21,7 @@
 
 #include "kda/params.h"
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 constexpr int kRowH = kHeadDim + 8;   // f16 / bf16 row of K channels, padded (272 B)
 constexpr int kRowF = kHeadDim + 4;   // fp32 row, padded (528 B)
@@ -130,4 +130,4 @@ __device__ __forceinline__ Span block_span(const KdaChunkParams& p) {
   return s;
 }
 
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda

@@ -14,11 +14,12 @@
 // Not checked here: what kda_chunk.cu guarantees (warp index, stage, span).
 #pragma once
 
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/mma.cuh"
 #include "kda/chunk_smem.cuh"
-#include "kda/kda_mma.cuh"
 #include "kda/kda_vec.cuh"
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 // Power-of-two scale s (and 1/s) that maps a warp's largest |x| into [2^14, 2^15).
 struct Pow2 {
@@ -40,7 +41,7 @@ __device__ __forceinline__ Pow2 pow2_of(float m) {
 __device__ __forceinline__ uint32_t ldm_addr(const __half* tile, int ld, int r0, int c0, int lane) {
   const int r = r0 + (lane & 7) + ((lane >> 4) << 3);
   const int c = c0 + (((lane >> 3) & 1) << 3);
-  return smem_addr(tile + r * ld + c);
+  return ptx::smem_u32(tile + r * ld + c);
 }
 
 // The same for .trans loads of B fragments: (rows lo | hi) x (cols n0 | n0 + 8), ordered
@@ -48,7 +49,7 @@ __device__ __forceinline__ uint32_t ldm_addr(const __half* tile, int ld, int r0,
 __device__ __forceinline__ uint32_t ldm_addr_t(const __half* tile, int ld, int n0, int lane) {
   const int r = (lane & 7) + (((lane >> 3) & 1) << 3);
   const int c = n0 + ((lane >> 4) << 3);
-  return smem_addr(tile + r * ld + c);
+  return ptx::smem_u32(tile + r * ld + c);
 }
 
 struct StateWarp {
@@ -73,18 +74,18 @@ struct StateWarp {
     float p1[2][4] = {}, p2[2][4] = {};
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
-      const uint32_t a[4] = {pack_f16x2(x[2 * ks][0] * sx.s, x[2 * ks][1] * sx.s),
-                             pack_f16x2(x[2 * ks][2] * sx.s, x[2 * ks][3] * sx.s),
-                             pack_f16x2(x[2 * ks + 1][0] * sx.s, x[2 * ks + 1][1] * sx.s),
-                             pack_f16x2(x[2 * ks + 1][2] * sx.s, x[2 * ks + 1][3] * sx.s)};
+      const uint32_t a[4] = {ptx::pack_f16x2(x[2 * ks][0] * sx.s, x[2 * ks][1] * sx.s),
+                             ptx::pack_f16x2(x[2 * ks][2] * sx.s, x[2 * ks][3] * sx.s),
+                             ptx::pack_f16x2(x[2 * ks + 1][0] * sx.s, x[2 * ks + 1][1] * sx.s),
+                             ptx::pack_f16x2(x[2 * ks + 1][2] * sx.s, x[2 * ks + 1][3] * sx.s)};
       uint32_t bk[4], bq[4];
-      ldmatrix_x4(bk, ldm_addr(&op.kw[0][0], kRowH, 0, 16 * ks, lane));
-      ldmatrix_x4(bq, ldm_addr(&op.qt[0][0], kRowH, 0, 16 * ks, lane));
-      mma_f16(p1[0], a, bk[0], bk[1]);
-      mma_f16(p1[1], a, bk[2], bk[3]);
+      ptx::ldmatrix_x4(bk[0], bk[1], bk[2], bk[3], ldm_addr(&op.kw[0][0], kRowH, 0, 16 * ks, lane));
+      ptx::ldmatrix_x4(bq[0], bq[1], bq[2], bq[3], ldm_addr(&op.qt[0][0], kRowH, 0, 16 * ks, lane));
+      ptx::mma_m16n8k16_f16(p1[0], a[0], a[1], a[2], a[3], bk[0], bk[1]);
+      ptx::mma_m16n8k16_f16(p1[1], a[0], a[1], a[2], a[3], bk[2], bk[3]);
       if (kOut) {
-        mma_f16(p2[0], a, bq[0], bq[1]);
-        mma_f16(p2[1], a, bq[2], bq[3]);
+        ptx::mma_m16n8k16_f16(p2[0], a[0], a[1], a[2], a[3], bq[0], bq[1]);
+        ptx::mma_m16n8k16_f16(p2[1], a[0], a[1], a[2], a[3], bq[2], bq[3]);
       }
     }
     // ---- r^T = v^T - X (k^ a)^T ----------------------------------------------------------
@@ -101,32 +102,32 @@ struct StateWarp {
       }
     // ---- vn^T = r^T (Tm Diag(beta))^T -----------------------------------------------------
     const Pow2 sr = pow2_of(m);
-    uint32_t ar[4] = {pack_f16x2(r[0][0] * sr.s, r[0][1] * sr.s),
-                      pack_f16x2(r[0][2] * sr.s, r[0][3] * sr.s),
-                      pack_f16x2(r[1][0] * sr.s, r[1][1] * sr.s),
-                      pack_f16x2(r[1][2] * sr.s, r[1][3] * sr.s)};
+    uint32_t ar[4] = {ptx::pack_f16x2(r[0][0] * sr.s, r[0][1] * sr.s),
+                      ptx::pack_f16x2(r[0][2] * sr.s, r[0][3] * sr.s),
+                      ptx::pack_f16x2(r[1][0] * sr.s, r[1][1] * sr.s),
+                      ptx::pack_f16x2(r[1][2] * sr.s, r[1][3] * sr.s)};
     uint32_t bt[4];
-    ldmatrix_x4(bt, ldm_addr(&op.tmb[0][0], kTileH, 0, 0, lane));
+    ptx::ldmatrix_x4(bt[0], bt[1], bt[2], bt[3], ldm_addr(&op.tmb[0][0], kTileH, 0, 0, lane));
     float vn[2][4] = {};
-    mma_f16(vn[0], ar, bt[0], bt[1]);
-    mma_f16(vn[1], ar, bt[2], bt[3]);
+    ptx::mma_m16n8k16_f16(vn[0], ar[0], ar[1], ar[2], ar[3], bt[0], bt[1]);
+    ptx::mma_m16n8k16_f16(vn[1], ar[0], ar[1], ar[2], ar[3], bt[2], bt[3]);
     m = 0.f;
 #pragma unroll
     for (int n = 0; n < 2; ++n)
 #pragma unroll
       for (int e = 0; e < 4; ++e) vn[n][e] *= sr.inv, m = fmaxf(m, fabsf(vn[n][e]));
     const Pow2 sv = pow2_of(m);
-    const uint32_t av[4] = {pack_f16x2(vn[0][0] * sv.s, vn[0][1] * sv.s),
-                            pack_f16x2(vn[0][2] * sv.s, vn[0][3] * sv.s),
-                            pack_f16x2(vn[1][0] * sv.s, vn[1][1] * sv.s),
-                            pack_f16x2(vn[1][2] * sv.s, vn[1][3] * sv.s)};
+    const uint32_t av[4] = {ptx::pack_f16x2(vn[0][0] * sv.s, vn[0][1] * sv.s),
+                            ptx::pack_f16x2(vn[0][2] * sv.s, vn[0][3] * sv.s),
+                            ptx::pack_f16x2(vn[1][0] * sv.s, vn[1][1] * sv.s),
+                            ptx::pack_f16x2(vn[1][2] * sv.s, vn[1][3] * sv.s)};
     // ---- o^T = X (q^ a)^T + vn^T Aqk^T ------------------------------------------------------
     if (kOut) {
       uint32_t ba[4];
-      ldmatrix_x4(ba, ldm_addr(&op.aqk[0][0], kTileH, 0, 0, lane));
+      ptx::ldmatrix_x4(ba[0], ba[1], ba[2], ba[3], ldm_addr(&op.aqk[0][0], kTileH, 0, 0, lane));
       float oi[2][4] = {};
-      mma_f16(oi[0], av, ba[0], ba[1]);
-      mma_f16(oi[1], av, ba[2], ba[3]);
+      ptx::mma_m16n8k16_f16(oi[0], av[0], av[1], av[2], av[3], ba[0], ba[1]);
+      ptx::mma_m16n8k16_f16(oi[1], av[0], av[1], av[2], av[3], ba[2], ba[3]);
 #pragma unroll
       for (int n = 0; n < 2; ++n)
 #pragma unroll
@@ -140,10 +141,11 @@ struct StateWarp {
 #pragma unroll
     for (int np = 0; np < 8; ++np) {
       uint32_t b[4];
-      ldmatrix_x4_trans(b, ldm_addr_t(&op.kt[0][0], kRowH, 16 * np, lane));
+      ptx::ldmatrix_x4_trans(b[0], b[1], b[2], b[3],
+                             ldm_addr_t(&op.kt[0][0], kRowH, 16 * np, lane));
       float u[2][4] = {};
-      mma_f16(u[0], av, b[0], b[1]);
-      mma_f16(u[1], av, b[2], b[3]);
+      ptx::mma_m16n8k16_f16(u[0], av[0], av[1], av[2], av[3], b[0], b[1]);
+      ptx::mma_m16n8k16_f16(u[1], av[0], av[1], av[2], av[3], b[2], b[3]);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int n = 2 * np + h;
@@ -157,4 +159,4 @@ struct StateWarp {
   }
 };
 
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda

@@ -19,12 +19,14 @@
 // Not checked here: K = 128, V % 128, HV % H, the pool lines (the manifest's domains), that
 // initial and final states of one call do not overlap unless they are the same line (a block
 // reads its rows of h0 before it writes the same rows of ht, so in place is safe).
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/sync.cuh"
 #include "kda/chunk_prep.cuh"
 #include "kda/chunk_smem.cuh"
 #include "kda/chunk_state.cuh"
 #include "kda/params.h"
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 // State rows of the block's tile in a state line: row v of head hv at byte
 // ((hv * V + v) * K) * 4 from the line.
@@ -69,7 +71,7 @@ __device__ __forceinline__ void state_role(const KdaChunkParams& p, const Span& 
   uint16_t (&ost)[kChunk][kChunk] = sm.ostage[sw.warp];
   for (int c = 0; c < nchunks; ++c) {
     const int s = c % kOpStages;
-    bar_sync(kBarFull + s, kChunkThreads);
+    ptx::bar_sync(kBarFull + s, kChunkThreads);
     if (plan.out) {
       sw.apply<true>(sm.op[s], ost);
       __syncwarp();
@@ -84,7 +86,7 @@ __device__ __forceinline__ void state_role(const KdaChunkParams& p, const Span& 
     } else {
       sw.apply<false>(sm.op[s], ost);
     }
-    if (c + kOpStages < nchunks) bar_arrive(kBarEmpty + s, kChunkThreads);
+    if (c + kOpStages < nchunks) ptx::bar_arrive(kBarEmpty + s, kChunkThreads);
   }
 
   // ---- final state ---------------------------------------------------------------------------
@@ -113,7 +115,7 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
   if (nchunks > 1) {
     prep_issue<kKda>(p, sp, hv, vt, 1, sm.raw[1], th, b_pend, g_pend, zero_v);
   } else {
-    cp_async_commit();
+    ptx::cp_async_commit_group();
   }
   for (int c = 0; c < nchunks; ++c) {
     const int st = c % kRawStages, s = c % kOpStages;
@@ -121,19 +123,19 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
       prep_issue<kKda>(p, sp, hv, vt, c + 2, sm.raw[(c + 2) % kRawStages], th, b_new, g_new,
                        zero_v);
     } else {
-      cp_async_commit();
+      ptx::cp_async_commit_group();
     }
-    cp_async_wait<2>();
-    bar_sync(kBarPrep, kPrepThreads);
+    ptx::cp_async_wait_group<2>();
+    ptx::bar_sync(kBarPrep, kPrepThreads);
     prep_tokens<kKda>(p, sp, c, sm.raw[st], sm.prep, th);
-    bar_sync(kBarPrep, kPrepThreads);
-    if (c >= kOpStages) bar_sync(kBarEmpty + s, kChunkThreads);
+    ptx::bar_sync(kBarPrep, kPrepThreads);
+    if (c >= kOpStages) ptx::bar_sync(kBarEmpty + s, kChunkThreads);
     Operands& op = sm.op[s];
     const bool safe = prep_channel<kKda>(sm.raw[st], sm.prep, op, th.tid);
     if constexpr (kKda) {
       const bool wsafe = __all_sync(0xffffffffu, safe);
       if (th.lane == 0) sm.prep.safe[th.warp] = wsafe;
-      bar_sync(kBarPrep, kPrepThreads);  // the tf32 operands and the flags
+      ptx::bar_sync(kBarPrep, kPrepThreads);  // the tf32 operands and the flags
       bool fast = true;
 #pragma unroll
       for (int w = 0; w < kPrepWarps; ++w) fast = fast && sm.prep.safe[w] != 0;
@@ -156,14 +158,14 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
     } else {
       prep_gram(sm.raw[st], sm.prep, op, th.warp, th.lane);
     }
-    bar_sync(kBarPrep, kPrepThreads);
+    ptx::bar_sync(kBarPrep, kPrepThreads);
     if (th.warp == 0) prep_solve(sm.prep, op, th.lane);
     if (th.tid < kChunk && c + 1 < nchunks) {
       sm.raw[(c + 1) % kRawStages].beta[th.tid] = b_pend;
       sm.raw[(c + 1) % kRawStages].gs[th.tid] = g_pend;
     }
     b_pend = b_new, g_pend = g_new;
-    bar_arrive(kBarFull + s, kChunkThreads);
+    ptx::bar_arrive(kBarFull + s, kChunkThreads);
   }
 }
 
@@ -247,7 +249,7 @@ __device__ __forceinline__ void kda_chunk(const KdaChunkParams& p) {
         if (kKda) {
 #pragma unroll
           for (int j = 0; j < 4; ++j) {
-            const uint4 x = ld_nc_v4(p.dt_bias + hv * kHeadDim + 32 * j + 4 * th.sub);
+            const uint4 x = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + 32 * j + 4 * th.sub);
             th.dtb[4 * j] = __uint_as_float(x.x), th.dtb[4 * j + 1] = __uint_as_float(x.y);
             th.dtb[4 * j + 2] = __uint_as_float(x.z), th.dtb[4 * j + 3] = __uint_as_float(x.w);
           }
@@ -257,7 +259,7 @@ __device__ __forceinline__ void kda_chunk(const KdaChunkParams& p) {
       }
     }
   }
-  pdl_wait();
+  ptx::griddepcontrol_wait();
 
   const Span sp = block_span(p);
   const TilePlan plan = tile_plan(p, sp);
@@ -268,7 +270,7 @@ __device__ __forceinline__ void kda_chunk(const KdaChunkParams& p) {
   } else {
     state_role(p, sp, sm, nchunks, plan);
   }
-  pdl_launch_dependents();
+  ptx::griddepcontrol_launch_dependents();
 }
 
 // Context-parallel combine (between phases 1 and 3): for each sequence, value head and 8 value
@@ -280,7 +282,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p) {
   __shared__ float srow[8][kHeadDim];
   const int hv = blockIdx.y, n = blockIdx.z, r = threadIdx.x >> 5, c = 4 * (threadIdx.x & 31);
   const int v = blockIdx.x * 8 + r;
-  pdl_wait();
+  ptx::griddepcontrol_wait();
   const int len = p.cu_seqlens != nullptr ? p.cu_seqlens[n + 1] - p.cu_seqlens[n] : p.tokens;
   const int seg_len = p.seg_chunks * kChunk;
   const int segs = p.cp_segs;
@@ -310,24 +312,24 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p) {
   const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
   if (p.ht != nullptr && (p.ht_lines == nullptr || l1 != 0))
     *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v) + c) = acc;
-  pdl_launch_dependents();
+  ptx::griddepcontrol_launch_dependents();
 }
 
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda
 
 // ---- entries -------------------------------------------------------------------------------
-extern "C" __global__ void __launch_bounds__(kernrt_kda::kChunkThreads, 1)
-    kda_chunk_sm90a_bf16_k128(const __grid_constant__ kernrt_kda::KdaChunkParams p) {
-  kernrt_kda::kda_chunk<true>(p);
+extern "C" __global__ void __launch_bounds__(kernrt::kda::kChunkThreads, 1)
+    kda_chunk_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
+  kernrt::kda::kda_chunk<true>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(kernrt_kda::kChunkThreads, 1)
-    gdn_chunk_sm90a_bf16_k128(const __grid_constant__ kernrt_kda::KdaChunkParams p) {
-  kernrt_kda::kda_chunk<false>(p);
+extern "C" __global__ void __launch_bounds__(kernrt::kda::kChunkThreads, 1)
+    gdn_chunk_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
+  kernrt::kda::kda_chunk<false>(p);
 }
 
 // Shared by KDA and GDN (the transitions already hold the decays).
 extern "C" __global__ void __launch_bounds__(256)
-    kda_cp_combine_sm90a_f32_k128(const __grid_constant__ kernrt_kda::KdaChunkParams p) {
-  kernrt_kda::cp_combine(p);
+    kda_cp_combine_sm90a_f32_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
+  kernrt::kda::cp_combine(p);
 }

@@ -25,10 +25,12 @@
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
 // (the generator sizes bytes_per_seq; the runtime checks line indices against the pool).
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/sync.cuh"
 #include "kda/kda_vec.cuh"
 #include "kda/params.h"
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 enum StepMode { kDecode = 0, kVerify = 1, kCommit = 2 };
 
@@ -64,8 +66,8 @@ __device__ __forceinline__ void load_raw(const KdaStepParams& p, int n, int t, i
   const bool gf32 = (p.flags & kFlagGF32) != 0;
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const uint2 x = ld_nc_v2(static_cast<const uint16_t*>(p.q) + qk + 32 * c + 4 * sub);
-    const uint2 y = ld_nc_v2(static_cast<const uint16_t*>(p.k) + qk + 32 * c + 4 * sub);
+    const uint2 x = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.q) + qk + 32 * c + 4 * sub);
+    const uint2 y = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.k) + qk + 32 * c + 4 * sub);
     r.q[2 * c] = x.x, r.q[2 * c + 1] = x.y, r.k[2 * c] = y.x, r.k[2 * c + 1] = y.y;
   }
   const int64_t gb = n * p.g_stride_seq + t * p.g_stride_tok;
@@ -74,10 +76,10 @@ __device__ __forceinline__ void load_raw(const KdaStepParams& p, int n, int t, i
     for (int c = 0; c < 4; ++c) {
       const int64_t e = gb + int64_t(hv) * kHeadDim + 32 * c + 4 * sub;
       if (gf32) {
-        const uint4 x = ld_nc_v4(static_cast<const float*>(p.g) + e);
+        const uint4 x = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
         r.g[4 * c] = x.x, r.g[4 * c + 1] = x.y, r.g[4 * c + 2] = x.z, r.g[4 * c + 3] = x.w;
       } else {
-        const uint2 x = ld_nc_v2(static_cast<const uint16_t*>(p.g) + e);
+        const uint2 x = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.g) + e);
         r.g[2 * c] = x.x, r.g[2 * c + 1] = x.y;
       }
     }
@@ -86,8 +88,8 @@ __device__ __forceinline__ void load_raw(const KdaStepParams& p, int n, int t, i
   }
   r.b = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
               (p.flags & kFlagBetaF32) != 0);
-  r.v2 = ld_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq + t * p.v_stride_tok +
-                   int64_t(hv) * p.dim_v + row);
+  r.v2 = ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
+                               t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
 }
 
 __device__ __forceinline__ float unpack_pair(const uint32_t* w, int i) {
@@ -163,7 +165,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
       if constexpr (kKda) {
 #pragma unroll
         for (int c = 0; c < 4; ++c) {
-          const uint4 x = ld_nc_v4(p.dt_bias + hv * kHeadDim + 32 * c + 4 * sub);
+          const uint4 x = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + 32 * c + 4 * sub);
           dtb[4 * c] = __uint_as_float(x.x), dtb[4 * c + 1] = __uint_as_float(x.y);
           dtb[4 * c + 2] = __uint_as_float(x.z), dtb[4 * c + 3] = __uint_as_float(x.w);
         }
@@ -172,7 +174,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
       }
     }
   }
-  pdl_wait();
+  ptx::griddepcontrol_wait();
 
   // ---- the line, the record and the state rows ---------------------------------------
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
@@ -185,7 +187,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
     keep = live ? p.accepted[n] : 0;
     keep = keep < steps ? keep : steps;
     if (keep <= 0) {
-      pdl_launch_dependents();
+      ptx::griddepcontrol_launch_dependents();
       return;
     }
   }
@@ -229,7 +231,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   } else {
     Raw<kKda> raw;
     load_raw<kKda>(p, n, 0, h, hv, row, sub, raw);
-    pdl_launch_dependents();
+    ptx::griddepcontrol_launch_dependents();
     for (int t = 0; t < steps; ++t) {
       Token<kKda> tk;
       prepare<kKda>(p, raw, dtb, a, tk);
@@ -286,15 +288,15 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   }
 }
 
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda
 
 // ---- entries -------------------------------------------------------------------------------
 // decode keeps <= 128 registers (4 blocks, 64 KiB of state in flight per SM); verify holds a
 // second token's inputs and its record writes, commit its record reads: <= 168 (3 blocks).
-#define KERNRT_KDA_STEP_ENTRY(fam, kda, mode, name, blocks)                                 \
-  extern "C" __global__ void __launch_bounds__(kernrt_kda::kStepThreads, blocks)            \
-      fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt_kda::KdaStepParams p) { \
-    kernrt_kda::kda_step<kda, kernrt_kda::mode>(p);                                         \
+#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks)                              \
+  extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
+      fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
+    kernrt::kda::kda_step<is_kda, kernrt::kda::mode>(p);                                    \
   }
 
 KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode, 4)

@@ -1,7 +1,10 @@
-// Scalar and vector helpers of the KDA / GDN kernels: global loads and stores of 4-, 8- and
-// 16-byte vectors, bf16 <-> fp32, reductions over lane groups of a warp, and the gate, beta and
-// l2norm formulas shared by the decode and the chunked kernels (kernels/kda/README.md "Math").
-// Every array index is a compile-time constant after unrolling, so arrays stay in registers.
+// Scalar and vector helpers of the KDA / GDN kernels: loads of one or four bf16 / f32 input
+// elements (through common/ptx/ldst.cuh's non-coherent loads: inputs q, k, v, g, beta are read
+// only for the whole kernel), coherent 16-byte state loads and stores, bf16 <-> fp32,
+// reductions over lane groups of a warp, and the gate, beta and l2norm formulas shared by the
+// decode and the chunked kernels (kernels/kda/README.md "Math"). No inline asm: every PTX
+// instruction comes from kernels/common/ptx. Every array index is a compile-time constant
+// after unrolling, so arrays stay in registers.
 //
 // Not checked here: alignment (callers pass aligned addresses), that every lane of a group
 // calls a group reduction (the shuffles are .sync over the full warp mask).
@@ -10,35 +13,12 @@
 #include <cuda_bf16.h>
 #include <stdint.h>
 
+#include "common/ptx/ldst.cuh"
 #include "kda/params.h"
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 // ---- loads and stores --------------------------------------------------------------------
-
-// Inputs (q, k, v, g, beta) are read only for the whole kernel: the non-coherent path.
-__device__ __forceinline__ uint2 ld_nc_v2(const void* p) {
-  uint2 v;
-  asm volatile("ld.global.nc.v2.u32 {%0, %1}, [%2];" : "=r"(v.x), "=r"(v.y) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint4 ld_nc_v4(const void* p) {
-  uint4 v;
-  asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint32_t ld_nc_u32(const void* p) {
-  uint32_t v;
-  asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
-  return v;
-}
-__device__ __forceinline__ uint16_t ld_nc_u16(const void* p) {
-  uint16_t v;
-  asm volatile("ld.global.nc.u16 %0, [%1];" : "=h"(v) : "l"(p));
-  return v;
-}
 
 // State lines and verify records are written by this kernel family: coherent loads.
 __device__ __forceinline__ float4 ld_f4(const void* p) { return *reinterpret_cast<const float4*>(p); }
@@ -59,18 +39,18 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
 // Four consecutive elements of a bf16 or f32 vector (f32: 16 bytes, bf16: 8 bytes).
 __device__ __forceinline__ void load4(const void* base, int64_t elem, bool f32, float (&x)[4]) {
   if (f32) {
-    const uint4 u = ld_nc_v4(static_cast<const float*>(base) + elem);
+    const uint4 u = ptx::ld_global_nc_v4(static_cast<const float*>(base) + elem);
     x[0] = __uint_as_float(u.x), x[1] = __uint_as_float(u.y);
     x[2] = __uint_as_float(u.z), x[3] = __uint_as_float(u.w);
   } else {
-    const uint2 u = ld_nc_v2(static_cast<const uint16_t*>(base) + elem);
+    const uint2 u = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(base) + elem);
     x[0] = bf16_lo(u.x), x[1] = bf16_hi(u.x), x[2] = bf16_lo(u.y), x[3] = bf16_hi(u.y);
   }
 }
 
 __device__ __forceinline__ float load1(const void* base, int64_t elem, bool f32) {
-  if (f32) return __uint_as_float(ld_nc_u32(static_cast<const float*>(base) + elem));
-  return bf16_f32(ld_nc_u16(static_cast<const uint16_t*>(base) + elem));
+  if (f32) return __uint_as_float(ptx::ld_global_nc_u32(static_cast<const float*>(base) + elem));
+  return bf16_f32(ptx::ld_global_nc_u16(static_cast<const uint16_t*>(base) + elem));
 }
 
 // ---- reductions over groups of 8 lanes (lanes 8i..8i+7) -----------------------------------
@@ -107,12 +87,4 @@ __device__ __forceinline__ float beta_of(float b, int flags) {
 // 1 / sqrt(sum x^2 + 1e-6) from the sum of squares (eps inside the sqrt, as fla's l2norm).
 __device__ __forceinline__ float l2_rscale(float sumsq) { return rsqrtf(sumsq + 1e-6f); }
 
-// ---- programmatic dependent launch ---------------------------------------------------------
-// No-ops unless the launch sets PDL; `wait` blocks until the previous grid completed and its
-// writes are visible (only A_log / dt_bias reads come before it: the manifest's pdl promise).
-__device__ __forceinline__ void pdl_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
-
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda

@@ -15,7 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-namespace kernrt_kda {
+namespace kernrt::kda {
 
 constexpr int kHeadDim = 128;    // K, the key (reduction) dimension
 constexpr int kMaxSteps = 8;     // verify tokens per sequence
@@ -234,4 +234,4 @@ static_assert(offsetof(KdaChunkParams, cp_phase) == 244, "pack layout");
 static_assert(offsetof(KdaChunkParams, cp_segs) == 248, "pack layout");
 static_assert(sizeof(KdaChunkParams) == 256, "pack size");
 
-}  // namespace kernrt_kda
+}  // namespace kernrt::kda

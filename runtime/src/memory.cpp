@@ -128,7 +128,18 @@ Result<MemoryPlan> plan_memory(const manifest::Manifest& m, uint64_t token_capac
 
 std::optional<Error> check_write(const std::string& what, const std::string& name,
                                  const std::string& path, uint64_t capacity, uint32_t elem,
-                                 size_t bytes, const void* data) {
+                                 size_t bytes, const void* data, uint64_t offset) {
+  if (offset > capacity) {
+    return Error{ErrorKind::Caller, path, "offset " + std::to_string(offset) +
+                                              " is past the end of " + what + " `" + name + "` (" +
+                                              std::to_string(capacity) + " bytes)"};
+  }
+  if (elem > 1 && offset % elem != 0) {
+    return Error{ErrorKind::Caller, path, "offset " + std::to_string(offset) + " into " + what +
+                                              " `" + name + "` is not on an element (" +
+                                              std::to_string(elem) + " bytes each)"};
+  }
+  capacity -= offset;
   if (bytes > capacity) {
     return Error{ErrorKind::Caller, path, what + " `" + name + "` takes at most " +
                                               std::to_string(capacity) + " bytes, got " +

@@ -39,11 +39,12 @@ struct MemoryPlan {
 Result<MemoryPlan> plan_memory(const manifest::Manifest& m, uint64_t token_capacity,
                                uint64_t seq_slots);
 
-// Size rules of a host write of `bytes` into `what` `name` (allocation `capacity`,
-// elements of `elem` bytes): Caller errors at `path` for more bytes than the allocation
-// ("input `q` takes at most 24576 bytes, got 24578"), a partial element, or null data.
+// Size rules of a write of `bytes` at byte `offset` into `what` `name` (allocation
+// `capacity`, elements of `elem` bytes): Caller errors at `path` for an offset past the end
+// or not on an element, more bytes than are left ("input `q` takes at most 24576 bytes, got
+// 24578"), a partial element, or null data.
 std::optional<Error> check_write(const std::string& what, const std::string& name,
                                  const std::string& path, uint64_t capacity, uint32_t elem,
-                                 size_t bytes, const void* data);
+                                 size_t bytes, const void* data, uint64_t offset = 0);
 
 }  // namespace kernrt::rt

@@ -49,15 +49,8 @@ Result<const manifest::Buffer*> input_span(const Runtime::Impl& im, const std::s
     return R::fail(caller(path, "buffer `" + buffer + "` is `" + kind_name(b->second.kind) +
                                     "`, not `input`: use write_buffer"));
   }
-  const uint64_t capacity = im.plan.buffers.at(buffer);
-  const uint32_t elem = manifest::dtype_size(b->second.dtype);
-  if (offset > capacity || offset % elem) {
-    return R::fail(caller(path, "offset " + std::to_string(offset) + " into input `" + buffer +
-                                    "` (" + std::to_string(capacity) + " bytes of " +
-                                    std::to_string(elem) + "-byte elements) is past its end or "
-                                    "not on an element"));
-  }
-  if (auto e = rt::check_write("input", buffer, path, capacity - offset, elem, bytes, data)) {
+  if (auto e = rt::check_write("input", buffer, path, im.plan.buffers.at(buffer),
+                               manifest::dtype_size(b->second.dtype), bytes, data, offset)) {
     return R::fail(*e);
   }
   return R::ok(&b->second);
@@ -139,11 +132,7 @@ std::optional<Error> Runtime::write_state_at(const std::string& state, uint64_t 
   const std::string path = json_pointer_append("/states", state);
   auto s = im.alloc.states.find(state);
   if (s == im.alloc.states.end()) return caller(path, "unknown state `" + state + "`");
-  if (offset > s->second.bytes) {
-    return caller(path, "offset " + std::to_string(offset) + " is past the end of state `" +
-                            state + "` (" + std::to_string(s->second.bytes) + " bytes)");
-  }
-  if (auto e = rt::check_write("state", state, path, s->second.bytes - offset, 1, bytes, data)) {
+  if (auto e = rt::check_write("state", state, path, s->second.bytes, 1, bytes, data, offset)) {
     return e;
   }
   if (auto e = im.bind()) return e;

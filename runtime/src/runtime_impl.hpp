@@ -121,9 +121,12 @@ inline std::optional<Error> Runtime::Impl::on_stream(CUstream s, bool graph, F&&
                    "the stream is being captured: enqueue without graph=1 (the launches "
                    "become part of the caller's graph); a runtime graph cannot be nested"};
     }
-    if (compute_dirty || foreign_pending) {
+    // The capture cannot wait for the compute stream's pending copies or runs; work earlier
+    // enqueued on a caller's stream is that caller's to order (on the capturing stream itself
+    // stream order does it).
+    if (compute_dirty) {
       return Error{ErrorKind::Caller, "",
-                   "the runtime has work in flight on another stream (a host write or a run): "
+                   "the runtime has work in flight on its own stream (a host write or a run): "
                    "call kernrt_synchronize before capturing"};
     }
     return launch_on(s);

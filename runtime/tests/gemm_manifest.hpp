@@ -1,6 +1,7 @@
 // A small manifest exercising the three GEMM built-ins, shared by the CPU lowering tests and
 // the GPU tests: A [m, lda] bf16 (row stride lda = 136 > k = 128), W [n, k] bf16,
 // C [m, ldc] bf16 (ldc = 104 > n = 96) and Cf [m, n] f32; m is the var `m` (max 64).
+// Program gemm_acc writes C = A·Wᵀ, then accumulates C += A·Wᵀ (an output is written first).
 #pragma once
 
 namespace kernrt::testing {
@@ -25,7 +26,8 @@ inline const char* kGemmManifest = R"({
   },
   "programs": {
     "gemm": {"calls": [{"op": "proj", "args": [{"buf": "a"}, {"buf": "w"}, {"buf": "c"}, {"var": "m"}, {"i32": 96}, {"i32": 128}, {"i32": 104}, {"i32": 136}]}]},
-    "gemm_acc": {"calls": [{"op": "proj_acc", "args": [{"buf": "a"}, {"buf": "w"}, {"buf": "c"}, {"var": "m"}, {"i32": 96}, {"i32": 128}, {"i32": 104}, {"i32": 136}]}]},
+    "gemm_acc": {"calls": [{"op": "proj", "args": [{"buf": "a"}, {"buf": "w"}, {"buf": "c"}, {"var": "m"}, {"i32": 96}, {"i32": 128}, {"i32": 104}, {"i32": 136}]},
+                           {"op": "proj_acc", "args": [{"buf": "a"}, {"buf": "w"}, {"buf": "c"}, {"var": "m"}, {"i32": 96}, {"i32": 128}, {"i32": 104}, {"i32": 136}]}]},
     "gemm_f32": {"calls": [{"op": "proj_f32", "args": [{"buf": "a"}, {"buf": "w"}, {"buf": "cf"}, {"var": "m"}, {"i32": 96}, {"i32": 128}, {"i32": 96}, {"i32": 136}]}]}
   }
 })";

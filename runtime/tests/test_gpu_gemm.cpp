@@ -90,7 +90,7 @@ TEST_F(GpuGemm, F32OutputAndAccumulateAndGraphs) {
 
   KERNRT_ASSERT_OK(rt_->run("gemm", {{"m", kM}}));
   const auto once = as<uint16_t>(read(*rt_, "c"));
-  KERNRT_ASSERT_OK(rt_->run("gemm_acc", {{"m", kM}}));  // C = round(C + A·Wᵀ)
+  KERNRT_ASSERT_OK(rt_->run("gemm_acc", {{"m", kM}}));  // C = round(round(A·Wᵀ) + A·Wᵀ)
   const auto twice = as<uint16_t>(read(*rt_, "c"));
   double e2 = 0, n2 = 0;
   for (int i = 0; i < kM; ++i) {

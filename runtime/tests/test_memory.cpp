@@ -72,3 +72,26 @@ TEST(MemoryPlan, FixedStateAndMinimalManifest) {
 
 }  // namespace
 }  // namespace kernrt
+
+namespace kernrt {
+namespace {
+
+// Writes at an offset share the size rules: the offset inside the allocation and on an
+// element, the bytes within what is left after it.
+TEST(Memory, CheckWriteAtAnOffset) {
+  const char data[16] = {};
+  EXPECT_FALSE(rt::check_write("input", "q", "/buffers/q", 64, 4, 16, data, 48));
+  auto e = rt::check_write("input", "q", "/buffers/q", 64, 4, 16, data, 52);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "input `q` takes at most 12 bytes, got 16");
+  e = rt::check_write("input", "q", "/buffers/q", 64, 4, 4, data, 2);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "offset 2 into input `q` is not on an element (4 bytes each)");
+  e = rt::check_write("state", "kv", "/states/kv", 64, 1, 0, data, 65);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->message, "offset 65 is past the end of state `kv` (64 bytes)");
+  EXPECT_EQ(e->path, "/states/kv");
+}
+
+}  // namespace
+}  // namespace kernrt

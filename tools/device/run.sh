@@ -21,7 +21,7 @@
 # later step, and each family gets an equal share of what is left at its turn); COMMIT (the sha
 # recorded in results, default git's HEAD or "unknown"); KERNRT_DECODE_BASE (above);
 # ARGS_<family> (more arguments for that family's script, e.g. ARGS_attention="--variant
-# static=<entry>"); BUDGET_<family> (its seconds instead of an equal share of what is left);
+# mine=<entry>"); BUDGET_<family> (its seconds instead of an equal share of what is left);
 # SKIP_BUILD=1 and SKIP_CTEST=1 (a second call on a warm machine whose build-h200 is current).
 # Carried, git-ignored folders: .deps/prefix (tools/device/deps.sh), .shared (a copy of
 # ../shared, which the corpus tests read), .peer/site (peers' wheels unpacked on the dev machine;

@@ -38,7 +38,6 @@ class GenerationRefusals(unittest.TestCase):
         with self.assertRaisesRegex(g.GenError, r"steps = 9 is not supported"):
             g.update_op(g.Profile(512), steps=9)
 
-
     def test_rejects_unknown_loaders_and_layouts(self):
         with self.assertRaisesRegex(g.GenError, r"forward loader `tile` is unknown"):
             g.Profile(2048, fwd_kernel="tile")
@@ -47,12 +46,6 @@ class GenerationRefusals(unittest.TestCase):
         with self.assertRaisesRegex(g.GenError, r"state layout `dao` is not supported"):
             g.Profile(2048, state_layout="dao")
 
-    def test_rejects_what_the_one_wave_decode_lacks(self):
-        with self.assertRaisesRegex(g.GenError, r"`s4wave` has no entry for fla's"):
-            g.Profile(2048, update_kernel="s4wave", state_layout="fla")
-        with self.assertRaisesRegex(g.GenError, r"`s4wave` does not read a residual"):
-            g.Profile(2048, update_kernel="s4wave", residual=True)
-
     def test_rejects_verify_over_fla_lines(self):
         with self.assertRaisesRegex(g.GenError, r"verify entries keep our \[D, W-1\] lines"):
             g.update_op(g.Profile(512, state_layout="fla"), steps=4)
@@ -60,11 +53,12 @@ class GenerationRefusals(unittest.TestCase):
 
 class Entries(unittest.TestCase):
     def test_names_and_geometry(self):
-        p = g.Profile(4096, fwd_kernel="strip4", update_kernel="s1", state_layout="fla")
+        p = g.Profile(4096, state_layout="fla")
         self.assertEqual(p.entry("fwd"), "conv_fwd_strip4_sm90a_bf16_w4")
-        self.assertEqual(p.entry("update"), "conv_update_s1_fla_sm90a_bf16_w4")
+        self.assertEqual(p.entry("update"), "conv_update_s4_fla_sm90a_bf16_w4")
         self.assertEqual(p.grid_x("fwd"), 8)  # 4 channels x 128 threads
         self.assertEqual(p.grid_x("update"), 8)  # 8 channels x 64 threads
+        self.assertEqual(p.span, 32)
         self.assertEqual(p.line_bytes, 4096 * 4 * 2)
         self.assertEqual(p.flags, 1 | 2 | 4)
 

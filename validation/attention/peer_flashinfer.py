@@ -10,85 +10,18 @@ Deliberately does not check: FlashInfer's own numerics (the validation compares 
 float32 reference like ours).
 """
 
-import importlib
-import importlib.abc
-import importlib.machinery
-import sys
-import types
-
 import torch
 
 from fixture import DIM, HEADS_KV, HEADS_Q, PAGE, SCALE
+from stub_imports import import_with_stubs
 
 STUBBED = []
 
 
-class _Anything:
-    def __init__(self, *a, **k):
-        pass
-
-    def __call__(self, *a, **k):
-        if len(a) == 1 and callable(a[0]) and not k:
-            return a[0]
-        return _Anything()
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Anything()
-
-    def __getitem__(self, k):
-        return _Anything()
-
-    def __iter__(self):
-        return iter(())
-
-    def __mro_entries__(self, bases):
-        return (object,)
-
-
-class _StubModule(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Anything()
-
-
-class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self):
-        self.prefixes = set()
-
-    def find_spec(self, name, path, target=None):
-        if any(name == p or name.startswith(p + ".") for p in self.prefixes):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = _StubModule(spec.name)
-        m.__path__ = []
-        return m
-
-    def exec_module(self, module):
-        pass
-
-
-def import_flashinfer(max_tries=40):
-    finder = _StubFinder()
-    sys.meta_path.append(finder)
-    for _ in range(max_tries):
-        try:
-            import flashinfer  # noqa: F401
-            from flashinfer.decode import BatchDecodeWithPagedKVCacheWrapper  # noqa: F401
-            return flashinfer
-        except ModuleNotFoundError as e:
-            if not e.name or e.name in finder.prefixes:
-                raise
-            finder.prefixes.add(e.name)
-            STUBBED.append(e.name)
-            for k in [k for k in sys.modules if k == "flashinfer" or k.startswith("flashinfer.")]:
-                del sys.modules[k]
-            importlib.invalidate_caches()
-    raise RuntimeError("flashinfer import did not converge")
+def import_flashinfer():
+    fi, stubbed = import_with_stubs("flashinfer", [(".decode", "BatchDecodeWithPagedKVCacheWrapper")])
+    STUBBED.extend(stubbed)
+    return fi
 
 
 class FlashInferDecode:

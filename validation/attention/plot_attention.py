@@ -32,7 +32,7 @@ w = 0.27
 a1.bar([i - w for i in x], [r["ours_us"] for r in bench], w, label=f"kernrt sm90a ({variant})")
 if any("peer_us" in r for r in bench):
     a1.bar(list(x), [r.get("peer_us", 0) for r in bench], w,
-           label=next(r["peer"] for r in bench if "peer" in r))
+           label=next((r["peer"] for r in bench if "peer" in r), "FlashInfer (same process)"))
 a1.bar([i + w for i in x], [r["floor_us"] for r in bench], w, label="floor (KV bytes / copy rate measured in the run)")
 a1.set_xticks(list(x), [str(b) for b in bs])
 a1.set_yscale("log")

@@ -106,9 +106,10 @@ def bench_cases(quick=False):
     return cases[:5] if quick else cases
 
 
-# Entries of the prefill cubin: the shipped one (prefill_geometry.json) and live alternatives
-# timed beside it (kernels/attention/attention_prefill.cu).
-VARIANTS = {"pingpong": "attention_prefill_pingpong_sm90a_bf16_q24kv4d256p64"}
+# Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
+# entry of prefill_geometry.json. None now: the ping-pong entry hung on the device and is
+# deleted (tag prefill-pingpong-2026-12, prefill_notes.md).
+VARIANTS = {}
 
 
 def manifest(case, variant=None):

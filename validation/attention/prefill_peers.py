@@ -12,68 +12,18 @@ Deliberately does not check: the peers' numerics (the caller compares them with 
 """
 
 import glob
-import importlib
-import importlib.abc
-import importlib.machinery
 import os
 import subprocess
 import sys
-import types
 
 from prefill_cases import DIM, HEADS_KV, HEADS_Q, PAGE, SCALE, kv_views
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "common"))
+from stub_imports import import_with_stubs  # noqa: E402
 
 
 class PeerUnavailable(Exception):
     pass
-
-
-class _Anything:
-    def __init__(self, *a, **k):
-        pass
-
-    def __call__(self, *a, **k):
-        if len(a) == 1 and callable(a[0]) and not k:
-            return a[0]
-        return _Anything()
-
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Anything()
-
-    def __getitem__(self, k):
-        return _Anything()
-
-    def __iter__(self):
-        return iter(())
-
-    def __mro_entries__(self, bases):
-        return (object,)
-
-
-class _StubModule(types.ModuleType):
-    def __getattr__(self, name):
-        if name.startswith("__"):
-            raise AttributeError(name)
-        return _Anything()
-
-
-class _StubFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    def __init__(self):
-        self.prefixes = set()
-
-    def find_spec(self, name, path, target=None):
-        if any(name == p or name.startswith(p + ".") for p in self.prefixes):
-            return importlib.machinery.ModuleSpec(name, self, is_package=True)
-        return None
-
-    def create_module(self, spec):
-        m = _StubModule(spec.name)
-        m.__path__ = []
-        return m
-
-    def exec_module(self, module):
-        pass
 
 
 _FI = None
@@ -117,25 +67,13 @@ def flashinfer(peer_dir, allow_jit=False, site="/tmp/kernrt-flashinfer-site"):
     os.environ.setdefault("FLASHINFER_CUDA_ARCH_LIST", "9.0a")
     if not allow_jit:
         os.environ.setdefault("FLASHINFER_DISABLE_JIT", "1")
-    finder = _StubFinder()
-    sys.meta_path.append(finder)
-    for _ in range(40):
-        try:
-            import flashinfer as fi  # noqa: F401
-            from flashinfer import BatchPrefillWithPagedKVCacheWrapper  # noqa: F401
-            _FI = fi
-            return fi
-        except ModuleNotFoundError as e:
-            if not e.name or e.name in finder.prefixes or e.name == "flashinfer":
-                raise PeerUnavailable(f"flashinfer import failed: {e}") from e
-            finder.prefixes.add(e.name)
-            STUBBED.append(e.name)
-            for k in [k for k in sys.modules if k == "flashinfer" or k.startswith("flashinfer.")]:
-                del sys.modules[k]
-            importlib.invalidate_caches()
-        except Exception as e:  # noqa: BLE001 - any import-time failure is a reason, not a crash
-            raise PeerUnavailable(f"flashinfer import failed: {type(e).__name__}: {e}") from e
-    raise PeerUnavailable("flashinfer import did not converge")
+    try:
+        fi, stubbed = import_with_stubs("flashinfer", [("", "BatchPrefillWithPagedKVCacheWrapper")])
+    except Exception as e:  # noqa: BLE001 - any import-time failure is a reason, not a crash
+        raise PeerUnavailable(f"flashinfer import failed: {type(e).__name__}: {e}") from e
+    STUBBED.extend(stubbed)
+    _FI = fi
+    return fi
 
 
 class FlashInferPrefill:

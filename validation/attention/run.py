@@ -6,8 +6,8 @@ written in place through the runtime's buffer views, the paged KV lives in the r
 state (filled with random bf16 in place), and programs are enqueued on torch's stream. Checks
 (float32 torch reference; gates finite, rel L2 < 0.02, max abs < 0.02): page boundaries and
 length 1, ragged batches (16, 200 sequences), peaky softmax, the seed example's lengths, pages
-in order, empty sequences, equal lengths (4 x 8191, 100 x 64, 7 x 1: the static plans of the
-static entries), the 16-layer page stride (ragged and equal), splits 1 / 38 / shipped, and 1000
+in order, empty sequences, equal lengths (4 x 8191, 100 x 64, 7 x 1: the kernel's static
+plans), the 16-layer page stride (ragged and equal), splits 1 / 38 / shipped, and 1000
 replays of the runtime's graph (ragged 12, equal 32 x 4095); every --variant entry runs the same
 small cases. Benchmark: batch 1..32 at average KV 200k (batch 1 exactly 200k, batch > 1 evenly
 150k-250k, not multiples of 64) and short-context probes (BxN), ours and FlashInfer 0.7.2.post1
@@ -45,14 +45,24 @@ log = bench.log
 
 
 def load_decode(cubins, max_seqs, layers, pool_pages, splits=None, max_context=262144, entry=None,
-                cubin=None):
+                variants=None):
     geometry = ao.load_geometry()
     if entry:  # a variant entry of the same cubin (a template instance of the shipped kernel)
         geometry = dict(geometry, entry=entry)
-    if cubin:  # the same entry in another cubin (another build of the kernel, --base)
-        geometry = dict(geometry, cubin=cubin)
-    m = am.decode_manifest(max_seqs, max_context, layers, geometry=geometry, splits=splits)
+    m = am.decode_manifest(max_seqs, max_context, layers, geometry=geometry, splits=splits,
+                           variants=variants)
     return kernrt.load(pin(m, cubins), cubins=[cubins], tokens=pool_pages * ao.PAGE)
+
+
+def variant_overrides(args):
+    """name -> geometry overrides: --variant entries of the shipped cubin, --base's cubin."""
+    v = {}
+    for spec in args.variant:
+        name, entry = spec.split("=", 1)
+        v[name] = {"entry": entry}
+    if args.base:
+        v["base"] = {"cubin": args.base + ".cubin"}
+    return v
 
 
 def run_ours(rt, bt, graph=False, poison=True):
@@ -63,6 +73,14 @@ def run_ours(rt, bt, graph=False, poison=True):
     rt.enqueue(f"decode_l{bt.layer}", graph=graph, vars=bt.vars())
     torch.cuda.synchronize()
     return out[:bt.bsz]
+
+
+def run_variant(rt, bt, name):
+    out = rt.buffer("out")
+    out.fill_(float("nan"))
+    rt.enqueue(f"decode_l{bt.layer}_{name}", graph=True, vars=bt.vars())
+    torch.cuda.synchronize()
+    return out[:bt.bsz].clone()
 
 
 def gate(rec, case, out, ref, vs="float32 reference"):
@@ -102,7 +120,7 @@ def small_cases(rec, cubins, shipped_splits, entry=None, tag=""):
             ok &= gate(rec, f"{tag}{name}, splits {sp}", run_ours(rt, bt), bt.reference())
     # 1000 replays of the runtime's graph (the merge counters must come back to zero each time,
     # or later replays would merge stale partials).
-    # Ragged lengths (stealing), then equal ones (a static plan in the static entries).
+    # Ragged lengths (stealing), then equal ones (the kernel's static plans).
     rt, kv = rts[shipped_splits], kvs[shipped_splits]
     ragged = torch.randint(1, 30001, (12,), generator=gen).tolist()
     for what, lens in (("ragged 12", ragged), ("equal 32 x 4095", [4095] * 32)):
@@ -121,10 +139,14 @@ def small_cases(rec, cubins, shipped_splits, entry=None, tag=""):
         ok &= rec.check(f"{tag}runtime graph replay x1000, {what}, splits {shipped_splits}",
                         worst < GATE, error=worst, gate=GATE)
         if what == "ragged 12":
+            # The split merge's order follows the CTAs' timing, so two launches may differ in
+            # the last bits (kernels/attention/README.md): eager and graph agree within bf16
+            # rounding of each other, not bit for bit.
             eager = run_ours(rt, bt).clone()
             graph = run_ours(rt, bt, graph=True)
-            ok &= rec.check(f"{tag}graph replay bit-identical to eager",
-                            torch.equal(eager.view(torch.int16), graph.view(torch.int16)))
+            _, rel, mx = bench.errors(graph, eager.float())
+            ok &= rec.check(f"{tag}graph replay agrees with eager (within bf16 rounding)",
+                            rel < 4e-3, error=rel, max_abs=mx, gate=4e-3)
     for r in rts.values():
         r.close()
     del rts, kvs
@@ -200,20 +222,12 @@ def main():
     batches = args.batches.split(",")
     max_b = max(len(lens_of(x)) for x in batches)
     pool = max(sum((n + 63) // 64 for n in lens_of(x)) for x in batches) + 64
-    rt = load_decode(cubins, max_b, 2, pool)
+    # Variants are ops of the same manifest over the same buffers and KV state (programs
+    # decode_l1_<name>), so every contender reads the very same pages, timed the same way.
+    variants = variant_overrides(args)
+    rt = load_decode(cubins, max_b, 2, pool, variants=variants)
     kv = kv_view(rt, 2)
     fill_random(kv, seed=21)
-    # A variant is a runtime of the same manifest with another entry and a one-page KV state
-    # of its own; its calls bind the first runtime's KV state, so it reads the very same
-    # pages. Bound calls are eager: they are timed as torch graphs of one launch, and so is
-    # the shipped entry as a control ("shipped-tg").
-    variants = {}
-    for spec in args.variant:
-        name, entry = spec.split("=", 1)
-        variants[name] = load_decode(cubins, max_b, 2, 1, entry=entry)
-    if args.base:
-        variants["base"] = load_decode(cubins, max_b, 2, 1, cubin=args.base + ".cubin")
-    shared_kv = {"kv": rt.state("kv")}
     log(f"benchmark pool: {pool} pages x 2 layers = {kv.numel() * 2 / 1e9:.1f} GB in the runtime's kv state")
 
     fi, reason = None, "--no-peer"
@@ -243,18 +257,12 @@ def main():
         out = run_ours(rt, bt, graph=True)
         ok &= gate(rec, f"decode {lab} KV {min(bt.lens)}-{max(bt.lens)}", out, ref)
         contenders = {"ours": lambda: rt.enqueue("decode_l1", graph=True, vars=bt.vars())}
-        if variants:
-            contenders["shipped-tg"] = bench.torch_graph(
-                lambda: rt.enqueue("decode_l1", bind=shared_kv, vars=bt.vars())).replay
-        for name, vrt in variants.items():
-            vout = vrt.buffer("out")
-            vout.fill_(float("nan"))
-            bt.write(vrt)
-            vrt.enqueue("decode_l1", bind=shared_kv, vars=bt.vars())
-            torch.cuda.synchronize()
-            ok &= gate(rec, f"[{name}] decode {lab} KV {min(bt.lens)}-{max(bt.lens)}", vout[:bt.bsz], ref)
-            contenders[name] = bench.torch_graph(
-                (lambda r: lambda: r.enqueue("decode_l1", bind=shared_kv, vars=bt.vars()))(vrt)).replay
+        for name in variants:
+            vout = run_variant(rt, bt, name)
+            ok &= gate(rec, f"[{name}] decode {lab} KV {min(bt.lens)}-{max(bt.lens)}", vout, ref)
+            contenders[name] = (lambda n: lambda: rt.enqueue(f"decode_l1_{n}", graph=True,
+                                                             vars=bt.vars()))(name)
+        run_ours(rt, bt, graph=True)  # `out` holds the shipped entry's result again
         peer = None
         if fi is not None:
             import peer_flashinfer as P
@@ -266,13 +274,9 @@ def main():
             g = bench.torch_graph(peer.run)
             contenders["peer"] = g.replay
         med = bench.interleaved(contenders, args.iters, args.rounds)
-        ok &= gate(rec, f"decode {lab} after timing", out, ref)
-        for name, vrt in variants.items():  # its counters came back to zero every replay
-            vout = vrt.buffer("out")
-            vout.fill_(float("nan"))
-            vrt.enqueue("decode_l1", bind=shared_kv, vars=bt.vars())
-            torch.cuda.synchronize()
-            ok &= gate(rec, f"[{name}] decode {lab} after timing", vout[:bt.bsz], ref)
+        for name in variants:  # its counters came back to zero every replay
+            ok &= gate(rec, f"[{name}] decode {lab} after timing", run_variant(rt, bt, name), ref)
+        ok &= gate(rec, f"decode {lab} after timing", run_ours(rt, bt, graph=True), ref)
         floor = bt.kv_bytes / ceilings["copy_Bps"] * 1e6
         row = dict(case=f"decode {lab} avg KV {sum(bt.lens) // bt.bsz} single layer", kind="bench",
                    ours_us=med["ours"], floor_us=floor, frac_of_floor=floor / med["ours"],
@@ -285,11 +289,10 @@ def main():
         for name in variants:
             rec.add(case=f"[{name}] decode {lab}", kind="bench", variant=name, ours_us=med[name],
                     floor_us=floor, frac_of_floor=floor / med[name], batch=bt.bsz,
-                    vs_shipped=med["shipped-tg"] / med[name],
+                    vs_shipped=med["ours"] / med[name],
                     **({"peer_us": med["peer"], "speedup_vs_peer": med["peer"] / med[name]}
                        if "peer" in med else {}))
-            log(f"[{name}] {lab}: {med[name]:.1f} us (shipped {med['shipped-tg']:.1f} as a torch graph, "
-                f"{med['ours']:.1f} as the runtime's)")
+            log(f"[{name}] {lab}: {med[name]:.1f} us (shipped {med['ours']:.1f})")
         del peer, contenders
         torch.cuda.empty_cache()
 
@@ -302,8 +305,6 @@ def main():
     if fi is None:
         print("peer missing:", reason)
     rt.close()
-    for vrt in variants.values():
-        vrt.close()
     del kv
     torch.cuda.empty_cache()
     if not args.no_integration:

@@ -4,18 +4,22 @@
 Usage: python3 validation/conv/run.py --build BUILD --out OUT --commit SHA [--quick]
            [--budget SECONDS]
 
-Owns the run order and the records. 1. timing (timing.py): the four forward shapes (B8
-T4096 D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for every
-forward candidate (ring / strip8 / strip4 at their spans, strips also at span 128) next to
-fla 0.6.0's causal_conv1d, kernel-fun's cconv.causal_conv1d and torch's copy of the same
-bytes; the decode update at B64 D4096 and B256 D8192 for s4 / s4wave / s1 over our pool
-lines and s4 / s1 over fla's [N, D, W] cache (the drop-in's form) next to fla's
-causal_conv1d_update. 2. correctness (cases.py) for every candidate, fla's forward pinned to
-one Triton config first (its per-output arithmetic does not depend on the config; without
-it a fresh machine autotunes every check shape). Writes OUT/conv.jsonl (one row per case:
-DESIGN.md's schema) as it goes and prints the table last. Peers import lazily; a missing or
-failing one is recorded as "peer unavailable: <why>", and kernel-fun's is_supported reason
-when it would fall back to fla (then its column is fla's kernel, and the row says so).
+Owns the run order, the floors and the records. 1. timing (timing.py): the four forward
+shapes (B8 T4096 D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096; W4 silu bf16, f32
+weight) for the shipped forward (strip4, span 32) next to fla 0.6.0's causal_conv1d,
+kernel-fun's cconv.causal_conv1d and torch's copy of the same bytes; the decode update at
+B64 D4096 and B256 D8192 (s4) over our pool lines and over fla's [N, D, W] cache (the
+drop-in's form) next to fla's causal_conv1d_update. Every floor is the bytes the call must
+move (forward: x read + y written; decode: state read + written, x, y) at the copy rate of
+validation/common's 4 GB device copy, measured at the start of this call; the same-bytes
+torch copy stays in the forward row as `copy_us` (a graph-captured copy of 512 MiB tensors
+ran at 2.7 TB/s where this rate was 4.23, so it is not a floor). 2. correctness (cases.py)
+for the shipped entries, fla's forward pinned to one Triton config first (its per-output
+arithmetic does not depend on the config; without it a fresh machine autotunes every
+check shape). Writes OUT/conv.jsonl (one row per case: DESIGN.md's schema) as it goes and
+prints the table last. Peers import lazily; a missing or failing one is recorded as "peer
+unavailable: <why>", and kernel-fun's is_supported reason when it would fall back to fla
+(then its column is fla's kernel, and the row says so).
 A watchdog thread ends the process at --budget + 60 s whatever it is stuck in (rows
 already written stay); the phases themselves stop starting work at the budget. Expect
 60-90 s with a warm TRITON_CACHE_DIR (fla's compiles and autotune results, kernel-fun's
@@ -39,24 +43,21 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["ring", "strip8", "strip4", "strip4g4"]
-UPDATE_LOADERS = ["s4", "s4wave", "s1"]
+FWD_LOADERS = ["strip4"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = ["s4"]    # and UPDATE_KERNELS (each over our lines and fla's cache)
 
 
-def fwd_candidates(g, quick):
-    """label -> (loader, span, block) of every forward timing: each loader at its own span
-    and block, the strips also at 32 and 128 rows (shorter blocks shorten the last wave's
-    tail, longer ones halve the halo re-reads), strip4 also in blocks of 64 and 32
-    (kernel-fun's autotune picks among 1, 2 and 4 warps), strip8 in blocks of 64."""
+def fwd_candidates(g):
+    """label -> (loader, span) of every forward timing: each loader at its own span."""
+    return {f"{k}_s{g.FWD_KERNELS[k][2]}": (k, g.FWD_KERNELS[k][2]) for k in FWD_LOADERS}
+
+
+def update_candidates():
+    """label -> (layout, loader) of every decode timing: our lines and fla's cache."""
     out = {}
-    for k in FWD_LOADERS:
-        _, threads, span = g.FWD_KERNELS[k]
-        for s in [span] + ([] if quick or k == "ring" else [32, 128]):
-            out[f"{k}_s{s}"] = (k, s, threads)
-    if not quick:
-        out["strip4_s64_b64"] = ("strip4", 64, 64)
-        out["strip4_s64_b32"] = ("strip4", 64, 32)
-        out["strip8_s64_b64"] = ("strip8", 64, 64)
+    for k in UPDATE_LOADERS:
+        out[k] = ("lines", k)
+        out[f"{k}_fla"] = ("fla", k)
     return out
 
 
@@ -107,7 +108,7 @@ def main():
     ap.add_argument("--build", required=True, help="the CMake build directory")
     ap.add_argument("--out", required=True, help="directory for conv.jsonl")
     ap.add_argument("--commit", required=True)
-    ap.add_argument("--quick", action="store_true", help="fewer candidates and reps")
+    ap.add_argument("--quick", action="store_true", help="fewer timing reps")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds after which no new shape or case starts (the watchdog ends the "
                          "process 60 s later)")
@@ -147,13 +148,13 @@ def main():
           f"{ {k: v for k, v in notes.items() if 'unavailable' in v} }", flush=True)
     table = []
     reps = 10 if a.quick else 20
-    ceiling = common.copy_rate()  # 4 GB device copy, read + write: the decode floors' rate
+    ceiling = common.copy_rate()  # 4 GB device copy, read + write: every floor's rate
     emit({"case": "ceiling: device-to-device copy 4 GB (read + write)", "kind": "ceiling",
           "bytes_per_s": ceiling})
     print(f"copy ceiling {ceiling / 1e12:.3f} TB/s", flush=True)
 
     # ---- 1. timing ---------------------------------------------------------------------
-    cands = fwd_candidates(g, a.quick)
+    cands = fwd_candidates(g)
     for B, T, D in FWD_SHAPES:
         if time.monotonic() > deadline - 40:
             print(f"SKIP fwd B{B} T{T} D{D}: out of time", flush=True)
@@ -175,13 +176,14 @@ def main():
             kf_note = "kernel-fun's autotuner learnt no key here: its own kernel may not have run"
         best = min((k for k in pc if res.get(k)), key=lambda k: res[k], default=None)
         case = f"fwd B{B} T{T} D{D} W4 silu bf16 wf32"
-        floor = res.get("copy")
+        floor = nbytes / ceiling * 1e6
         row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res.get(k)) for k in pc},
-               "floor_us": _r(floor), "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6)}
+               "floor_us": _r(floor), "floor_rate_tbs": round(ceiling / 1e12, 3),
+               "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6),
+               "copy_us": _r(res.get("copy"))}
         if best:
             row.update(ours=best, ours_us=_r(res[best]))
-            if floor:
-                row["frac_of_floor"] = round(floor / res[best], 3)
+            row["frac_of_floor"] = round(floor / res[best], 3)
         for peer in ("kernel-fun", "fla"):
             if res.get(peer):
                 row[f"{peer}_us"] = _r(res[peer])
@@ -203,11 +205,7 @@ def main():
         table.append(row)
         print(f"{case}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
 
-    ucands = {}
-    for k in UPDATE_LOADERS:
-        ucands[k] = ("lines", k)
-        if g.UPDATE_KERNELS[k][2]:
-            ucands[f"{k}_fla"] = ("fla", k)
+    ucands = update_candidates()
     for N, D in UPDATE_SHAPES:
         if time.monotonic() > deadline - 30:
             print(f"SKIP update B{N} D{D}: out of time", flush=True)

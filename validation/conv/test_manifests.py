@@ -51,15 +51,14 @@ def every_manifest():
                 initial_state=kw.get("states", True), final_state=kw.get("states", True),
                 fwd_kernel=loader, varlen_seqs=None if cu is None else N)
     for i, kw in enumerate(lists["DROPIN_UPDATE_CASES"]):
-        for loader in [k for k in run.UPDATE_LOADERS if g.UPDATE_KERNELS[k][2]]:
+        for loader in run.UPDATE_LOADERS:
             out[f"dropin_update{i}_{loader}"] = g.dropin_manifest(
                 "update", kw["N"], 1, kw["D"], kw["W"], "bf16", "f32", kw.get("bias", False), "silu",
                 residual=kw.get("residual", False), update_kernel=loader)
-    cands = run.fwd_candidates(g, quick=False)
+    cands = run.fwd_candidates(g)
     for B, T, D in run.FWD_SHAPES:
         out[f"bench_fwd_B{B}_T{T}_D{D}"] = mf.fwd_bench(cands, B, T, D, 4, 2, 8)
-    ucands = {k: ("lines", k) for k in run.UPDATE_LOADERS}
-    ucands.update({f"{k}_fla": ("fla", k) for k in run.UPDATE_LOADERS if g.UPDATE_KERNELS[k][2]})
+    ucands = run.update_candidates()
     for N, D in run.UPDATE_SHAPES:
         out[f"bench_update_B{N}_D{D}"] = mf.update_bench(ucands, N, D, 4, 4, 64)[0]
     return out

@@ -54,6 +54,28 @@ def table(rows):
               f"{r['floor_us']:.1f} | {r['frac_of_floor'] * 100:.0f} |")
 
 
+def program_io_examples(args):
+    """The pinned example chains (prefill -> decode -> verify -> commit) through program_io,
+    eager and --graph in two processes: outputs and state dumps bit-identical, float64 reference."""
+    import subprocess
+    pio = os.path.join(args.build, "bin", "program_io")
+    if not os.path.exists(pio):
+        bench.log("program_io examples: no program_io in the build")
+        return False
+    cmd = [sys.executable, os.path.join(bench.REPO, "examples", "kda", "run_examples.py"), "--program-io", pio,
+           "--cubins", os.path.join(args.build, "cubins", "run"),
+           "--manifests", os.path.join(args.build, "examples", "kda"), "--work", "/tmp/kda-pio",
+           "--jsonl", os.path.join(args.out, "kda.jsonl"),
+           "--meta", '{"commit": "%s", "family": "kda"}' % args.commit]
+    try:
+        p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        bench.log("program_io examples: timed out after 60 s")
+        return False
+    bench.log("program_io examples: exit", p.returncode, " | ".join((p.stdout + p.stderr).strip().splitlines()[-3:]))
+    return p.returncode == 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--build", required=True, help="the CMake build directory (cubins/run)")
@@ -64,6 +86,7 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--benches-only", action="store_true", help="skip the correctness cases")
     args = ap.parse_args()
     bench.use_build(args.build)  # the build's libkernrt.so and cubins (the drop-ins use them too)
     os.makedirs(args.out, exist_ok=True)
@@ -75,17 +98,20 @@ def main():
     ceil = bench.floors(rec)
     peers, why = import_peers(args.no_peer)
 
-    ok = checks.run_prefill_checks(rec, args.build, peers, args.quick, bench.T0 + args.budget * 0.5)
-    bench.log("prefill checks:", "PASS" if ok else "FAIL")
-    ok &= checks.run_serving_checks(rec, args.build, peers, args.quick)
-    ok &= checks.run_dropin_checks(rec, peers)
-    bench.log("serving and drop-in checks:", "PASS" if ok else "FAIL")
+    ok = True
+    if not args.benches_only:
+        ok = checks.run_prefill_checks(rec, args.build, peers, args.quick, bench.T0 + args.budget * 0.5)
+        bench.log("prefill checks:", "PASS" if ok else "FAIL")
+        ok &= checks.run_serving_checks(rec, args.build, peers, args.quick)
+        ok &= checks.run_dropin_checks(rec, peers)
+        bench.log("serving and drop-in checks:", "PASS" if ok else "FAIL")
 
     rows = benches.run_prefill_benches(rec, args.build, peers, why, ceil, args.iters, args.rounds,
                                        deadline, args.quick)
     rows += benches.run_step_benches(rec, args.build, peers, ceil, 3 * args.iters, args.rounds,
                                      deadline, args.quick)
     table(rows)
+    ok &= program_io_examples(args)
     for name, w in why.items():
         if w:
             print(f"{name}: {w}")

@@ -4,11 +4,11 @@
 // Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
 // the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
 // bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
-// global loads through the non-coherent path (one with cache hints), and streaming 16-byte
-// global stores.
-// Deliberately does not check: alignment (16 bytes for every address here), that a pointer
-// given as shared really points into shared memory, or that data read through the
-// non-coherent path is not written by the same grid (the caller's contract).
+// global loads through the non-coherent path (one with cache hints), plain 8- and 16-byte
+// global stores and streaming 16-byte global stores.
+// Deliberately does not check: alignment (16 bytes for every address here, 8 for the 8-byte
+// store), that a pointer given as shared really points into shared memory, or that data read
+// through the non-coherent path is not written by the same grid (the caller's contract).
 #pragma once
 
 #include <cuda.h>
@@ -110,6 +110,18 @@ __device__ __forceinline__ uint4 ld_global_nc_na_l2_256_v4(const void* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
+}
+
+// st.global.v4.b32 / st.global.v2.b32: one plain 16- / 8-byte store. Written out because NVVM
+// split the conv strip's y stores (a uint16_t pointer advanced by a runtime stride, cast to
+// uint4*) into four 32-bit stores.
+__device__ __forceinline__ void st_global_v4_b32(void* p, uint4 v) {
+  asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v.x), "r"(v.y), "r"(v.z),
+               "r"(v.w)
+               : "memory");
+}
+__device__ __forceinline__ void st_global_v2_b32(void* p, uint2 v) {
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
 }
 
 // st.global.cs.v4.u32: 16 bytes with the streaming (evict-first) hint: written once, not re-read.

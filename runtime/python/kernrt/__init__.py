@@ -18,10 +18,10 @@ from . import _native
 from .arrays import DeviceArray
 from .errors import (ArtifactError, CallerError, DriverError, Error, InternalError, IoError,
                      ManifestError, ParseError)
-from .runtime import Runtime, manifest_text
+from .runtime import RUNTIME_STREAM, Runtime, manifest_text
 
 __all__ = ["load", "verify", "device_available", "cubin_dir", "library_path", "version",
-           "Runtime", "DeviceArray", "Problem", "Error", "ParseError", "ManifestError",
+           "Runtime", "RUNTIME_STREAM", "DeviceArray", "Problem", "Error", "ParseError", "ManifestError",
            "ArtifactError", "DriverError", "CallerError", "IoError", "InternalError"]
 
 

@@ -1,8 +1,10 @@
 """kernrt.Runtime: one loaded manifest on one GPU, over the C ABI.
 
 Owns: marshalling names and vars into the C calls (arrays cached per program and var set,
-so a repeated call builds nothing), streams (None = torch's current stream when torch is
-imported, else the runtime's own; an int is a CUstream; an object with .cuda_stream),
+so a repeated call builds nothing), streams (None = torch's current stream when torch has
+initialised CUDA, else the runtime's own; kernrt.RUNTIME_STREAM = the runtime's own; an int
+is a CUstream, 0 meaning the legacy default stream as in CUDA; an object with .cuda_stream —
+torch's default stream reports 0, which is the legacy stream, never the runtime's own),
 bindings of caller memory, zero-copy views of buffers and states, and raising the error
 class of each failure. Every method either does what it says or raises kernrt.Error.
 Does not check what the C++ runtime checks (it validates everything the call depends on).
@@ -17,18 +19,30 @@ def _raise(lib, handle):
     raise errors.from_json(lib.kernrt_last_error_json(handle).decode())
 
 
+RUNTIME_STREAM = object()  # the runtime's own compute stream (the C ABI's NULL)
+_CU_STREAM_LEGACY = 0x1    # CUDA's legacy default stream, which a 0 handle means in CUDA
+
+
+def _cuda(handle):
+    # The C ABI reads NULL as the runtime's own stream; a caller's 0 is CUDA's default stream.
+    return _CU_STREAM_LEGACY if int(handle) == 0 else int(handle)
+
+
 def _stream_handle(stream):
+    if stream is RUNTIME_STREAM:
+        return 0
     if stream is None:
         torch = arrays.torch_or_none()
         if torch is not None and torch.cuda.is_initialized():
-            return torch.cuda.current_stream().cuda_stream
+            return _cuda(torch.cuda.current_stream().cuda_stream)
         return 0
     if isinstance(stream, int):
-        return stream
+        return _cuda(stream)
     handle = getattr(stream, "cuda_stream", None)
     if handle is None:
-        raise TypeError(f"stream must be None, an int CUstream or have .cuda_stream, got {stream!r}")
-    return int(handle)
+        raise TypeError(f"stream must be None, kernrt.RUNTIME_STREAM, an int CUstream or have "
+                        f".cuda_stream, got {stream!r}")
+    return _cuda(handle)
 
 
 class Runtime:

@@ -39,6 +39,9 @@ def error(out, ref, dtype):
 class GpuOpsConv(unittest.TestCase):
     def setUp(self):
         from kernrt import ops
+        from kernrt.ops import conv
+        conv.FAMILY._logged.clear()  # each test sees the family's first log line again
+        conv.UPDATE_PREFERS_FLA = False  # exercise kernrt's update kernel
         self.ops = ops
         ok, why = ops.conv_is_supported(torch.empty(1, 8, 64, device="cuda", dtype=torch.bfloat16),
                                         torch.empty(64, 4, device="cuda"), activation="silu")

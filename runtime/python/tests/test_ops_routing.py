@@ -158,6 +158,14 @@ class Forwarding(unittest.TestCase):
         self.assertEqual(self.calls[0][0], "causal_conv1d")
         self.assertIn("a CUDA graph capture of a shape that has not run eagerly yet", logs.output[0])
 
+    def test_a_supported_update_goes_to_fla_when_fla_is_faster(self):
+        x, cache = FakeTensor((8, 256)), FakeTensor((8, 256, 4))
+        with self.assertLogs("kernrt", logging.INFO) as logs:
+            conv.causal_conv1d_update(x, cache, weight=FakeTensor((256, 4), "torch.float32"),
+                                      activation="silu")
+        self.assertEqual(self.calls[0][0], "causal_conv1d_update")
+        self.assertIn("fla's update is faster on the H200", logs.output[0])
+
     def test_update_is_forwarded_with_fla_signature(self):
         x, cache = FakeTensor((8, 256)), FakeTensor((8, 256, 3))  # a cache one slot short
         conv.causal_conv1d_update(x, cache, weight=FakeTensor((256, 4), "torch.float32"),

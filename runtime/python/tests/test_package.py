@@ -73,6 +73,22 @@ class Verifier(unittest.TestCase):
             self.assertTrue(issubclass(c, kernrt.Error))
 
 
+class Streams(unittest.TestCase):
+    def test_zero_is_cudas_default_stream_never_the_runtimes(self):
+        from kernrt.runtime import _stream_handle
+
+        class TorchLike:
+            def __init__(self, h):
+                self.cuda_stream = h
+        self.assertEqual(_stream_handle(kernrt.RUNTIME_STREAM), 0)  # the C ABI's NULL
+        self.assertEqual(_stream_handle(0), 1)                      # CU_STREAM_LEGACY
+        self.assertEqual(_stream_handle(TorchLike(0)), 1)           # torch's default stream
+        self.assertEqual(_stream_handle(TorchLike(0x1234)), 0x1234)
+        self.assertEqual(_stream_handle(2), 2)                      # CU_STREAM_PER_THREAD
+        with self.assertRaises(TypeError):
+            _stream_handle("s")
+
+
 class Arrays(unittest.TestCase):
     def test_device_array_is_bytes_through_the_interface(self):
         a = arrays.DeviceArray(0x1000, 64, owner=None, dtype="bf16", shape=(4, 8))

@@ -8,6 +8,9 @@ Buffers: q [tokens, 24, 256] bf16 and out (output), table [seqs, max_context/64]
 [max_seqs + 1] i32 monotone in [0, tokens]. Programs `decode_l<layer>` attend over KV layer
 <layer> (K at layer * 262144 bytes into a page, V 512 bytes after it). The KV state holds
 `layers` * 4096 bytes per token, so `tokens` of load options sizes the pool.
+`variants` (name -> geometry overrides, e.g. {"entry": ...} or {"cubin": ...}) adds one op
+`attn_decode_<name>` per variant over the same buffers and KV state, and programs
+`decode_l<layer>_<name>`: kernels timed side by side read the very same memory.
 Does not check: the manifest rules (kernrt-verify / kernrt.verify do) or kernel behaviour.
 Python 3 standard library only.
 """
@@ -18,7 +21,7 @@ KV_BYTES_PER_TOKEN_LAYER = ao.SLOT_BYTES  # K and V of 4 heads, bf16
 
 
 def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None, splits=None,
-                    model="kernrt-paged-decode"):
+                    model="kernrt-paged-decode", variants=None):
     """The manifest as a dict; the h200 module's sha256 is the `@SHA256:<cubin>@` placeholder
     (kernrt.gen.pin replaces it)."""
     if not isinstance(layers, int) or layers < 1:
@@ -30,6 +33,22 @@ def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None,
     op_name, launch, body = ao.op("decode", target, cap, ao.KV_STATE, geometry)
     rows = ["tokens", ao.HEADS_Q, ao.HEAD_DIM]
     names = {"out": "out", "q": "q", "kv": "kv", "table": "table", "seq": "seq", "cuq": "cuq"}
+    modules = {launch.module: {"source": launch.source, "sha256": launch.sha256}}
+    ops = {op_name: body}
+    programs = {f"decode_l{layer}": {"calls": [ao.call("decode", f"attn_layer_{layer}.decode",
+                                                       layer, names, kv_form="state")]}
+                for layer in range(layers)}
+    for name, overrides in sorted((variants or {}).items()):
+        vg = dict(geometry or {}, **overrides)
+        if "cubin" in overrides and "module" not in overrides:
+            vg["module"] = overrides["cubin"].split(".")[0]
+        _, vlaunch, vbody = ao.op("decode", target, cap, ao.KV_STATE, vg)
+        modules[vlaunch.module] = {"source": vlaunch.source, "sha256": vlaunch.sha256}
+        ops[f"{op_name}_{name}"] = vbody
+        for layer in range(layers):
+            call = ao.call("decode", f"attn_layer_{layer}.decode_{name}", layer, names, kv_form="state")
+            call["op"] = f"{op_name}_{name}"
+            programs[f"decode_l{layer}_{name}"] = {"calls": [call]}
     return {
         "schema_version": 4,
         "model": model,
@@ -45,11 +64,9 @@ def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None,
                     "domain": {"min": 0, "max": "tokens", "monotone": True}},
             "out": {"dtype": "bf16", "shape": rows, "kind": "output"},
         },
-        "modules": {launch.module: {"source": launch.source, "sha256": launch.sha256}},
-        "ops": {op_name: body},
-        "programs": {f"decode_l{layer}": {"calls": [ao.call("decode", f"attn_layer_{layer}.decode",
-                                                            layer, names, kv_form="state")]}
-                     for layer in range(layers)},
+        "modules": modules,
+        "ops": ops,
+        "programs": programs,
     }
 
 

@@ -10,37 +10,36 @@ which refuses conv calls whose buffers cannot be right: weight shape not [D, W],
 shorter than D, a state line shorter than the layout's, byte offsets not 16-aligned, x and
 y overlapping. The complete examples are conv_examples.py.
 Refuses at generation: W outside 2..4, D not a positive multiple of 8, strides not multiples
-of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8, a residual or fla's
-lines with a decode loader that lacks them.
+of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8.
 
-Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `ring` | `strip8` | `strip4` |
-`strip4g4` (grid x = ceil(D / (channels * block)), grid y = ceil(tokens / span); block 128,
-the strips also 32 or 64); decode `s4` | `s4wave`
-| `s1` (block 64, grid x = ceil(D / 512), grid y = ceil(seqs / seqs-per-thread)); verify
-(block 128, one sequence per thread). Module sha256 = `@SHA256:<cubin>@`, replaced by
-cmake's kernrt_pin_manifest or kernrt.gen.pin.
+Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `strip4` (block 128, grid x =
+ceil(D / 512), grid y = ceil(tokens / span), span 32 unless the profile says otherwise);
+decode `s4` over our lines or fla's (block 64, grid x = ceil(D / 512), grid y = ceil(seqs /
+4)); verify (block 128, one sequence per thread). The candidates they beat on the H200 are
+in git tag conv-candidates-2026-12 (validation/conv/notes.md). Module sha256 =
+`@SHA256:<cubin>@`, replaced by cmake's kernrt_pin_manifest or kernrt.gen.pin.
 
 Does not check: kernel behaviour, the manifest rules (kernrt-verify does), or sequences
 whose lengths differ from what cu_seqlens says. Python 3 standard library only.
 """
 
-import argparse
 import json
 import os
 import sys
 
+from . import files as _files
 from . import conv_params as cp
 from .conv_params import FWD, UPDATE, field
 
-# loader -> (channels per thread, block.x, rows per block by default)
-FWD_KERNELS = {"ring": (8, 128, 32), "strip8": (8, 128, 64), "strip4": (4, 128, 64),
-               "strip4g4": (4, 128, 64)}
-# loader -> (sequences per thread, block.x, has fla-layout entries, reads the residual)
-UPDATE_KERNELS = {"s4": (4, 64, True, True), "s4wave": (4, 64, False, False),
-                  "s1": (1, 64, True, True)}
-FWD_KERNEL = "ring"      # what the shipped manifests launch
+# loader -> (channels per thread, block.x, rows per block by default). strip4 at spans of
+# 32 rows in blocks of 128 was the fastest forward at all four timed shapes on the H200
+# (spans of 64 / 128 rows ran 0.7-27 % slower; blocks of 64 / 32 were within 0.8 % of 128
+# at span 64; notes.md).
+FWD_KERNELS = {"strip4": (4, 128, 32)}
+# loader -> (sequences per thread, block.x); its entries cover our lines and fla's
+UPDATE_KERNELS = {"s4": (4, 64)}
+FWD_KERNEL = "strip4"    # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = "s4"
-FLA_UPDATE_KERNEL = "s4"  # the decode loader the drop-ins use over fla's [N, D, W] cache
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
 LAYOUTS = ("lines", "fla")  # state lines [D, W-1] (ours) or [D, W] (fla's cache)
@@ -59,7 +58,7 @@ class Profile:
 
     def __init__(self, dim, width=4, dtype="bf16", weight="f32", bias=False, act="silu",
                  x_row=None, y_row=None, residual=False, state_layout="lines",
-                 fwd_kernel=FWD_KERNEL, span=None, update_kernel=UPDATE_KERNEL, fwd_threads=None):
+                 fwd_kernel=FWD_KERNEL, span=None, update_kernel=UPDATE_KERNEL):
         if dtype not in ("bf16", "f16"):
             raise GenError(f"x dtype `{dtype}` is not supported: expected bf16 or f16")
         if weight not in ("f32", "bf16"):
@@ -81,20 +80,11 @@ class Profile:
         if update_kernel not in UPDATE_KERNELS:
             raise GenError(f"decode loader `{update_kernel}` is unknown: expected one of "
                            f"{', '.join(UPDATE_KERNELS)}")
-        _, _, has_fla, has_res = UPDATE_KERNELS[update_kernel]
-        if state_layout == "fla" and not has_fla:
-            raise GenError(f"decode loader `{update_kernel}` has no entry for fla's [D, W] lines")
-        if residual and not has_res:
-            raise GenError(f"decode loader `{update_kernel}` does not read a residual")
         self.dim, self.width, self.dtype, self.weight = dim, width, dtype, weight
         self.bias, self.act, self.residual = bias, act, residual
         self.state_layout, self.fwd_kernel, self.update_kernel = state_layout, fwd_kernel, update_kernel
         self.span = FWD_KERNELS[fwd_kernel][2] if span is None else span
-        self.fwd_threads = FWD_KERNELS[fwd_kernel][1] if fwd_threads is None else fwd_threads
-        if self.fwd_threads != FWD_KERNELS[fwd_kernel][1] and (
-                fwd_kernel == "ring" or self.fwd_threads not in (32, 64, 128)):
-            raise GenError(f"forward block of {fwd_threads} threads: the ring takes 128, the "
-                           f"strips 32, 64 or 128")
+        self.fwd_threads = FWD_KERNELS[fwd_kernel][1]
         if not isinstance(self.span, int) or self.span < 1:
             raise GenError(f"span = {span} rows per block must be a positive integer")
         self.x_row = dim if x_row is None else x_row
@@ -293,20 +283,7 @@ from .conv_check import check  # noqa: E402,F401
 # ---- files -------------------------------------------------------------------------------
 
 
-def _fmt(o, ind):
-    """JSON with short values on one line (<= 96 columns), longer ones expanded."""
-    flat = json.dumps(o)
-    if not isinstance(o, (dict, list)) or len(flat) + ind <= 96:
-        return flat
-    pad = " " * (ind + 2)
-    if isinstance(o, dict):
-        items = [f"{pad}{json.dumps(k)}: {_fmt(v, ind + 2)}" for k, v in o.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * ind + "}"
-    return "[\n" + ",\n".join(pad + _fmt(v, ind + 2) for v in o) + "\n" + " " * ind + "]"
-
-
-def dump(obj):
-    return _fmt(obj, 0) + "\n"
+dump = _files.dump
 
 
 def outputs():
@@ -322,39 +299,8 @@ def outputs():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    w = sub.add_parser("write", help="write the fragment and the examples into the repository")
-    w.add_argument("--root", default=REPO)
-    d = sub.add_parser("diff", help="exit 1 if a committed generated file differs from the generator")
-    d.add_argument("--root", default=REPO)
-    c = sub.add_parser("check", help="refuse conv calls whose buffers cannot match the op")
-    c.add_argument("manifests", nargs="+")
-    a = ap.parse_args(argv)
-    try:
-        if a.cmd == "check":
-            bad = 0
-            for path in a.manifests:
-                with open(path) as f:
-                    for ptr, msg in check(json.load(f)):
-                        print(f"{path}: {ptr}: {msg}", file=sys.stderr)
-                        bad += 1
-            return 1 if bad else 0
-        files = outputs()
-        stale = 0
-        for rel, text in sorted(files.items()):
-            path = os.path.join(a.root, rel)
-            if a.cmd == "write":
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as f:
-                    f.write(text)
-            elif not os.path.exists(path) or open(path).read() != text:
-                print(f"{rel}: differs from `conv_op.py write`", file=sys.stderr)
-                stale += 1
-        return 1 if stale else 0
-    except GenError as e:
-        print(f"conv_op: {e}", file=sys.stderr)
-        return 1
+    return _files.main(argv, prog="conv_op.py", description=__doc__.split("\n")[0], outputs=outputs,
+                       check=check, error=GenError, repo=REPO, what="the fragment and the examples")
 
 
 if __name__ == "__main__":

@@ -17,11 +17,7 @@ from .conv_params import FLAG_STATE_FULL, FWD, UPDATE
 ESIZE = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}
 
 
-def _field(fields, at):
-    for f in fields:
-        if f["at"] == at:
-            return f
-    return None
+from .files import field as _field  # noqa: E402
 
 
 def _op_profile(op):

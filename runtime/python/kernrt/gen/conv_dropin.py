@@ -67,8 +67,6 @@ def dropin_manifest(kind, batch, tokens, dim, width, dtype="bf16", weight="f32",
         kw["fwd_kernel"] = fwd_kernel
     if update_kernel is not None:
         kw["update_kernel"] = update_kernel
-    elif state_layout == "fla":
-        kw["update_kernel"] = g.FLA_UPDATE_KERNEL
     p = g.Profile(dim, width=width, dtype=dtype, weight=weight, bias=bias, act=act,
                   residual=residual, state_layout=state_layout, span=span, **kw)
     bufs = {}

@@ -18,11 +18,11 @@ Does not check: kernel behaviour, the manifest rules (kernrt-verify does), cu_se
 contents beyond their domain. Python 3 standard library only.
 """
 
-import argparse
 import json
 import os
 import sys
 
+from . import files as _files
 from .kda_ops import (  # noqa: F401  (the ops and constants, re-exported)
     K, MAX_STEPS, STEP_ROWS, STEP_THREADS, STEP_PACK, CHUNK,
     VTILE, CHUNK_THREADS, CHUNK_SMEM, CHUNK_PACK, COMBINE_THREADS, FLAG_NO_OUTPUT,
@@ -177,11 +177,7 @@ def examples():
 # ---- check: kda calls whose buffers or pool cannot be right -----------------------------------
 
 
-def _field(fields, at):
-    for f in fields:
-        if f["at"] == at:
-            return f
-    return None
+from .files import field as _field  # noqa: E402
 
 
 def check(m):
@@ -249,20 +245,7 @@ def _record_bytes(kda, H, HV, V):
 # ---- files -----------------------------------------------------------------------------------
 
 
-def _fmt(o, ind):
-    """JSON with short values on one line (<= 96 columns), longer ones expanded."""
-    flat = json.dumps(o)
-    if not isinstance(o, (dict, list)) or len(flat) + ind <= 96:
-        return flat
-    pad = " " * (ind + 2)
-    if isinstance(o, dict):
-        items = [f"{pad}{json.dumps(k)}: {_fmt(v, ind + 2)}" for k, v in o.items()]
-        return "{\n" + ",\n".join(items) + "\n" + " " * ind + "}"
-    return "[\n" + ",\n".join(pad + _fmt(v, ind + 2) for v in o) + "\n" + " " * ind + "]"
-
-
-def dump(obj):
-    return _fmt(obj, 0) + "\n"
+dump = _files.dump
 
 
 def outputs():
@@ -277,37 +260,8 @@ def outputs():
 
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    sub = ap.add_subparsers(dest="cmd", required=True)
-    w = sub.add_parser("write", help="write the examples into the repository")
-    w.add_argument("--root", default=REPO)
-    d = sub.add_parser("diff", help="exit 1 if a committed generated file differs from the generator")
-    d.add_argument("--root", default=REPO)
-    c = sub.add_parser("check", help="refuse kda calls whose buffers or pool cannot match the op")
-    c.add_argument("manifests", nargs="+")
-    a = ap.parse_args(argv)
-    try:
-        if a.cmd == "check":
-            bad = 0
-            for path in a.manifests:
-                for ptr, msg in check(json.load(open(path))):
-                    print(f"{path}: {ptr}: {msg}", file=sys.stderr)
-                    bad += 1
-            return 1 if bad else 0
-        stale = 0
-        for rel, text in sorted(outputs().items()):
-            path = os.path.join(a.root, rel)
-            if a.cmd == "write":
-                os.makedirs(os.path.dirname(path), exist_ok=True)
-                with open(path, "w") as f:
-                    f.write(text)
-            elif not os.path.exists(path) or open(path).read() != text:
-                print(f"{rel}: differs from `kda_op.py write`", file=sys.stderr)
-                stale += 1
-        return 1 if stale else 0
-    except GenError as e:
-        print(f"kda_op: {e}", file=sys.stderr)
-        return 1
+    return _files.main(argv, prog="kda_op.py", description=__doc__.split("\n")[0], outputs=outputs,
+                       check=check, error=GenError, repo=REPO, what="the examples")
 
 
 if __name__ == "__main__":

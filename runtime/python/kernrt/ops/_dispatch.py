@@ -104,6 +104,30 @@ def tensor_device_ok(x, min_major=9):
     return True, ""
 
 
+def needs_grad(*tensors):
+    """True when autograd is on and any given tensor requires grad (kernrt has no backward)."""
+    try:
+        import torch
+        if not torch.is_grad_enabled():
+            return False
+    except ImportError:
+        pass
+    return any(t is not None and getattr(t, "requires_grad", False) for t in tensors)
+
+
+def aligned16(t):
+    return t.data_ptr() % 16 == 0
+
+
+def capturing():
+    """True while torch's current stream is being captured into a CUDA graph."""
+    try:
+        import torch
+        return torch.cuda.is_current_stream_capturing()
+    except Exception:
+        return False
+
+
 def disabled():
     """KERNRT_OPS_DISABLE=1 forwards every call to fla (an escape hatch for bisecting)."""
     return os.environ.get("KERNRT_OPS_DISABLE", "") not in ("", "0")

@@ -32,22 +32,8 @@ _KNOWN = {"A_log", "dt_bias", "chunk_size", "transpose_state_layout"}
 SMS = 132  # H200 streaming multiprocessors: the context-parallel split fills them
 
 
-def _grad(*tensors):
-    try:
-        import torch
-        if not torch.is_grad_enabled():
-            return False
-    except ImportError:
-        pass
-    return any(t is not None and getattr(t, "requires_grad", False) for t in tensors)
-
-
-def _capturing():
-    try:
-        import torch
-        return torch.cuda.is_current_stream_capturing()
-    except Exception:
-        return False
+_grad = _dispatch.needs_grad
+_capturing = _dispatch.capturing
 
 
 def _spec(q, k, v, g, beta, A_log, dt_bias, scale, initial_state, output_final_state, l2norm,
