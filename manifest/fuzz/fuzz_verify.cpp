@@ -7,21 +7,18 @@
 // than a few kilobytes (names are shortened); the text form of every error holds no
 // control character (printable).
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "fuzz_invariants.hpp"
 #include "kernrt/manifest/parse.hpp"
 #include "kernrt/manifest/protocol.hpp"
 #include "kernrt/manifest/verify.hpp"
 
 namespace {
 
-[[noreturn]] void broken(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz invariant broken: %s\n%s\n", what, detail.substr(0, 4096).c_str());
-  std::abort();
-}
+using kernrt::fuzz::broken;
+using kernrt::fuzz::require_errors;
 
 void check_errors(const kernrt::Errors& errors, size_t limit, const char* what) {
   if (errors.size() > limit) broken(what, "more errors kept than the limit");
@@ -31,11 +28,6 @@ void check_errors(const kernrt::Errors& errors, size_t limit, const char* what) 
       if (c < 0x20 || c == 0x7F) broken(what, "a control character in an error's text");
     }
   }
-}
-
-template <class R>
-void require_errors(const R& r, const char* what) {
-  if (!r && r.errors.empty()) broken(what, "failed without an error");
 }
 
 }  // namespace

@@ -14,6 +14,22 @@
 namespace kernrt {
 namespace {
 
+// The pinned scratch_pair test manifest ("" when the test kernels are not built) and load
+// options that find its cubin.
+std::string scratch_pair_manifest() {
+  const std::string m = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
+  return std::filesystem::exists(m) ? m : std::string();
+}
+
+kernrt_load_options test_cubin_options() {
+  static const char* dirs[] = {KERNRT_CUBIN_DIR};
+  kernrt_load_options o;
+  kernrt_load_options_init(&o);
+  o.cubin_dirs = dirs;
+  o.n_cubin_dirs = 1;
+  return o;
+}
+
 TEST(CApi, OptionsInitSetsDefaults) {
   kernrt_load_options o;
   o.gpu = 5;
@@ -177,13 +193,9 @@ TEST(CApi, NullArgumentsSetTheirOwnMessageAndResetOut) {
 // successful call clears it. Needs a device to load a runtime at all.
 TEST(GpuCApi, NullArgumentsOnAHandleSetItsMessage) {
   if (!device_available(nullptr)) GTEST_SKIP() << "no CUDA device";
-  const std::string manifest = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
-  if (!std::filesystem::exists(manifest)) GTEST_SKIP() << "test kernels not built";
-  const char* dirs[] = {KERNRT_CUBIN_DIR};
-  kernrt_load_options o;
-  kernrt_load_options_init(&o);
-  o.cubin_dirs = dirs;
-  o.n_cubin_dirs = 1;
+  const std::string manifest = scratch_pair_manifest();
+  if (manifest.empty()) GTEST_SKIP() << "test kernels not built";
+  kernrt_load_options o = test_cubin_options();
   o.token_capacity = 64;
   kernrt_runtime* rt = nullptr;
   ASSERT_EQ(kernrt_load_file(manifest.c_str(), &o, &rt), KERNRT_OK) << kernrt_last_error(nullptr);
@@ -230,13 +242,9 @@ TEST(CApi, VerifyJsonReportsEveryProblemWithItsPointer) {
 // Without a GPU every load that gets as far as the driver says so, and nothing crashes.
 TEST(CApi, WithoutADeviceLoadIsADriverStatus) {
   if (device_available(nullptr)) GTEST_SKIP() << "a device is present";
-  const std::string manifest = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
-  if (!std::filesystem::exists(manifest)) GTEST_SKIP() << "test kernels not built";
-  const char* dirs[] = {KERNRT_CUBIN_DIR};
-  kernrt_load_options o;
-  kernrt_load_options_init(&o);
-  o.cubin_dirs = dirs;
-  o.n_cubin_dirs = 1;
+  const std::string manifest = scratch_pair_manifest();
+  if (manifest.empty()) GTEST_SKIP() << "test kernels not built";
+  kernrt_load_options o = test_cubin_options();
   kernrt_runtime* rt = nullptr;
   EXPECT_EQ(kernrt_load_file(manifest.c_str(), &o, &rt), KERNRT_E_DRIVER);
   EXPECT_EQ(rt, nullptr);
