@@ -1,9 +1,11 @@
 // Verifier rules 19-24 (reference/kern-schema.md §2.2): programs, calls, tensormap
 // footprints per call, per-program dataflow, global writes and unused declarations.
 //
-// Deliberately not checked: the bounds of state offsets (provider layout over a pool the
-// runtime scales; only their TMA base alignment is), which program runs first (a carry
-// only needs *some* writer), and anything a kernel does with the pointers it receives.
+// Deliberately not checked: the bounds of offsets into states the runtime scales
+// (`bytes_per_token` / `bytes_per_seq`: provider layout over a pool; only their TMA base
+// alignment is; an offset past a fixed `bytes` state is refused, as the runtime would at
+// load), which program runs first (a carry only needs *some* writer), and anything a
+// kernel does with the pointers it receives.
 // Buffers are looked up through one name -> index table so the call loop stays linear in
 // calls x args.
 #include <string>
@@ -221,11 +223,21 @@ void check_call(VerifyContext& c, const Manifest& m, ProgramScan& s, std::vector
     } else if (auto* st = std::get_if<StateArg>(&arg)) {
       s.used_states.insert(st->name);
       if (param.kind == ParamType::Kind::State) {
-        if (m.states.count(st->name) == 0) c.fail(ap, "unknown state " + tick(st->name));
-        // State offsets are provider layout and not bounds-checked, but a tensormap over a
-        // state needs an aligned base, which only the offset decides (rule 21's TMA part).
-        auto tms = c.op_tensormaps.find(call.op);
+        auto state = m.states.find(st->name);
         const uint64_t offset = st->offset.value_or(0);
+        if (state == m.states.end()) {
+          c.fail(ap, "unknown state " + tick(st->name));
+        } else if (state->second.bytes != 0 && offset > state->second.bytes) {
+          // A fixed-size state is not scaled by the runtime, so the manifest alone proves
+          // what the runtime would refuse at load.
+          c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " is outside state " +
+                                        tick(st->name) + " (a fixed " +
+                                        std::to_string(state->second.bytes) + " bytes)");
+        }
+        // Offsets into states the runtime scales are provider layout and not bounds-checked,
+        // but a tensormap over a state needs an aligned base, which only the offset decides
+        // (rule 21's TMA part).
+        auto tms = c.op_tensormaps.find(call.op);
         if (tms != c.op_tensormaps.end() && j < tms->second.size() && tms->second[j].align != 0 &&
             offset % tms->second[j].align != 0) {
           c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " into state " +

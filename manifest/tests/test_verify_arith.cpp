@@ -158,5 +158,18 @@ TEST(VerifyArith, RejectsACallOffsetThatMisalignsATensormapBase) {
                "offset 520 into state `cache` is not 16-byte aligned, but the tensormap at");
 }
 
+TEST(VerifyArith, RejectsAnOffsetPastAFixedSizeState) {
+  // The runtime refuses this at load; a fixed `bytes` state is not scaled, so the manifest
+  // alone proves it. Offsets into states the runtime scales stay unchecked (the spec's
+  // provider layout), the end itself is a valid (empty) view.
+  Json j = with("/states/cache", R"({"bytes": 4096})");
+  set(j, at(kCallMix, "/args/1"), Json::parse(R"({"state": "cache", "offset": 18446744073709551600})"));
+  expect_error(j, at(kCallMix, "/args/1/offset"),
+               "offset 18446744073709551600 is outside state `cache` (a fixed 4096 bytes)");
+  set(j, at(kCallMix, "/args/1/offset"), 4096);
+  expect_verified(j);
+  expect_verified(with(at(kCallMix, "/args/1"), R"({"state": "cache", "offset": 18446744073709551600})"));
+}
+
 }  // namespace
 }  // namespace kernrt::manifest::testing
