@@ -156,6 +156,10 @@ int run(int argc, char** argv) {
       ->type_name("N")->check(bytes_check)->capture_default_str();
   bool quiet = false;
   app.add_flag("--quiet", quiet, "Print no progress lines on stderr");
+  // Usage errors quote the user's words: escaped like every other message (issue 16, item 4).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return kernrt::printable(e.what()) + "\nRun with --help for more information.\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -260,6 +260,10 @@ int run_cli(Options& o, int argc, char** argv) {
           "", "bytes"))
       ->type_name("N")->capture_default_str();
   app.add_flag("--json", o.json, "Print the result or the errors as one JSON object");
+  // Usage errors quote the user's words: escaped like every other message (issue 16, item 4).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return kernrt::printable(e.what()) + "\nRun with --help for more information.\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

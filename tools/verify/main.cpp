@@ -112,6 +112,10 @@ int run(int argc, char** argv) {
       ->capture_default_str()
       ->check(quiet(CLI::Range(size_t{1}, size_t{1} << 30)));
 
+  // Usage errors quote the user's words: escaped like every other message (issue 16, item 4).
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return kernrt::printable(e.what()) + "\nRun with --help for more information.\n";
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

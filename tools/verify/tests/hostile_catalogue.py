@@ -8,6 +8,7 @@ one refusal and a phrase of its message). On every manifest case it also checks 
 hold for any hostile input: a location on every reported problem, one verdict line only
 (no name can print a forged `FILE: verified` line), no control byte in the text output,
 at most --max-errors problems listed, < 64 KiB of output, < 5 s and < 100 MB per run.
+Usage errors (bad option values holding escapes) are printed escaped too.
 Does not check: the C ABI (runtime/tests/test_c_api.cpp has those cases) or what a
 verified manifest does on a device.
 
@@ -255,6 +256,26 @@ def program_io_cases(cat, folder, program_io):
     return len(cat["cases"])
 
 
+def usage_cases(cat, folder, tools):
+    """Bad option values with escapes: exit 2 and nothing on stderr a terminal interprets."""
+    m = os.path.join(folder, "scratch_pair.json")
+    n = 0
+    for c in cat["cases"]:
+        if c["tool"] not in tools:
+            continue
+        args = [a.replace("${evil}", cat["evil"]).replace("{m}", m) for a in c["args"]]
+        name = f"{c['tool']} usage {c['args'][0][:12]!r}"
+        code, out, err, _, _ = run(tools[c["tool"]][:1] + args, env={"CUDA_VISIBLE_DEVICES": "-1"})
+        if code != 2:
+            fail(name, f"exit {code}, expected 2")
+        if any(b < 0x20 and b != 0x0A or b == 0x7F for b in out + err):
+            fail(name, f"a control byte on stdout or stderr: {err[:200]!r}")
+        if any(l.startswith(b"forged.json") for l in (out + err).splitlines()):
+            fail(name, "a line that reads as a verdict")
+        n += 1
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verify", required=True)
@@ -276,6 +297,7 @@ def main():
     n += file_cases(cat["files"], folder, tools)
     if a.program_io:
         n += program_io_cases(cat["program_io"], folder, a.program_io)
+    n += usage_cases(cat["usage"], folder, tools)
     for f in failures:
         print("FAIL " + f.encode("unicode_escape").decode("ascii")[:600])
     print(f"hostile catalogue: {n} cases, {len(failures)} failed checks")
