@@ -1,6 +1,7 @@
 // The C ABI: status codes per error kind, messages through kernrt_last_error (per
 // handle, or per thread for failed loads), option defaults, and null-safety.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <functional>
@@ -78,7 +79,9 @@ TEST(CApi, MissingCubinIsArtifactStatus) {
 TEST(CApi, MissingFileIsIoStatusAndNullsAreCallerErrors) {
   kernrt_runtime* rt = nullptr;
   EXPECT_EQ(kernrt_load_file("/nonexistent/kernrt.json", nullptr, &rt), KERNRT_E_IO);
-  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("cannot open"), std::string::npos);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("/nonexistent/kernrt.json: does not exist"),
+            std::string::npos)
+      << kernrt_last_error(nullptr);
   EXPECT_EQ(kernrt_load_file(nullptr, nullptr, &rt), KERNRT_E_CALLER);
   EXPECT_EQ(kernrt_run(nullptr, "p", nullptr, nullptr, 0, 0), KERNRT_E_CALLER);
   EXPECT_EQ(kernrt_write_input(nullptr, "q", nullptr, 0), KERNRT_E_CALLER);
@@ -147,7 +150,14 @@ TEST(CApi, LoadResetsTheHandleAndRefusesADirectoryAsIo) {
   kernrt_runtime* rt = reinterpret_cast<kernrt_runtime*>(1);
   EXPECT_EQ(kernrt_load_file(dir.path().c_str(), nullptr, &rt), KERNRT_E_IO);
   EXPECT_EQ(rt, nullptr);
-  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("not a regular file"), std::string::npos)
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("is a directory, expected a regular file"),
+            std::string::npos)
+      << kernrt_last_error(nullptr);
+  // A FIFO is refused without blocking (no writer ever opens it).
+  const std::string fifo = dir.file("pipe.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(kernrt_load_file(fifo.c_str(), nullptr, &rt), KERNRT_E_IO);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("is a FIFO, not a regular file"), std::string::npos)
       << kernrt_last_error(nullptr);
   rt = reinterpret_cast<kernrt_runtime*>(1);
   EXPECT_EQ(kernrt_load_file(nullptr, nullptr, &rt), KERNRT_E_CALLER);
