@@ -237,7 +237,8 @@ def program_io_cases(cat, folder, program_io):
         f.write(re.sub(r"@SHA256:[^@]*@", "a" * 64, text))
     with open(os.path.join(folder, "x4.bin"), "wb") as f:
         f.write(b"\0" * 32)
-    subs = {"{m}": pinned, "{d}": folder, "{fifo}": os.path.join(folder, "pipe.json")}
+    subs = {"{m}": pinned, "{d}": folder, "{fifo}": os.path.join(folder, "pipe.json"),
+            "{long}": "x" * 100000, "{cut}": "x" * 80}
     for c in cat["cases"]:
         args, message = c["args"], c["message"]
         for k, v in subs.items():
