@@ -1,4 +1,5 @@
-// Internal: strict JSON text reading and the one typed reader every parse goes through.
+// Internal: strict JSON text reading (json_reader.cpp) and the one typed reader every parse
+// goes through (Node, json_node.cpp).
 //
 // read_json() turns text into a DOM and rejects what the default DOM would accept or
 // mangle: duplicate keys (the DOM keeps the last one), nesting deeper than kMaxDepth,
@@ -36,8 +37,15 @@ struct ParseFailure {
 // Throws a Parse error at `path`; the error goes through kernrt::bounded().
 [[noreturn]] void fail(const std::string& path, std::string message);
 
-// Strict text -> DOM. One Parse error on failure.
+// Strict text -> DOM. One Parse error on failure; std::bad_alloc is rethrown after the
+// partial DOM is freed with free_without_allocating.
 Result<Json> read_json(std::string_view text);
+
+// Frees a DOM without allocating. nlohmann's destructor first reserves a stack as large as
+// a container's children, so when memory is what ran out, destroying a DOM during the
+// unwinding of a std::bad_alloc throws again and terminates the process; this empties it
+// bottom-up instead (depth bounded by kMaxDepth), leaving `j` an empty container.
+void free_without_allocating(Json& j) noexcept;
 
 // A short description of a JSON value for "found ..." messages.
 std::string describe(const Json& j);

@@ -6,6 +6,7 @@
 #include "kernrt/manifest/parse.hpp"
 
 #include <limits>
+#include <new>
 
 #include "parse_internal.hpp"
 
@@ -257,6 +258,9 @@ Result<T> run_parse(std::string_view text, F parse, std::string* owned = nullptr
     return Result<T>::ok(parse(*json.value));
   } catch (const detail::ParseFailure& f) {
     return Result<T>::fail(f.error);
+  } catch (const std::bad_alloc&) {
+    detail::free_without_allocating(*json.value);  // its destructor would allocate
+    throw;
   } catch (const std::exception& e) {
     Error err;
     err.kind = ErrorKind::Parse;

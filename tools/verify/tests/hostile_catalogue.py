@@ -8,7 +8,9 @@ one refusal and a phrase of its message). On every manifest case it also checks 
 hold for any hostile input: a location on every reported problem, one verdict line only
 (no name can print a forged `FILE: verified` line), no control byte in the text output,
 at most --max-errors problems listed, < 64 KiB of output, < 5 s and < 100 MB per run.
-Usage errors (bad option values holding escapes) are printed escaped too.
+Usage errors (bad option values holding escapes) are printed escaped too, and memory
+that runs out (an address-space limit) ends every CLI with exit 2 naming the file, never
+with a signal.
 Does not check: the C ABI (runtime/tests/test_c_api.cpp has those cases) or what a
 verified manifest does on a device.
 
@@ -19,6 +21,7 @@ import argparse
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 import tempfile
@@ -91,12 +94,16 @@ def apply(doc, edit):
         raise ValueError(f"unknown edit {op}")
 
 
-def run(argv, env=None, timeout=TIMEOUT_S):
-    """(exit code or 'timeout', stdout, stderr, seconds, peak RSS KiB) of one child."""
+def run(argv, env=None, timeout=TIMEOUT_S, address_space=None):
+    """(exit code or 'timeout', stdout, stderr, seconds, peak RSS KiB) of one child, with an
+    optional address-space limit (bytes)."""
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (address_space, address_space))
     with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.monotonic()
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                             env=dict(os.environ, **(env or {})))
+                             env=dict(os.environ, **(env or {})),
+                             preexec_fn=limit if address_space else None)
         code, rss = None, 0
         while code is None:
             pid, status, usage = os.wait4(p.pid, os.WNOHANG)
@@ -277,6 +284,30 @@ def usage_cases(cat, folder, tools):
     return n
 
 
+def memory_cases(cat, folder, tools):
+    """Each CLI under address-space limits from the least it starts with up: exit 0-2 only."""
+    manifest = os.path.join(folder, "memory.json")
+    subprocess.run([sys.executable, os.path.join(ROOT, cat["generator"]), "--layers", str(cat["layers"]),
+                    manifest], check=True, stdout=subprocess.DEVNULL)
+    mib = 1 << 20
+    n = 0
+    for tool, argv in tools.items():
+        start = 4 * mib  # the least it starts with: static initialisers that fail abort
+        while start < 512 * mib and run(argv[:1] + ["--help"], address_space=start)[0] != 0:
+            start += mib // 2
+        args = argv + (["--json", "--manifest", manifest] if tool == "program_io" else [manifest])
+        for step in range(cat["steps_mib"]):
+            limit = start + step * mib
+            code, _, err, _, _ = run(args, env={"CUDA_VISIBLE_DEVICES": "-1"}, address_space=limit)
+            name = f"{tool} within {limit // 1024} KiB"
+            if code not in (0, 1, 2):
+                fail(name, f"exit {code}: {err[-300:]!r}")
+            elif code == 2 and manifest.encode() not in err:
+                fail(name, f"exit 2 without naming the file: {err[-300:]!r}")
+            n += 1
+    return n
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--verify", required=True)
@@ -299,6 +330,7 @@ def main():
     if a.program_io:
         n += program_io_cases(cat["program_io"], folder, a.program_io)
     n += usage_cases(cat["usage"], folder, tools)
+    n += memory_cases(cat["memory"], folder, tools)
     for f in failures:
         print("FAIL " + f.encode("unicode_escape").decode("ascii")[:600])
     print(f"hostile catalogue: {n} cases, {len(failures)} failed checks")
