@@ -35,29 +35,44 @@ struct PrepThread {
   float dtb[16];            // dt_bias of channels 32c + 4 sub + e (KDA), dtb[0] (GDN)
 };
 
+// Element offsets of token 0 of the block's span (its head and value tile included) for every
+// input, computed once per block: a chunk's loads then add only tok * stride_tok (the
+// division by HV / H, the varlen select and 64-bit products of Span::off were ~40 % of the
+// load step's instructions in the profile).
+struct SpanBase {
+  int64_t qk, v, g, beta;   // element offsets of token 0 (g: KDA row start / GDN head)
+};
+
+__device__ __forceinline__ SpanBase span_base(const KdaChunkParams& p, const Span& sp, int hv,
+                                              int vt, bool kda) {
+  const int h = hv / (p.value_heads / p.heads);
+  SpanBase b;
+  b.qk = sp.off(p.qk_stride_seq, p.qk_stride_tok, 0) + int64_t(h) * kHeadDim;
+  b.v = sp.off(p.v_stride_seq, p.v_stride_tok, 0) + int64_t(hv) * p.dim_v + vt * kVTile;
+  b.g = sp.off(p.g_stride_seq, p.g_stride_tok, 0) + int64_t(hv) * (kda ? kHeadDim : 1);
+  b.beta = sp.off(p.beta_stride_seq, p.beta_stride_tok, 0) + hv;
+  return b;
+}
+
 // cp.async of chunk `c` of the span into raw stage `st` (zero fill past the span), and the
 // register prefetch of beta (and GDN's g) for it.
 template <bool kKda>
-__device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& sp, int hv,
-                                           int vt, int c, RawStage& st, const PrepThread<kKda>& th,
-                                           float& beta_raw, float& gs_raw, bool zero_v) {
-  const int h = hv / (p.value_heads / p.heads);
+__device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& sp,
+                                           const SpanBase& sb, int c, RawStage& st,
+                                           const PrepThread<kKda>& th, float& beta_raw,
+                                           float& gs_raw, bool zero_v) {
   const int tok0 = c * kChunk;
   // q, k, v: 16 rows x 16 vectors of 16 bytes each; thread i does rows (i / 16) + 8 r.
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int t = th.tid / 16 + 8 * r, col = (th.tid % 16) * 8;
     const bool ok = tok0 + t < sp.len;
-    const int tt = ok ? tok0 + t : 0;
-    const uint16_t* q = static_cast<const uint16_t*>(p.q) + sp.off(p.qk_stride_seq, p.qk_stride_tok, tt) +
-                        int64_t(h) * kHeadDim + col;
-    const uint16_t* k = static_cast<const uint16_t*>(p.k) + sp.off(p.qk_stride_seq, p.qk_stride_tok, tt) +
-                        int64_t(h) * kHeadDim + col;
-    ptx::cp_async_cg_16_zfill(&st.q[t][col], q, ok ? 16 : 0);
-    ptx::cp_async_cg_16_zfill(&st.k[t][col], k, ok ? 16 : 0);
+    const int64_t tt = ok ? tok0 + t : 0;
+    const int64_t qk = sb.qk + tt * p.qk_stride_tok + col;
+    ptx::cp_async_cg_16_zfill(&st.q[t][col], static_cast<const uint16_t*>(p.q) + qk, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&st.k[t][col], static_cast<const uint16_t*>(p.k) + qk, ok ? 16 : 0);
     if (!zero_v) {
-      const uint16_t* v = static_cast<const uint16_t*>(p.v) + sp.off(p.v_stride_seq, p.v_stride_tok, tt) +
-                          int64_t(hv) * p.dim_v + vt * kVTile + col;
+      const uint16_t* v = static_cast<const uint16_t*>(p.v) + sb.v + tt * p.v_stride_tok + col;
       ptx::cp_async_cg_16_zfill(&st.v[t][col], v, ok ? 16 : 0);
     } else {
       ptx::cp_async_cg_16_zfill(&st.v[t][col], p.q, 0);  // context-parallel transition tile: v = 0
@@ -73,8 +88,8 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
       const int t = i / vecs, col = (i % vecs) * (gf32 ? 4 : 8);
       if (t < kChunk) {
         const bool ok = tok0 + t < sp.len;
-        const int tt = ok ? tok0 + t : 0;
-        const int64_t e = sp.off(p.g_stride_seq, p.g_stride_tok, tt) + int64_t(hv) * kHeadDim + col;
+        const int64_t tt = ok ? tok0 + t : 0;
+        const int64_t e = sb.g + tt * p.g_stride_tok + col;
         const void* src = gf32 ? static_cast<const void*>(static_cast<const float*>(p.g) + e)
                                : static_cast<const void*>(static_cast<const uint16_t*>(p.g) + e);
         char* dst = reinterpret_cast<char*>(&st.g[t][0]) + (gf32 ? col * 4 : col * 2);
@@ -87,10 +102,29 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
   // end of the current chunk's prep (its latency hides behind that work).
   beta_raw = 0.f, gs_raw = 0.f;
   if (th.tid < kChunk && tok0 + th.tid < sp.len) {
-    const int t = tok0 + th.tid;
-    beta_raw = load1(p.beta, sp.off(p.beta_stride_seq, p.beta_stride_tok, t) + hv,
-                     (p.flags & kFlagBetaF32) != 0);
-    if (!kKda) gs_raw = load1(p.g, sp.off(p.g_stride_seq, p.g_stride_tok, t) + hv, gf32);
+    const int64_t t = tok0 + th.tid;
+    beta_raw = load1(p.beta, sb.beta + t * p.beta_stride_tok, (p.flags & kFlagBetaF32) != 0);
+    if (!kKda) gs_raw = load1(p.g, sb.g + t * p.g_stride_tok, gf32);
+  }
+}
+
+// alpha = exp(log decay) of the thread's 16 channels of token row `t` (1 past the span), the
+// gate form and g's dtype as template parameters: straight-line code over the 16 elements,
+// so their latencies overlap (kGate 0: g is the log decay, 1: softplus gate, 2: lower_bound).
+// Past the span g was zero-filled (finite log decay) and `live` = 0 makes it exp(0) = 1: a
+// product rather than a select, which the compiler would turn into a branch per element.
+template <int kGate, bool kGF32>
+__device__ __forceinline__ void token_alphas(const RawStage& st, int t, int sub,
+                                             const float (&dtb)[16], float a, float lb,
+                                             float live, float (&al)[16]) {
+#pragma unroll
+  for (int i = 0; i < 16; ++i) {
+    const int ch = 32 * (i / 4) + 4 * sub + i % 4;
+    const float g = kGF32 ? st.g[t][ch] : bf16_f32(reinterpret_cast<const uint16_t*>(&st.g[t][0])[ch]);
+    float x = g;
+    if (kGate == 1) x = -a * softplus(g + dtb[i]);
+    if (kGate == 2) x = __fdividef(lb, 1.f + __expf(-a * (g + dtb[i])));
+    al[i] = __expf(x * live);
   }
 }
 
@@ -116,29 +150,36 @@ __device__ __forceinline__ void prep_tokens(const KdaChunkParams& p, const Span&
   if (p.flags & kFlagL2norm) rq = l2_rscale(group8_sum(qs)), rk = l2_rscale(group8_sum(ks));
   rq = ok ? rq * p.scale : 0.f;
   rk = ok ? rk : 0.f;
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
-  const float gs = kKda ? 0.f : __expf(log_decay(st.gs[t], th.dtb[0], th.a, p.flags, p.lower_bound));
+  float al[16];
+  if constexpr (kKda) {
+    // one uniform branch per chunk instead of one per element
+    const bool gf32 = (p.flags & kFlagGF32) != 0;
+    const int gate = (p.flags & kFlagGate) ? ((p.flags & kFlagLowerBound) ? 2 : 1) : 0;
+    const float lb = p.lower_bound, live = ok ? 1.f : 0.f;
+    if (gate == 1) {
+      if (gf32) token_alphas<1, true>(st, t, th.sub, th.dtb, th.a, lb, live, al);
+      else token_alphas<1, false>(st, t, th.sub, th.dtb, th.a, lb, live, al);
+    } else if (gate == 2) {
+      if (gf32) token_alphas<2, true>(st, t, th.sub, th.dtb, th.a, lb, live, al);
+      else token_alphas<2, false>(st, t, th.sub, th.dtb, th.a, lb, live, al);
+    } else {
+      if (gf32) token_alphas<0, true>(st, t, th.sub, th.dtb, th.a, lb, live, al);
+      else token_alphas<0, false>(st, t, th.sub, th.dtb, th.a, lb, live, al);
+    }
+  } else {
+    const float gs = __expf(log_decay(st.gs[t], th.dtb[0], th.a, p.flags, p.lower_bound));
+#pragma unroll
+    for (int i = 0; i < 16; ++i) al[i] = ok ? gs : 1.f;
+  }
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    float al[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int ch = 32 * j + 4 * th.sub + e;
-      float g;
-      if (gf32) {
-        g = st.g[t][ch];
-      } else {
-        g = bf16_f32(reinterpret_cast<const uint16_t*>(&st.g[t][0])[ch]);
-      }
-      al[e] = kKda ? __expf(log_decay(g, th.dtb[4 * j + e], th.a, p.flags, p.lower_bound)) : gs;
-      al[e] = ok ? al[e] : 1.f;
-    }
     const int ch = 32 * j + 4 * th.sub;
     *reinterpret_cast<float4*>(&ps.qh[t][ch]) =
         make_float4(q[4 * j] * rq, q[4 * j + 1] * rq, q[4 * j + 2] * rq, q[4 * j + 3] * rq);
     *reinterpret_cast<float4*>(&ps.kh[t][ch]) =
         make_float4(k[4 * j] * rk, k[4 * j + 1] * rk, k[4 * j + 2] * rk, k[4 * j + 3] * rk);
-    *reinterpret_cast<float4*>(&ps.al[t][ch]) = make_float4(al[0], al[1], al[2], al[3]);
+    *reinterpret_cast<float4*>(&ps.al[t][ch]) =
+        make_float4(al[4 * j], al[4 * j + 1], al[4 * j + 2], al[4 * j + 3]);
   }
   if (th.sub == 0) {
     ps.beta[t] = ok ? beta_of(st.beta[t], p.flags) : 0.f;
@@ -184,18 +225,18 @@ __device__ __forceinline__ bool prep_channel(const RawStage& st, PrepScratch& ps
   float P = 1.f;
   f[kRef] = inv[kRef] = 1.f;
 #pragma unroll
-  for (int t = kRef - 1; t >= 0; --t) P *= al[t + 1], inv[t] = P, f[t] = __frcp_rn(P);
+  for (int t = kRef - 1; t >= 0; --t) P *= al[t + 1], inv[t] = P, f[t] = __fdividef(1.f, P);
   const float p0 = P;
   float F = 1.f;
 #pragma unroll
-  for (int t = kRef + 1; t < kChunk; ++t) F *= al[t], f[t] = F, inv[t] = __frcp_rn(F);
+  for (int t = kRef + 1; t < kChunk; ++t) F *= al[t], f[t] = F, inv[t] = __fdividef(1.f, F);
   const bool safe = p0 >= 1e-30f && F >= 1e-30f;
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) {
     const float qh = ps.qh[t][ch], kh = ps.kh[t][ch];
-    ps.qf[t][ch] = ptx::cvt_rna_tf32(qh * f[t]);
-    ps.kf[t][ch] = ptx::cvt_rna_tf32(kh * f[t]);
-    ps.ki[t][ch] = ptx::cvt_rna_tf32(kh * inv[t]);
+    ps.qf[t][ch] = tf32_rna(qh * f[t]);
+    ps.kf[t][ch] = tf32_rna(kh * f[t]);
+    ps.ki[t][ch] = tf32_rna(kh * inv[t]);
   }
   return safe;
 }

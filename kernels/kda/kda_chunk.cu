@@ -110,18 +110,18 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
   // Column sets of the pairwise step: 34 pairs per warp.
   const int cols[4] = {th.warp, 7 - th.warp, 8 + th.warp, 15 - th.warp};
   float b_pend = 0.f, g_pend = 0.f, b_new = 0.f, g_new = 0.f;
-  prep_issue<kKda>(p, sp, hv, vt, 0, sm.raw[0], th, b_new, g_new, zero_v);
+  const SpanBase sb = span_base(p, sp, hv, vt, kKda);
+  prep_issue<kKda>(p, sp, sb, 0, sm.raw[0], th, b_new, g_new, zero_v);
   if (th.tid < kChunk) sm.raw[0].beta[th.tid] = b_new, sm.raw[0].gs[th.tid] = g_new;
   if (nchunks > 1) {
-    prep_issue<kKda>(p, sp, hv, vt, 1, sm.raw[1], th, b_pend, g_pend, zero_v);
+    prep_issue<kKda>(p, sp, sb, 1, sm.raw[1], th, b_pend, g_pend, zero_v);
   } else {
     ptx::cp_async_commit_group();
   }
   for (int c = 0; c < nchunks; ++c) {
     const int st = c % kRawStages, s = c % kOpStages;
     if (c + 2 < nchunks) {
-      prep_issue<kKda>(p, sp, hv, vt, c + 2, sm.raw[(c + 2) % kRawStages], th, b_new, g_new,
-                       zero_v);
+      prep_issue<kKda>(p, sp, sb, c + 2, sm.raw[(c + 2) % kRawStages], th, b_new, g_new, zero_v);
     } else {
       ptx::cp_async_commit_group();
     }

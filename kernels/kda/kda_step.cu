@@ -17,10 +17,11 @@
 // of one sequence (16 KiB of state); warp w holds rows 8w..8w+7, its lane group i (lanes
 // 8i..8i+7) rows 8w+2i and 8w+2i+1, and lane j of a group key channels {32c + 4j + e}
 // (c, e in 0..3), so every 16-byte load of a warp covers four 128-byte row segments. Row dots
-// reduce over the 8 lanes of a group (3 shuffles). The state and the first token's inputs are
-// loaded before any math; the next token's inputs are loaded while the current one is applied.
-// decode and commit apply the same update code, so verify + commit(a) leaves the state bit
-// for bit where a decode steps would.
+// reduce over the 8 lanes of a group (3 shuffles). The state rows and the tokens' values are
+// loaded first; meanwhile the block prepares its tokens once (gate, l2norm, beta, k.q: thread
+// i takes token i / 16 and 8 key channels) into shared memory, which every lane group reads.
+// decode and commit apply the same update code and decode and verify the same preparation, so
+// verify + commit(a) leaves the state bit for bit where a decode steps would.
 //
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
@@ -50,76 +51,140 @@ struct Token {
   uint32_t v2;                 // bf16 values of the group's two rows
 };
 
-// Raw inputs of token t, loaded a step ahead of their use and kept packed: q, k as bf16
-// pairs; g as 16 f32 words (kFlagGF32) or 8 bf16 pairs (words 0..7).
+// The prepared tokens of one block (decode: 1, verify: up to kMaxSteps), shared by its 16
+// lane groups: normalized and scaled q, normalized k, alpha, effective beta and k.q.
 template <bool kKda>
-struct Raw {
-  uint32_t q[kLaneCh / 2], k[kLaneCh / 2], g[kKda ? kLaneCh : 1];
-  float b;
-  uint32_t v2;
+struct StepSmem {
+  float q[kMaxSteps][kHeadDim];
+  float k[kMaxSteps][kHeadDim];
+  float a[kMaxSteps][kKda ? kHeadDim : 1];
+  float beta[kMaxSteps];
+  float kq[kMaxSteps];
 };
 
-template <bool kKda>
-__device__ __forceinline__ void load_raw(const KdaStepParams& p, int n, int t, int h, int hv,
-                                         int row, int sub, Raw<kKda>& r) {
-  const int64_t qk = n * p.qk_stride_seq + t * p.qk_stride_tok + int64_t(h) * kHeadDim;
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
+// Sum over the 16 lanes of this half warp (butterfly: every lane ends with the same bits).
+// The mask names the half only: the other half may have left (a token past `steps`).
+__device__ __forceinline__ float group16_sum(float x) {
+  const unsigned half = (threadIdx.x & 16) != 0 ? 0xffff0000u : 0x0000ffffu;
 #pragma unroll
-  for (int c = 0; c < 4; ++c) {
-    const uint2 x = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.q) + qk + 32 * c + 4 * sub);
-    const uint2 y = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.k) + qk + 32 * c + 4 * sub);
-    r.q[2 * c] = x.x, r.q[2 * c + 1] = x.y, r.k[2 * c] = y.x, r.k[2 * c + 1] = y.y;
-  }
+  for (int w = 1; w < 16; w <<= 1) x += __shfl_xor_sync(half, x, w);
+  return x;
+}
+
+// Gate, beta, l2norm and scale of the block's tokens, computed once per block (every lane
+// group used to redo all 128 channels of every token: verify's 8 tokens were ~90 % of its
+// instructions): thread i prepares token i / 16, key channels 8 (i % 16) .. + 7, into `sm`;
+// threads of tokens >= steps only wait. verify also writes the replay record's k-hat (one
+// block per q head), alpha and beta (one block per value head) from here. Decode and verify
+// run this same code, so their tokens are bit-identical (commit replays verify's record).
+template <bool kKda, bool kRecord>
+__device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int n, int steps, int h,
+                                               int hv, char* rec, const StepRecord& lay,
+                                               bool write_k, bool write_a, StepSmem<kKda>& sm) {
+  const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
+  if (t >= steps) return;  // whole half warps: the 16-lane sums below stay in step
+  const int64_t qk = n * p.qk_stride_seq + t * p.qk_stride_tok + int64_t(h) * kHeadDim + c0;
+  const uint4 xq = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.q) + qk);
+  const uint4 xk = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.k) + qk);
   const int64_t gb = n * p.g_stride_seq + t * p.g_stride_tok;
-  if constexpr (kKda) {
+  const bool gf32 = (p.flags & kFlagGF32) != 0;
+  float g[8], dtb[8];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const int64_t e = gb + int64_t(hv) * kHeadDim + 32 * c + 4 * sub;
-      if (gf32) {
-        const uint4 x = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
-        r.g[4 * c] = x.x, r.g[4 * c + 1] = x.y, r.g[4 * c + 2] = x.z, r.g[4 * c + 3] = x.w;
-      } else {
-        const uint2 x = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.g) + e);
-        r.g[2 * c] = x.x, r.g[2 * c + 1] = x.y;
-      }
+  for (int i = 0; i < 8; ++i) dtb[i] = 0.f;
+  float A = 1.f;
+  const bool gate = (p.flags & kFlagGate) != 0;
+  if (gate && p.A_log != nullptr) A = __expf(p.A_log[hv]);
+  if constexpr (kKda) {
+    const int64_t e = gb + int64_t(hv) * kHeadDim + c0;
+    if (gf32) {
+      const uint4 x0 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
+      const uint4 x1 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e + 4);
+      const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) g[i] = __uint_as_float(w[i]);
+    } else {
+      const uint4 x = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.g) + e);
+      const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) g[2 * i] = bf16_lo(w[i]), g[2 * i + 1] = bf16_hi(w[i]);
+    }
+    if (gate && p.dt_bias != nullptr) {
+      const uint4 d0 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0);
+      const uint4 d1 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0 + 4);
+      const uint32_t w[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) dtb[i] = __uint_as_float(w[i]);
     }
   } else {
-    r.g[0] = __float_as_uint(load1(p.g, gb + hv, gf32));
+    g[0] = load1(p.g, gb + hv, gf32);
+    if (gate && p.dt_bias != nullptr) dtb[0] = p.dt_bias[hv];
   }
-  r.b = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
-              (p.flags & kFlagBetaF32) != 0);
-  r.v2 = ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
-                               t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
-}
-
-__device__ __forceinline__ float unpack_pair(const uint32_t* w, int i) {
-  return (i & 1) ? bf16_hi(w[i >> 1]) : bf16_lo(w[i >> 1]);
-}
-
-// Gate, beta, l2norm and scale: raw inputs -> the token the update applies.
-template <bool kKda>
-__device__ __forceinline__ void prepare(const KdaStepParams& p, const Raw<kKda>& r,
-                                        const float (&dtb)[kKda ? kLaneCh : 1], float a,
-                                        Token<kKda>& tk) {
-  float q[kLaneCh], k[kLaneCh];
+  const float braw = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
+                           (p.flags & kFlagBetaF32) != 0);
+  float q[8], k[8];
+  const uint32_t wq[4] = {xq.x, xq.y, xq.z, xq.w}, wk[4] = {xk.x, xk.y, xk.z, xk.w};
 #pragma unroll
-  for (int i = 0; i < kLaneCh; ++i) q[i] = unpack_pair(r.q, i), k[i] = unpack_pair(r.k, i);
+  for (int i = 0; i < 4; ++i) {
+    q[2 * i] = bf16_lo(wq[i]), q[2 * i + 1] = bf16_hi(wq[i]);
+    k[2 * i] = bf16_lo(wk[i]), k[2 * i + 1] = bf16_hi(wk[i]);
+  }
   float qs = 0.f, ks = 0.f;
 #pragma unroll
-  for (int i = 0; i < kLaneCh; ++i) qs = fmaf(q[i], q[i], qs), ks = fmaf(k[i], k[i], ks);
+  for (int i = 0; i < 8; ++i) qs = fmaf(q[i], q[i], qs), ks = fmaf(k[i], k[i], ks);
   float rq = 1.f, rk = 1.f;
-  if (p.flags & kFlagL2norm) rq = l2_rscale(group8_sum(qs)), rk = l2_rscale(group8_sum(ks));
+  if (p.flags & kFlagL2norm) rq = l2_rscale(group16_sum(qs)), rk = l2_rscale(group16_sum(ks));
   rq *= p.scale;
+  float kq = 0.f;
 #pragma unroll
-  for (int i = 0; i < kLaneCh; ++i) tk.q[i] = q[i] * rq, tk.k[i] = k[i] * rk;
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
+  for (int i = 0; i < 8; ++i) q[i] *= rq, k[i] *= rk, kq = fmaf(k[i], q[i], kq);
+  kq = group16_sum(kq);
+  float a[8];
 #pragma unroll
-  for (int i = 0; i < (kKda ? kLaneCh : 1); ++i) {
-    const float g = !kKda || gf32 ? __uint_as_float(r.g[i]) : unpack_pair(r.g, i);
-    tk.a[i] = __expf(log_decay(g, dtb[i], a, p.flags, p.lower_bound));
+  for (int i = 0; i < (kKda ? 8 : 1); ++i)
+    a[i] = __expf(log_decay(g[i], dtb[i], A, p.flags, p.lower_bound));
+  const float beta = beta_of(braw, p.flags);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+    const float4 qv = make_float4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3]);
+    const float4 kv = make_float4(k[4 * j], k[4 * j + 1], k[4 * j + 2], k[4 * j + 3]);
+    *reinterpret_cast<float4*>(&sm.q[t][c0 + 4 * j]) = qv;
+    *reinterpret_cast<float4*>(&sm.k[t][c0 + 4 * j]) = kv;
+    if (kRecord && write_k) st_f4(rec + ((int64_t(t) * p.heads + h) * kHeadDim + c0 + 4 * j) * 4, kv);
+    if constexpr (kKda) {
+      const float4 av = make_float4(a[4 * j], a[4 * j + 1], a[4 * j + 2], a[4 * j + 3]);
+      *reinterpret_cast<float4*>(&sm.a[t][c0 + 4 * j]) = av;
+      if (kRecord && write_a)
+        st_f4(rec + lay.alpha + ((int64_t(t) * p.value_heads + hv) * kHeadDim + c0 + 4 * j) * 4, av);
+    }
   }
-  tk.beta = beta_of(r.b, p.flags);
-  tk.v2 = r.v2;
+  if ((threadIdx.x & 15) == 0) {
+    if (!kKda) sm.a[t][0] = a[0];
+    sm.beta[t] = beta, sm.kq[t] = kq;
+    if (kRecord && write_a) {
+      if (!kKda) *reinterpret_cast<float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4) = a[0];
+      *reinterpret_cast<float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4) = beta;
+    }
+  }
+}
+
+// A lane's 16 key channels of prepared token t (element i = channel 32 (i / 4) + 4 sub + i % 4).
+template <bool kKda>
+__device__ __forceinline__ void load_token(const StepSmem<kKda>& sm, int t, int sub, uint32_t v2,
+                                           Token<kKda>& tk) {
+#pragma unroll
+  for (int c = 0; c < 4; ++c) {
+    const float4 q = *reinterpret_cast<const float4*>(&sm.q[t][32 * c + 4 * sub]);
+    const float4 k = *reinterpret_cast<const float4*>(&sm.k[t][32 * c + 4 * sub]);
+    tk.q[4 * c] = q.x, tk.q[4 * c + 1] = q.y, tk.q[4 * c + 2] = q.z, tk.q[4 * c + 3] = q.w;
+    tk.k[4 * c] = k.x, tk.k[4 * c + 1] = k.y, tk.k[4 * c + 2] = k.z, tk.k[4 * c + 3] = k.w;
+    if constexpr (kKda) {
+      const float4 a = *reinterpret_cast<const float4*>(&sm.a[t][32 * c + 4 * sub]);
+      tk.a[4 * c] = a.x, tk.a[4 * c + 1] = a.y, tk.a[4 * c + 2] = a.z, tk.a[4 * c + 3] = a.w;
+    }
+  }
+  if constexpr (!kKda) tk.a[0] = sm.a[t][0];
+  tk.beta = sm.beta[t];
+  tk.v2 = v2;
 }
 
 // The state update of one token on the group's two rows; returns S' q + beta r (k.q) per row
@@ -154,26 +219,6 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int h = hv / (p.value_heads / p.heads);
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
 
-  // ---- gate constants (parameters: read before the PDL wait) ---------------------------
-  constexpr int kG = kKda ? kLaneCh : 1;
-  float a = 1.f, dtb[kG];
-#pragma unroll
-  for (int i = 0; i < kG; ++i) dtb[i] = 0.f;
-  if (kMode != kCommit && (p.flags & kFlagGate)) {
-    if (p.A_log != nullptr) a = __expf(p.A_log[hv]);
-    if (p.dt_bias != nullptr) {
-      if constexpr (kKda) {
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const uint4 x = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + 32 * c + 4 * sub);
-          dtb[4 * c] = __uint_as_float(x.x), dtb[4 * c + 1] = __uint_as_float(x.y);
-          dtb[4 * c + 2] = __uint_as_float(x.z), dtb[4 * c + 3] = __uint_as_float(x.w);
-        }
-      } else {
-        dtb[0] = p.dt_bias[hv];
-      }
-    }
-  }
   ptx::griddepcontrol_wait();
 
   // ---- the line, the record and the state rows ---------------------------------------
@@ -229,44 +274,29 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
       apply<kKda, false>(s, tk, 0.f, unused);
     }
   } else {
-    Raw<kKda> raw;
-    load_raw<kKda>(p, n, 0, h, hv, row, sub, raw);
+    __shared__ StepSmem<kKda> sm;
+    // the values of the group's two rows for every token, issued before the prepare
+    uint32_t v2[kMaxSteps];
+#pragma unroll
+    for (int t = 0; t < kMaxSteps; ++t)
+      v2[t] = t < steps ? ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
+                                                t * p.v_stride_tok + int64_t(hv) * p.dim_v + row)
+                        : 0u;
+    const bool rec_on = kMode == kVerify && live && blockIdx.x == 0;
+    prepare_tokens<kKda, kMode == kVerify>(p, n, steps, h, hv, rec, lay,
+                                           rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
+    __syncthreads();
     ptx::griddepcontrol_launch_dependents();
-    for (int t = 0; t < steps; ++t) {
+#pragma unroll
+    for (int t = 0; t < kMaxSteps; ++t) {  // unrolled: v2[t] stays in registers
+      if (t >= steps) break;
       Token<kKda> tk;
-      prepare<kKda>(p, raw, dtb, a, tk);
-      if (t + 1 < steps) load_raw<kKda>(p, n, t + 1, h, hv, row, sub, raw);  // in flight meanwhile
-      float kq = 0.f;
-#pragma unroll
-      for (int i = 0; i < kLaneCh; ++i) kq = fmaf(tk.k[i], tk.q[i], kq);
-      kq = group8_sum(kq);
-      if (kMode == kVerify && live) {  // the replay record of token t
-        if (blockIdx.x == 0 && hv % (p.value_heads / p.heads) == 0 && threadIdx.x < 8) {
-          char* kh = rec + (int64_t(t) * p.heads + h) * kHeadDim * 4;
-#pragma unroll
-          for (int c = 0; c < 4; ++c)
-            st_f4(kh + (32 * c + 4 * sub) * 4,
-                  make_float4(tk.k[4 * c], tk.k[4 * c + 1], tk.k[4 * c + 2], tk.k[4 * c + 3]));
-        }
-        if (blockIdx.x == 0 && threadIdx.x < 8) {
-          if constexpr (kKda) {
-            char* al = rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * kHeadDim * 4;
-#pragma unroll
-            for (int c = 0; c < 4; ++c)
-              st_f4(al + (32 * c + 4 * sub) * 4,
-                    make_float4(tk.a[4 * c], tk.a[4 * c + 1], tk.a[4 * c + 2], tk.a[4 * c + 3]));
-          } else if (threadIdx.x == 0) {
-            *reinterpret_cast<float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4) = tk.a[0];
-          }
-          if (threadIdx.x == 0)
-            *reinterpret_cast<float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4) = tk.beta;
-        }
-        if (sub == 0)
-          *reinterpret_cast<uint32_t*>(
-              rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2) = tk.v2;
-      }
+      load_token<kKda>(sm, t, sub, v2[t], tk);
+      if (kMode == kVerify && live && sub == 0)  // the replay record's values of token t
+        *reinterpret_cast<uint32_t*>(
+            rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2) = tk.v2;
       float o[2];
-      apply<kKda, true>(s, tk, kq, o);
+      apply<kKda, true>(s, tk, sm.kq[t], o);
       if (sub == 0)
         *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + n * p.o_stride_seq +
                                      t * p.o_stride_tok + int64_t(hv) * p.dim_v + row) =

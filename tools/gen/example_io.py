@@ -95,13 +95,19 @@ def describe(manifest_path):
             "k_offset": call["args"][2]["offset"] // 2, "v_offset": call["args"][3]["offset"] // 2}
 
 
-def write_inputs(manifest_path, work, seed=2026):
-    os.makedirs(work, exist_ok=True)
+def write_inputs(manifest_path, work, seed=2026, kv_lens=None):
+    """Seeded inputs in `work`; kv_lens (one KV length per sequence) defaults to the seed's."""
     case = describe(manifest_path)
     os.makedirs(work, exist_ok=True)
     rng = random.Random(seed)
     seqs, q_len = case["vars"]["seqs"], case["q_len"]
-    lens = list(KV_LENS[:seqs]) + [KV_LENS[-1]] * max(0, seqs - len(KV_LENS))
+    if kv_lens is None:
+        lens = list(KV_LENS[:seqs]) + [KV_LENS[-1]] * max(0, seqs - len(KV_LENS))
+    else:
+        lens = list(kv_lens)
+        most = case["pages_per_seq"] * PAGE
+        if len(lens) != seqs or any(not q_len <= n <= most for n in lens):
+            raise ValueError(f"--kv-lens needs {seqs} lengths in [{q_len}, {most}], got {lens}")
     pages = list(range(case["pages"]))
     rng.shuffle(pages)  # disjoint, scattered pages per sequence
     per = case["pages_per_seq"]
@@ -230,10 +236,16 @@ def main(argv=None):
                         help="write inputs, check out.bin, or write the reference as out.bin")
     parser.add_argument("manifest", help="the example manifest (or its pinned copy)")
     parser.add_argument("work", help="directory of the .bin files")
+    parser.add_argument("--kv-lens", metavar="N,N,...",
+                        help="inputs: the KV length of each sequence (default: the seed's "
+                             f"{','.join(map(str, KV_LENS))})")
     args = parser.parse_args(argv)
     if args.action == "inputs":
-        os.makedirs(args.work, exist_ok=True)
-        case = write_inputs(args.manifest, args.work)
+        try:
+            lens = None if args.kv_lens is None else [int(x) for x in args.kv_lens.split(",")]
+            case = write_inputs(args.manifest, args.work, kv_lens=lens)
+        except ValueError as e:
+            parser.error(str(e))
         print(" ".join(f"--vars {k}={v}" for k, v in sorted(case["vars"].items())))
         return 0
     if args.action == "reference":

@@ -1,0 +1,59 @@
+"""The family's PNG from a kda.jsonl: per benchmark case, ours, the peer and the floor (us,
+log scale), with the issue's bar where it has one.
+
+Usage: python3 validation/kda/plot_kda.py [kda.jsonl] [out.png]   (defaults: beside this file)
+Reads bench rows only (kind == "bench"); draws nothing it cannot find. CPU only (matplotlib).
+"""
+import json
+import os
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+# the issue's bars (us) per case prefix: 4x / 3x fla, flash-qla, 90 % of the floor, 104 us
+BARS = {"prefill kda B8 T4096 H16 V128$": 461.0, "prefill kda B8 T4096 H16 V256": 581.0,
+        "prefill kda B1 T32768": 807.0, "prefill kda varlen": 669.0, "prefill gdn B1 T32768": 524.5,
+        "verify kda B64": 104.0}
+
+
+def bar_of(case, floor):
+    for k, v in BARS.items():
+        if (case == k[:-1]) if k.endswith("$") else case.startswith(k):
+            return v
+    return floor / 0.9 if case.startswith("decode") else None
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "kda.jsonl")
+    dst = sys.argv[2] if len(sys.argv) > 2 else os.path.join(HERE, "kda_bench.png")
+    rows = [json.loads(l) for l in open(src) if l.strip()]
+    rows = [r for r in rows if r.get("kind") == "bench" and "ours_us" in r]
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    labels = [r["case"].split(" (")[0].replace("prefill ", "").replace(" H16 V128", "")[:38] for r in rows]
+    x = range(len(rows))
+    w = 0.27
+    fig, ax = plt.subplots(figsize=(13, 5.5))
+    ax.bar([i - w for i in x], [r["ours_us"] for r in rows], w, label="kernrt (ours)", color="#1f77b4")
+    ax.bar(list(x), [r.get("peer_us") or r.get("issue_peer_us") or 0 for r in rows], w,
+           label="peer: this run's, else the issue's 2026-12-01 figure", color="#ff7f0e")
+    ax.bar([i + w for i in x], [r["floor_us"] for r in rows], w, label="floor (bytes at copy rate)", color="#7f7f7f")
+    for i, r in enumerate(rows):
+        b = bar_of(r["case"], r["floor_us"])
+        if b:
+            ax.plot([i - 1.5 * w, i + 1.5 * w], [b, b], color="red", lw=2, label="issue bar" if i == 0 else None)
+    ax.set_yscale("log")
+    ax.set_ylabel("us per call (graph replay, median)")
+    ax.set_xticks(list(x))
+    ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
+    commit = rows[0].get("commit", "?") if rows else "?"
+    ax.set_title(f"KDA / GDN on the H200 (commit {commit}): ours vs peers vs floors")
+    h, l = ax.get_legend_handles_labels()
+    ax.legend(dict(zip(l, h)).values(), dict(zip(l, h)).keys(), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(dst, dpi=110)
+    print("wrote", dst)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,78 @@
+"""Diagnostics of the KDA / GDN kernels on the device (records nothing; run.py owns the
+validation rows): the launches an Nsight Compute profile targets, and timings of variants that
+place the chunk forward's time without counters (grid size, T, gate form, GDN).
+
+Usage (after the build, from the repository root, PYTHONPATH as tools/device/run.sh sets it):
+  ncu --clock-control none -k regex:kda_chunk_sm90a -c 1 --set full --import-source yes \
+      -o chunk python3 validation/kda/profile.py chunk [BUILD]
+  ncu --clock-control none -k 'regex:kda_(decode|verify|commit)' --filter-mode per-launch-config \
+      -c 1 --set full -o steps python3 validation/kda/profile.py steps [BUILD]
+  python3 validation/kda/profile.py times [BUILD]          (prints "TIME <variant>: <us>")
+  chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
+  steps: one decode, verify and commit at B64 (the step benches' shapes).
+BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
+"""
+import os
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(REPO, "validation", "common"))
+import bench  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO, "build-h200"))
+bench.use_build(BUILD)
+import fixture as fx  # noqa: E402
+import torch  # noqa: E402
+
+
+def chunk():
+    c = fx.Case(seed=100, B=8, T=4096, H=16, gates="init", g_dtype=torch.bfloat16)
+    ours = fx.Prefill(c, BUILD)
+    ours.write()
+    ours.run(graph=False)
+
+
+def steps(B=64):
+    c = fx.Case(kind="kda", B=B, T=8, H=16, gates="init", gate="softplus", seed=7)
+    srv = fx.Serving(c.profile(), BUILD, max_seqs=B, max_tokens=16, steps=8, extra_lines=B,
+                     rotate=True)
+    rt = srv.rt
+    rt.buffer("lines")[0, :B].copy_(torch.arange(1, B + 1, dtype=torch.int32))
+    rt.buffer("lines_b")[0, :B].copy_(torch.arange(B + 1, 2 * B + 1, dtype=torch.int32))
+    rt.buffer("accepted")[:B].copy_(torch.randint(1, 9, (B,), dtype=torch.int32))
+    srv.write_inputs("dec", c, t0=0)
+    srv.write_inputs("ver", c, 0, 8)
+    for prog in ("decode", "verify", "commit"):
+        rt.enqueue(prog, vars={"seqs": B})
+    torch.cuda.synchronize()
+
+
+def times():
+    big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
+    variants = [("kda B8 T4096", dict(B=8, T=4096, **big)),
+                ("kda B1 T4096", dict(B=1, T=4096, **big)),
+                ("kda B16 T4096", dict(B=16, T=4096, **big)),
+                ("kda B8 T1024", dict(B=8, T=1024, **big)),
+                ("kda B8 T4096 harsh", dict(B=8, T=4096, H=16, gates="harsh", g_dtype=torch.bfloat16)),
+                ("kda B8 T4096 log-decay g f32", dict(B=8, T=4096, H=16, gates="init", gate=None)),
+                ("kda B8 T4096 lower_bound", dict(B=8, T=4096, H=16, gate="lower_bound",
+                                                  lower_bound=-5.0, g_dtype=torch.bfloat16)),
+                ("gdn B8 T4096", dict(kind="gdn", B=8, T=4096, **big))]
+    for name, kw in variants:
+        try:
+            ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD)
+            ours.write()
+            ours.run(graph=True)
+            us = statistics.median(bench.time_calls(ours.enqueue, 10))
+            print(f"TIME {name}: {us:.1f} us", flush=True)
+            ours.rt.close()
+        except Exception as e:  # noqa: BLE001 - a diagnostic: report and go on
+            print(f"TIME {name}: failed {e!r}"[:300], flush=True)
+        torch.cuda.empty_cache()
+
+
+if __name__ == "__main__":
+    {"chunk": chunk, "steps": steps, "times": times}[sys.argv[1]]()
