@@ -220,6 +220,10 @@ Attempt transfer(const std::string& name, const std::string& url, const std::str
     a.error = io(partial, std::string("cannot open the partial download: ") + std::strerror(errno));
     return a;
   }
+  if (!S_ISREG(st.st_mode)) {  // a FIFO planted here would block the read of its kept bytes
+    a.error = io(partial, "the partial download is not a regular file: remove it");
+    return a;
+  }
   Sha256 sha;
   Transfer t;
   t.fd = f.fd;

@@ -1,5 +1,7 @@
 // kernrt::fetch_module against the fake hub: what lands in the cache (only bytes with the
 // pinned hash, only by rename), what is kept for a resume, and what each failure says.
+#include <sys/stat.h>
+
 #include <cstdlib>
 
 #include "hub_fixture.hpp"
@@ -93,6 +95,20 @@ TEST_F(Hub, ResumedStaleBytesAreDroppedAndFetchedAgain) {
   EXPECT_EQ(slurp(blob(bytes)), bytes);
   EXPECT_NE(log().find("range=bytes=20000-"), std::string::npos) << log();
   EXPECT_NE(log().find("fresh.bin range=- "), std::string::npos) << "then once from byte 0:\n" << log();
+}
+
+TEST_F(Hub, APartialDownloadThatIsNotAFileIsRefusedWithoutBlocking) {
+  const std::string bytes = payload(5000, 13);
+  serve("fifo.bin", bytes);
+  fs::create_directories(dir_ / "cache" / "blobs");
+  ASSERT_EQ(::mkfifo((blob(bytes) + ".partial").c_str(), 0600), 0);
+  auto got = fetch_module("q", module("hf:org/repo/fifo.bin", bytes), options_);
+  ASSERT_FALSE(got);
+  EXPECT_EQ(got.errors.at(0).kind, ErrorKind::Io);
+  EXPECT_NE(got.errors.at(0).message.find("the partial download is not a regular file: remove it"),
+            std::string::npos)
+      << got.errors.at(0).message;
+  EXPECT_FALSE(fs::exists(blob(bytes)));
 }
 
 TEST_F(Hub, StalledServerEndsWithinTheStallTimeout) {
