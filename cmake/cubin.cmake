@@ -12,9 +12,15 @@
 #   dependency file (-MD -MF, the custom command's DEPFILE: Ninja and Makefile generators),
 #   so no hand list can go stale; DEPENDS is only for inputs nvcc does not read as headers.
 #
-# kernrt_pin_manifest(<template.json> <output.json> CUBINS <name.sm90a> ...)
+# kernrt_add_host_library(<name> SOURCES <a.cu> ... [ARCHS 90a 100a])
+#   Links the .cu files into a host shared library with CUDA kernels, as a torch extension
+#   is: ${KERNRT_CUBIN_DIR}/run/lib<name>.so, one fatbin container per source (each with a
+#   cubin per arch) in its `.nv_fatbin` section; same pinned flags. Target host_<name>.
+#
+# kernrt_pin_manifest(<template.json> <output.json> CUBINS <name.sm90a> ... [FILES <path> ...])
 #   At build time, replaces every `@SHA256:<name.smXX>@` in the template with the SHA-256 of
-#   that cubin, so a pinned hash always matches the bytes next to it.
+#   that cubin (and every `@SHA256:<file name>@` with that of each FILES path), so a pinned
+#   hash always matches the bytes next to it.
 #
 # The nvcc flags are part of a kernel's identity (its bytes, hence its pinned hash), so they
 # are spelled here once for every build; CMakePresets.json picks generators and options.
@@ -65,16 +71,42 @@ function(kernrt_add_cubin name)
   add_dependencies(kernrt_cubins cubin_${name})
 endfunction()
 
+function(kernrt_add_host_library name)
+  cmake_parse_arguments(A "" "" "SOURCES;ARCHS" ${ARGN})
+  if(NOT A_ARCHS)
+    set(A_ARCHS 90a 100a)
+  endif()
+  set(srcs)
+  foreach(s IN LISTS A_SOURCES)
+    get_filename_component(abs ${s} ABSOLUTE)
+    list(APPEND srcs ${abs})
+  endforeach()
+  set(gencodes)
+  foreach(arch IN LISTS A_ARCHS)
+    list(APPEND gencodes -gencode arch=compute_${arch},code=sm_${arch})
+  endforeach()
+  set(out ${KERNRT_CUBIN_DIR}/run/lib${name}.so)
+  add_custom_command(OUTPUT ${out}
+    COMMAND ${CMAKE_COMMAND} -E make_directory ${KERNRT_CUBIN_DIR}/run
+    COMMAND ${KERNRT_NVCC} ${KERNRT_NVCC_FLAGS} ${gencodes} -shared -Xcompiler -fPIC
+            -cudart shared -I${PROJECT_SOURCE_DIR}/kernels -o ${out} ${srcs}
+    DEPENDS ${srcs}
+    COMMENT "nvcc host library: lib${name}.so"
+    VERBATIM)
+  add_custom_target(host_${name} DEPENDS ${out})
+  add_dependencies(kernrt_cubins host_${name})
+endfunction()
+
 function(kernrt_pin_manifest template output)
-  cmake_parse_arguments(A "" "" "CUBINS" ${ARGN})
+  cmake_parse_arguments(A "" "" "CUBINS;FILES" ${ARGN})
   get_filename_component(tpl ${template} ABSOLUTE)
-  set(deps)
+  set(deps ${A_FILES})
   foreach(c IN LISTS A_CUBINS)
     list(APPEND deps ${KERNRT_CUBIN_DIR}/${c}.cubin)
   endforeach()
   add_custom_command(OUTPUT ${output}
     COMMAND ${CMAKE_COMMAND} -DTEMPLATE=${tpl} -DOUTPUT=${output}
-            -DCUBIN_DIR=${KERNRT_CUBIN_DIR} "-DCUBINS=${A_CUBINS}"
+            -DCUBIN_DIR=${KERNRT_CUBIN_DIR} "-DCUBINS=${A_CUBINS}" "-DFILES=${A_FILES}"
             -P ${PROJECT_SOURCE_DIR}/cmake/pin_manifest.cmake
     DEPENDS ${tpl} ${deps} ${PROJECT_SOURCE_DIR}/cmake/pin_manifest.cmake
     COMMENT "pin manifest ${output}"

@@ -1,8 +1,14 @@
-# Script mode: replace @SHA256:<cubin>@ placeholders in TEMPLATE with the cubins' hashes.
+# Script mode: replace @SHA256:<cubin>@ placeholders in TEMPLATE with the cubins' hashes,
+# and @SHA256:<file name>@ with the hash of each path in FILES (a host .so).
 file(READ ${TEMPLATE} text)
 foreach(c IN LISTS CUBINS)
   file(SHA256 ${CUBIN_DIR}/${c}.cubin hash)
   string(REPLACE "@SHA256:${c}@" "${hash}" text "${text}")
+endforeach()
+foreach(f IN LISTS FILES)
+  get_filename_component(n ${f} NAME)
+  file(SHA256 ${f} hash)
+  string(REPLACE "@SHA256:${n}@" "${hash}" text "${text}")
 endforeach()
 if(text MATCHES "@SHA256:([^@]*)@")
   message(FATAL_ERROR "${TEMPLATE}: no cubin given for placeholder @SHA256:${CMAKE_MATCH_1}@")

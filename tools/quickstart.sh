@@ -13,8 +13,8 @@
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-packages=(nlohmann-json3-dev libcli11-dev libssl-dev libgtest-dev cmake ninja-build g++ python3
-          python3-numpy)
+packages=(nlohmann-json3-dev libcli11-dev libssl-dev libcurl4-openssl-dev libgtest-dev cmake
+          ninja-build g++ python3 python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

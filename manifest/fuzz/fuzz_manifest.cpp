@@ -5,30 +5,18 @@
 // canonically reparses and writes byte-identically; normalize is idempotent.
 // Built with libFuzzer (KERNRT_FUZZ=ON, clang) or linked into the plain replay driver.
 #include <cstdint>
-#include <cstdio>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
+#include "fuzz_invariants.hpp"
 #include "kernrt/manifest/normalize.hpp"
 #include "kernrt/manifest/parse.hpp"
 #include "kernrt/manifest/protocol.hpp"
 #include "kernrt/manifest/verify.hpp"
 #include "kernrt/manifest/writer.hpp"
 
-namespace {
-
-[[noreturn]] void broken(const char* what, const std::string& detail) {
-  std::fprintf(stderr, "fuzz invariant broken: %s\n%s\n", what, detail.c_str());
-  std::abort();
-}
-
-template <class R>
-void require_errors(const R& r, const char* what) {
-  if (!r && r.errors.empty()) broken(what, "failed without an error");
-}
-
-}  // namespace
+using kernrt::fuzz::broken;
+using kernrt::fuzz::require_errors;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace kernrt::manifest;

@@ -4,6 +4,8 @@
 // just "division by zero".
 #include "kernrt/manifest/expr.hpp"
 
+#include "kernrt/manifest/error.hpp"
+
 namespace kernrt::manifest {
 
 namespace {
@@ -72,6 +74,72 @@ void collect_vars(const Expr& e, std::vector<std::string>* out) {
     if (cur->kind == Expr::Kind::Var) out->push_back(cur->var);
     cur = cur->lhs.get();
   }
+}
+
+std::string expr_text(const Expr& e) {
+  constexpr std::size_t kMaxText = 300;
+  // Operators from the outside in, then the innermost operand; closed in reverse.
+  std::string open;
+  std::vector<const Expr*> ops;
+  const Expr* cur = &e;
+  while (cur && (cur->kind == Expr::Kind::CeilDiv || cur->kind == Expr::Kind::Mul) &&
+         open.size() < kMaxText) {
+    open += cur->kind == Expr::Kind::Mul ? "{\"mul\": [" : "{\"ceil_div\": [";
+    ops.push_back(cur);
+    cur = cur->lhs.get();
+  }
+  std::string text = open;
+  if (cur == nullptr) {
+    text += "?";
+  } else if (cur->kind == Expr::Kind::Var) {
+    text += "\"" + shortened(cur->var) + "\"";
+  } else if (cur->kind == Expr::Kind::Const) {
+    text += std::to_string(cur->value);
+  } else {
+    text += "\xe2\x80\xa6";  // nesting cut at kMaxText
+  }
+  for (auto it = ops.rbegin(); it != ops.rend(); ++it) {
+    text += ", " + std::to_string((*it)->value) + "]}";
+  }
+  return text;
+}
+
+std::set<std::string> vars_read_by(const Manifest& m, const std::string& program) {
+  std::set<std::string> out;
+  std::vector<std::string> names;
+  auto add = [&](const Expr& e) {
+    names.clear();
+    collect_vars(e, &names);
+    out.insert(names.begin(), names.end());
+  };
+  auto p = m.programs.find(program);
+  if (p == m.programs.end()) return out;
+  std::set<std::string> ops;
+  for (const Call& call : p->second.calls) {
+    ops.insert(call.op);
+    for (const CallArg& a : call.args) {
+      if (const auto* v = std::get_if<VarRef>(&a)) out.insert(v->name);
+      if (const auto* e = std::get_if<Expr>(&a)) add(*e);
+    }
+  }
+  for (const std::string& name : ops) {
+    auto op = m.ops.find(name);
+    if (op == m.ops.end()) continue;
+    for (const Launch& l : op->second.impl.launches) {
+      for (const Expr& g : l.grid) add(g);
+      if (l.shared_mem) add(*l.shared_mem);
+      if (!l.args) continue;
+      for (const LaunchArg& a : *l.args) {
+        const auto* pack = std::get_if<Pack>(&a);
+        if (pack == nullptr) continue;
+        for (const PackField& f : pack->fields) {
+          if (const auto* v = std::get_if<VarRef>(&f.source)) out.insert(v->name);
+          if (const auto* e = std::get_if<Expr>(&f.source)) add(*e);
+        }
+      }
+    }
+  }
+  return out;
 }
 
 std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,

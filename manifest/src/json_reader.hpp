@@ -1,4 +1,5 @@
-// Internal: strict JSON text reading and the one typed reader every parse goes through.
+// Internal: strict JSON text reading (json_reader.cpp) and the one typed reader every parse
+// goes through (Node, json_node.cpp).
 //
 // read_json() turns text into a DOM and rejects what the default DOM would accept or
 // mangle: duplicate keys (the DOM keeps the last one), nesting deeper than kMaxDepth,
@@ -33,10 +34,18 @@ struct ParseFailure {
   Error error;
 };
 
+// Throws a Parse error at `path`; the error goes through kernrt::bounded().
 [[noreturn]] void fail(const std::string& path, std::string message);
 
-// Strict text -> DOM. One Parse error on failure.
+// Strict text -> DOM. One Parse error on failure; std::bad_alloc is rethrown after the
+// partial DOM is freed with free_without_allocating.
 Result<Json> read_json(std::string_view text);
+
+// Frees a DOM without allocating. nlohmann's destructor first reserves a stack as large as
+// a container's children, so when memory is what ran out, destroying a DOM during the
+// unwinding of a std::bad_alloc throws again and terminates the process; this empties it
+// bottom-up instead (depth bounded by kMaxDepth), leaving `j` an empty container.
+void free_without_allocating(Json& j) noexcept;
 
 // A short description of a JSON value for "found ..." messages.
 std::string describe(const Json& j);
@@ -59,7 +68,9 @@ class Constants {
 // A position in the DOM being parsed. The RFC 6901 pointer of a position is computed only
 // when an error is raised (a search from the root for the position's DOM value): building a
 // pointer string for every value was a third of the parse time of a 1 MB manifest. The DOM
-// must outlive every Node made from it (it does: parsing never copies or edits it).
+// must outlive every Node made from it. Parsing edits it in one way only: release() empties
+// a subtree that has been converted (so the DOM shrinks as the model grows); the positions
+// of everything else, and so the pointers of later errors, stay the same.
 class Node {
  public:
   // The document root: pointer "".
@@ -111,6 +122,10 @@ class Node {
   // For positions that accept a number or a name: a string naming a constant becomes
   // the constant's value; any other string stays. Non-strings are returned unchanged.
   Node substituted() const;
+
+  // Frees the DOM value at this position (it becomes null) once the caller has converted
+  // it. Only for positions read straight from the document (not substituted constants).
+  void release() const;
 
  private:
   // A child value of this position (an object member or array element of the DOM).

@@ -6,6 +6,7 @@
 #include "kernrt/manifest/parse.hpp"
 
 #include <limits>
+#include <new>
 
 #include "parse_internal.hpp"
 
@@ -204,7 +205,10 @@ Module parse_module(const Node& n) {
 template <class T, class F>
 std::map<std::string, T> parse_map(const Node& n, const char* what, F parse_one) {
   std::map<std::string, T> out;
-  for (auto& [name, value] : n.entries(what)) out.emplace(name, parse_one(value));
+  for (auto& [name, value] : n.entries(what)) {
+    out.emplace(name, parse_one(value));
+    value.release();  // converted: its DOM is no longer needed
+  }
   return out;
 }
 
@@ -246,13 +250,17 @@ Fragment parse_fragment_json(const Json& root) {
 namespace {
 
 template <class T, class F>
-Result<T> run_parse(std::string_view text, F parse) {
+Result<T> run_parse(std::string_view text, F parse, std::string* owned = nullptr) {
   Result<detail::Json> json = detail::read_json(text);
+  if (owned) std::string().swap(*owned);  // the DOM holds everything from here on
   if (!json) return Result<T>::fail(std::move(json.errors));
   try {
     return Result<T>::ok(parse(*json.value));
   } catch (const detail::ParseFailure& f) {
     return Result<T>::fail(f.error);
+  } catch (const std::bad_alloc&) {
+    detail::free_without_allocating(*json.value);  // its destructor would allocate
+    throw;
   } catch (const std::exception& e) {
     Error err;
     err.kind = ErrorKind::Parse;
@@ -265,6 +273,10 @@ Result<T> run_parse(std::string_view text, F parse) {
 
 Result<Manifest> parse_manifest(std::string_view text) {
   return run_parse<Manifest>(text, detail::parse_manifest_json);
+}
+
+Result<Manifest> parse_manifest_owned(std::string&& text) {
+  return run_parse<Manifest>(text, detail::parse_manifest_json, &text);
 }
 
 Result<Fragment> parse_fragment(std::string_view text) {

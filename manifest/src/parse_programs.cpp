@@ -68,7 +68,10 @@ Program parse_program(const Node& n) {
   Program p;
   if (auto v = n.get("batch")) p.batch = parse_batch(*v);
   if (auto v = n.get("once")) p.once = v->boolean();
-  for (const Node& c : n.at("calls").items("calls")) p.calls.push_back(parse_call(c));
+  for (const Node& c : n.at("calls").items("calls")) {
+    p.calls.push_back(parse_call(c));
+    c.release();  // an unrolled model has most of its text in calls
+  }
   return p;
 }
 

@@ -7,21 +7,28 @@
 // and re-checks nothing the verifier proved. Late-v4 `blocks` is accepted as an i32 [n]
 // (n >= 2) input, at most one.
 #include <algorithm>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "kernrt/manifest/protocol.hpp"
 
 namespace kernrt::manifest {
 namespace {
 
-std::string tk(const std::string& s) { return "`" + s + "`"; }
+std::string tk(const std::string& s) { return "`" + shortened(s) + "`"; }
 
 std::string shape_text(const std::vector<Expr>& shape) {
   std::string s = "[";
   for (size_t i = 0; i < shape.size(); ++i) {
     if (i) s += ", ";
-    s += shape[i].kind == Expr::Kind::Var ? "\"" + shape[i].var + "\"" : std::to_string(shape[i].value);
+    if (i == 8) {  // a hostile shape of many dims is named by its first ones
+      s += "\xe2\x80\xa6 " + std::to_string(shape.size()) + " dims";
+      break;
+    }
+    s += shape[i].kind == Expr::Kind::Var ? "\"" + shortened(shape[i].var) + "\""
+                                          : std::to_string(shape[i].value);
   }
   return s + "]";
 }
@@ -32,16 +39,23 @@ bool is_const(const Expr& e) { return e.kind == Expr::Kind::Const; }
 struct Checker {
   const Manifest& m;
   Errors errors;
+  size_t max_errors = 100;
+  uint64_t omitted = 0;
 
   void fail(const std::string& path, std::string message) {
+    if (errors.size() >= max_errors) {
+      ++omitted;
+      return;
+    }
+    constexpr size_t kMaxMessage = 2048;  // names are shortened where quoted; the backstop
     Error e;
     e.kind = ErrorKind::Manifest;
-    e.path = path;
-    e.message = std::move(message);
+    e.path = path.size() <= kMaxMessage ? path : shortened(path, kMaxMessage);
+    e.message = message.size() <= kMaxMessage ? std::move(message) : shortened(message, kMaxMessage);
     errors.push_back(std::move(e));
   }
   std::string bpath(const std::string& name) const {
-    return json_pointer_append("/buffers", name);
+    return json_pointer_append("/buffers", shortened(name));
   }
   std::optional<uint64_t> var_max(const std::string& v) const {
     auto it = m.vars.find(v);
@@ -104,11 +118,17 @@ std::set<std::string> written_by(const Manifest& m, const Program& p) {
 void check_forwards(Checker& c, const Manifest& m, Protocol& p) {
   const AxisVar& rows = p.rows;
   const AxisVar& groups = p.groups;
+  // Looked up per written buffer and per shape, so the cost is linear in programs + calls.
+  std::map<std::string, const FillInfo*> handed_back;  // `tokens` and `count` fills
+  for (const FillInfo& f : p.fills) {
+    if (f.role == Fill::tokens || f.role == Fill::count) handed_back.emplace(f.buffer, &f);
+  }
+  std::map<std::tuple<uint64_t, std::string, uint64_t, bool>, std::string> shapes;
   for (const auto& [pname, prog] : m.programs) {
     if (prog.once.value_or(false)) p.once.push_back(pname);
     if (!prog.batch) continue;
     const Batch& batch = *prog.batch;
-    const std::string pp = json_pointer_append("/programs", pname);
+    const std::string pp = json_pointer_append("/programs", shortened(pname));
     const std::string bp = pp + "/batch";
     const std::string who = "program " + tk(pname);
     const bool var_rows = is_var(batch.rows);
@@ -158,10 +178,10 @@ void check_forwards(Checker& c, const Manifest& m, Protocol& p) {
     }
     const std::set<std::string> written = written_by(m, prog);
     std::vector<const FillInfo*> tokens, counts;
-    for (const FillInfo& f : p.fills) {
-      if (written.count(f.buffer) == 0) continue;
-      if (f.role == Fill::tokens) tokens.push_back(&f);
-      if (f.role == Fill::count) counts.push_back(&f);
+    for (const std::string& b : written) {
+      auto f = handed_back.find(b);
+      if (f == handed_back.end()) continue;
+      (f->second->role == Fill::tokens ? tokens : counts).push_back(f->second);
     }
     Forward fw;
     fw.program = pname;
@@ -190,13 +210,11 @@ void check_forwards(Checker& c, const Manifest& m, Protocol& p) {
                                 " (fill `count`) but no `tokens` output of several per "
                                 "sequence to count");
     }
-    for (const Forward& other : p.forwards) {
-      if (other.groups == fw.groups && other.rows == fw.rows && other.rows_const == r &&
-          other.span.has_value() == fw.span.has_value()) {
-        c.fail(bp, who + " and " + tk(other.program) +
-                       " accept the same call shape; a shape names one program");
-        break;
-      }
+    auto [same, fresh] = shapes.emplace(
+        std::make_tuple(fw.groups, fw.rows, r, fw.span.has_value()), pname);
+    if (!fresh) {
+      c.fail(bp, who + " and " + tk(same->second) +
+                     " accept the same call shape; a shape names one program");
     }
     p.forwards.push_back(fw);
   }
@@ -216,16 +234,21 @@ void check_forwards(Checker& c, const Manifest& m, Protocol& p) {
 
 }  // namespace
 
-Result<Protocol> check_protocol(const Verified& v) {
+Result<Protocol> check_protocol(const Verified& v, size_t max_errors) {
   const Manifest& m = v.manifest();
-  Checker c{m, {}};
+  Checker c{m, {}, max_errors, 0};
   auto rows = c.axis_of(Fill::slot);
   auto groups = c.axis_of(Fill::seq_len);
   if (rows && groups && rows->name == groups->name) {
     c.fail("/buffers", "`slot` and `seq_len` are both over var " + tk(rows->name) +
                            "; rows and sequences need their own");
   }
-  if (!rows || !groups) return Result<Protocol>::fail(std::move(c.errors));
+  auto failed = [&c] {
+    auto r = Result<Protocol>::fail(std::move(c.errors));
+    r.omitted = c.omitted;
+    return r;
+  };
+  if (!rows || !groups) return failed();
 
   Protocol p;
   p.rows = *rows;
@@ -374,7 +397,7 @@ Result<Protocol> check_protocol(const Verified& v) {
     }
   }
   check_forwards(c, m, p);
-  if (!c.errors.empty()) return Result<Protocol>::fail(std::move(c.errors));
+  if (!c.errors.empty() || c.omitted != 0) return failed();
   return Result<Protocol>::ok(std::move(p));
 }
 

@@ -86,3 +86,24 @@ Result<std::string> sha256_file(const std::string& path) {
 }
 
 }  // namespace kernrt
+
+namespace kernrt {
+
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) { reset(); }
+
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+
+void Sha256::reset() { EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr); }
+
+void Sha256::update(const void* data, std::size_t n) {
+  EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n);
+}
+
+std::string Sha256::hex_final() {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int n = 0;
+  EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), digest, &n);
+  return to_hex(digest, n);
+}
+
+}  // namespace kernrt

@@ -6,6 +6,7 @@
 // Deliberately not checked (as in kern): kernel behaviour and the meaning of params, the
 // `pdl` promise, state offsets, which program runs first. Param sizes against the cubin
 // and pointer alignment are load-time checks of the runtime.
+#include <algorithm>
 #include <utility>
 
 #include "kernrt/manifest/parse.hpp"
@@ -27,10 +28,16 @@ VerifyContext::VerifyContext(const std::map<std::string, Var>& declared_vars,
 }
 
 void VerifyContext::fail(const std::string& path, std::string message) {
+  if (errors.size() >= max_errors) {
+    ++omitted;
+    return;
+  }
+  // Every name in a message is shortened where it is quoted; this bound is the backstop.
+  constexpr std::size_t kMaxMessage = 2048;
   Error e;
   e.kind = ErrorKind::Manifest;
-  e.path = path;
-  e.message = std::move(message);
+  e.path = path.size() <= kMaxMessage ? path : shortened(path, kMaxMessage);
+  e.message = message.size() <= kMaxMessage ? std::move(message) : shortened(message, kMaxMessage);
   errors.push_back(std::move(e));
 }
 
@@ -86,6 +93,29 @@ std::optional<uint64_t> VerifyContext::eval_min(const Expr& e) const {
   return evaluate(e, at_min, &ignored);
 }
 
+std::string VerifyContext::vars_at_max_text(const Expr& e) const {
+  std::vector<std::string> names;
+  collect_vars(e, &names);
+  std::string text;
+  for (const std::string& n : names) {
+    auto it = env_max.find(n);
+    if (it == env_max.end()) continue;
+    text += (text.empty() ? " (" : ", ") + shortened(n) + " = " + std::to_string(it->second);
+  }
+  return text.empty() ? text : text + ")";
+}
+
+std::optional<uint64_t> VerifyContext::eval_max_checked(const Expr& e, const std::string& path,
+                                                        const std::string& what) {
+  std::string err;
+  auto v = evaluate(e, at_max, &err);
+  if (!v) {
+    fail(path, what + ": " + expr_text(e) + " " + err + " at var upper bounds" +
+                   vars_at_max_text(e));
+  }
+  return v;
+}
+
 std::optional<uint64_t> VerifyContext::shaped_size(DType dtype, const std::vector<Expr>& shape,
                                                    const std::string& path) {
   if (shape.empty()) {
@@ -124,7 +154,13 @@ std::optional<uint64_t> VerifyContext::shaped_size(DType dtype, const std::vecto
       size.reset();
     }
   }
-  if (!size && !dim_error) fail(path, "byte size overflows u64 at var upper bounds");
+  if (!size && !dim_error) {
+    std::string dims;
+    for (const Expr& d : shape) dims += (dims.empty() ? "" : ", ") + expr_text(d);
+    fail(path, "byte size overflows u64 at var upper bounds: shape [" + dims + "] of " +
+                   to_string(dtype) + " (" + std::to_string(dtype_size(dtype)) +
+                   " bytes) at the vars' maxima");
+  }
   return size;
 }
 
@@ -147,6 +183,17 @@ const char* scalar_name(ParamType::Kind k) {
   }
 }
 
+uint64_t field_max(uint32_t width) {
+  if (width <= 1) return 255;
+  if (width >= 8) return uint64_t{9223372036854775807ull};
+  return (uint64_t{1} << (8 * width - 1)) - 1;
+}
+
+std::string field_range(uint32_t width) {
+  if (width <= 1) return "u8";
+  return "i" + std::to_string(8 * std::min<uint32_t>(width, 8));
+}
+
 void check_unused_modules(VerifyContext& c) {
   for (const auto& entry : *c.modules) {
     if (c.used_modules.count(entry.first) == 0) {
@@ -157,30 +204,46 @@ void check_unused_modules(VerifyContext& c) {
 
 }  // namespace rules
 
-Result<Verified> verify(Manifest m) {
+Result<Verified> verify(Manifest m, const VerifyOptions& options) {
   rules::VerifyContext c(m.vars, &m.topology);
   c.modules = &m.modules;
   c.ops = &m.ops;
+  c.max_errors = options.max_errors;
   rules::check_decls(c, m);     // rules 1-9
   rules::check_ops(c);          // rules 10-18
   rules::check_programs(c, m);  // rules 19-24
-  if (!c.errors.empty()) return Result<Verified>::fail(std::move(c.errors));
+  if (!c.errors.empty() || c.omitted != 0) {
+    auto r = Result<Verified>::fail(std::move(c.errors));
+    r.omitted = c.omitted;
+    return r;
+  }
   return Result<Verified>::ok(Verified(std::move(m)));
 }
 
-Result<Verified> verify_json(std::string_view text) {
+Result<Verified> verify_json(std::string_view text, const VerifyOptions& options) {
   Result<Manifest> parsed = parse_manifest(text);
   if (!parsed.value) return Result<Verified>::fail(std::move(parsed.errors));
-  return verify(std::move(*parsed.value));
+  return verify(std::move(*parsed.value), options);
 }
 
-Errors verify_fragment(const Fragment& f, const std::map<std::string, Var>& vars) {
+Errors verify_fragment(const Fragment& f, const std::map<std::string, Var>& vars,
+                       const VerifyOptions& options, uint64_t* omitted) {
   rules::VerifyContext c(vars, nullptr);
   c.modules = &f.modules;
   c.ops = &f.ops;
+  c.max_errors = options.max_errors;
   rules::check_modules(c);  // rule 9
   rules::check_ops(c);      // rules 10-18, limits at the given vars
   rules::check_unused_modules(c);
+  if (omitted) *omitted = c.omitted;
+  return std::move(c.errors);
+}
+
+Errors verify_modules(const std::map<std::string, Module>& modules) {
+  const std::map<std::string, Var> no_vars;
+  rules::VerifyContext c(no_vars, nullptr);
+  c.modules = &modules;
+  rules::check_modules(c);
   return std::move(c.errors);
 }
 

@@ -4,8 +4,10 @@
 // These rules look at declarations only. Whether the fills add up to a serving contract
 // is protocol.cpp's question; whether a declaration is used is rule 24's
 // (verify_programs.cpp). A domain is proven well-formed, never honoured by any kernel.
+#include <cstdint>
 #include <string>
 
+#include "kernrt/manifest/registry.hpp"
 #include "verify_context.hpp"
 
 namespace kernrt::manifest::rules {
@@ -29,6 +31,33 @@ void check_states(VerifyContext& c, const Manifest& m) {
   }
 }
 
+// Wide enough for every i64 and u64 bound; `__extension__` because -Wpedantic names the
+// GCC/Clang type.
+__extension__ typedef __int128 Int;
+
+// The integer range of a buffer dtype a domain bound must lie in; nullopt for floats.
+struct IntRange {
+  Int lo = 0;
+  Int hi = 0;
+};
+
+std::optional<IntRange> int_range(DType t) {
+  switch (t) {
+    case DType::i32: return IntRange{INT32_MIN, INT32_MAX};
+    case DType::u32: return IntRange{0, UINT32_MAX};
+    case DType::i64: return IntRange{INT64_MIN, INT64_MAX};
+    case DType::u64: return IntRange{0, UINT64_MAX};
+    case DType::u8: return IntRange{0, 255};
+    default: return std::nullopt;
+  }
+}
+
+std::string int128_text(Int v) {
+  if (v >= 0) return std::to_string(static_cast<uint64_t>(v));
+  return std::to_string(static_cast<int64_t>(v));
+}
+
+// A bound's value at one var assignment, as a double for the min <= max comparison.
 std::optional<double> bound_value(const Bound& b, const VarLookup& env) {
   switch (b.kind) {
     case Bound::Kind::Int: return static_cast<double>(b.i);
@@ -41,6 +70,33 @@ std::optional<double> bound_value(const Bound& b, const VarLookup& env) {
     }
   }
   return std::nullopt;
+}
+
+// An integer bound must be computable at the var maxima (checked u64) and lie inside the
+// buffer dtype's range: an element can never be compared with a bound it cannot reach.
+// Bounds are monotone in every var, so the maxima are the extreme. True when it does.
+bool check_bound_range(VerifyContext& c, const Bound& b, DType dtype, const std::string& path,
+                       const char* which) {
+  auto range = int_range(dtype);
+  Int v = 0;
+  std::string shown;
+  if (b.kind == Bound::Kind::Int) {
+    v = b.i;
+    shown = std::to_string(b.i);
+  } else if (b.kind == Bound::Kind::Expr) {
+    auto e = c.eval_max_checked(b.expr, path, std::string("domain ") + which);
+    if (!e) return false;
+    v = *e;
+    shown = expr_text(b.expr) + " reaches " + std::to_string(*e) + " at var upper bounds" +
+            c.vars_at_max_text(b.expr) + ", which";
+  } else {
+    return true;
+  }
+  if (!range || (v >= range->lo && v <= range->hi)) return true;
+  c.fail(path, std::string("domain ") + which + " " + shown + " is outside the " +
+                   to_string(dtype) + " range (" + int128_text(range->lo) + ".." +
+                   int128_text(range->hi) + ")");
+  return false;
 }
 
 std::string number(double v) {
@@ -106,6 +162,8 @@ void check_domain(VerifyContext& c, const Manifest& m, const std::string& name,
                                    " buffer");
       bounds_ok = false;
     } else if (bd.kind == Bound::Kind::Expr && !c.check_expr(bd.expr, ptr(path, which))) {
+      bounds_ok = false;
+    } else if (!check_bound_range(c, bd, b.dtype, ptr(path, which), which)) {
       bounds_ok = false;
     }
   }
@@ -206,30 +264,6 @@ bool is_hex64(const std::string& s) {
   return true;
 }
 
-// hf:<org>/<repo>/<path>[@revision]; a source without the prefix is a local file name.
-bool registry_ref_ok(const std::string& source) {
-  std::string rest = source.substr(3);
-  const size_t at = rest.rfind('@');
-  if (at != std::string::npos) {
-    const std::string rev = rest.substr(at + 1);
-    if (rev.empty() || rev.find('/') != std::string::npos) return false;
-    rest.resize(at);
-  }
-  const size_t s1 = rest.find('/');
-  if (s1 == std::string::npos || s1 == 0) return false;
-  const size_t s2 = rest.find('/', s1 + 1);
-  if (s2 == std::string::npos || s2 == s1 + 1) return false;
-  const std::string path = rest.substr(s2 + 1);
-  size_t start = 0;
-  while (true) {
-    const size_t end = path.find('/', start);
-    const std::string seg = path.substr(start, end == std::string::npos ? end : end - start);
-    if (seg.empty() || seg == "." || seg == "..") return false;
-    if (end == std::string::npos) return true;
-    start = end + 1;
-  }
-}
-
 }  // namespace
 
 void check_modules(VerifyContext& c) {
@@ -239,7 +273,8 @@ void check_modules(VerifyContext& c) {
       c.fail(ptr(path, "sha256"), "sha256 " + tick(md.sha256) + " is not 64 hex chars");
     }
     if (md.source.empty()) c.fail(ptr(path, "source"), "empty source");
-    if (md.source.rfind("hf:", 0) == 0 && !registry_ref_ok(md.source)) {
+    // A source without the `hf:` prefix is a local file name (a label).
+    if (is_registry_source(md.source) && !parse_registry_ref(md.source)) {
       c.fail(ptr(path, "source"), "invalid registry ref " + tick(md.source) +
                                       ": expected hf:<org>/<repo>/<path>[@revision]");
     }

@@ -1,6 +1,7 @@
 // Verifier rules 10-18 (reference/kern-schema.md §2.2): op interfaces, implementations,
-// launch forms, launch limits at the var bounds, arity, wiring, packs, tensormaps and
-// impl completeness. Used for whole manifests and for merge fragments alike.
+// launch forms, launch limits at the var bounds, arity, wiring, packs and impl
+// completeness; a tensormap field's own rules (17) are in verify_tensormaps.cpp. Used for
+// whole manifests and for merge fragments alike.
 //
 // Deliberately not checked here: anything about calls or buffers (the footprint of a
 // tensormap is recorded for rule 21 in verify_programs.cpp), ABI sizes against the
@@ -72,12 +73,8 @@ void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
     const std::string gp = ptr(ptr(lp, "grid"), a);
     const std::string name = std::string("grid.") + kAxis[a];
     if (!c.check_expr(l.grid[a], gp)) continue;
-    std::string err;
-    auto v = evaluate(l.grid[a], c.at_max, &err);
-    if (!v) {
-      c.fail(gp, name + ": " + err + " at var upper bounds");
-      continue;
-    }
+    auto v = c.eval_max_checked(l.grid[a], gp, name);
+    if (!v) continue;
     const uint64_t limit = a == 0 ? kMaxGridX : kMaxGridYZ;
     if (*v > limit) {
       c.fail(gp, name + ": " + std::to_string(*v) + " exceeds CUDA limit " +
@@ -87,7 +84,7 @@ void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
     if (lo && *lo == 0) c.fail(gp, name + ": evaluates to 0 at var lower bounds");
   }
   if (l.shared_mem && c.check_expr(*l.shared_mem, ptr(lp, "shared_mem"))) {
-    auto v = c.eval_max(*l.shared_mem);
+    auto v = c.eval_max_checked(*l.shared_mem, ptr(lp, "shared_mem"), "shared_mem");
     if (v && *v > kMaxDynSharedMem) {
       c.fail(ptr(lp, "shared_mem"), "shared_mem: " + std::to_string(*v) +
                                         " bytes exceeds opt-in limit " +
@@ -114,95 +111,6 @@ void check_limits(VerifyContext& c, const Launch& l, const std::string& lp) {
       }
     }
   }
-}
-
-// Structural checks of one descriptor (rule 17); every violation.
-void check_tensormap(VerifyContext& c, const TensorMap& t, const std::string& tp) {
-  const size_t n = t.dims.size();
-  if (n < 1 || n > 5) {
-    c.fail(ptr(tp, "dims"), "dims has " + std::to_string(n) + " entries, expected 1 to 5");
-    return;
-  }
-  if (t.strides.size() != n - 1) {
-    c.fail(ptr(tp, "strides"), "strides has " + std::to_string(t.strides.size()) +
-                                   " entries, expected dims - 1 = " + std::to_string(n - 1));
-  }
-  if (t.box.size() != n) {
-    c.fail(ptr(tp, "box"), "box has " + std::to_string(t.box.size()) + " entries, expected " +
-                               std::to_string(n));
-  }
-  for (size_t i = 0; i + 1 < n; ++i) {
-    if (t.dims[i] == 0) {
-      c.fail(ptr(ptr(tp, "dims"), i), "dims[" + std::to_string(i) +
-                                          "] is 0; only the outermost dim may span the buffer");
-      break;
-    }
-  }
-  if (n == 1 && t.dims[0] == 0) c.fail(ptr(ptr(tp, "dims"), 0), "dims[0] is 0");
-  for (size_t i = 0; i < t.box.size(); ++i) {
-    if (t.box[i] < 1 || t.box[i] > 256) {
-      c.fail(ptr(ptr(tp, "box"), i), "box[" + std::to_string(i) + "] = " +
-                                         std::to_string(t.box[i]) + ", must be 1..=256");
-      break;
-    }
-  }
-  for (size_t i = 0; i < t.strides.size(); ++i) {
-    if (t.strides[i] == 0 || t.strides[i] % 16 != 0) {
-      c.fail(ptr(ptr(tp, "strides"), i), "strides[" + std::to_string(i) + "] = " +
-                                             std::to_string(t.strides[i]) +
-                                             " is not a positive multiple of 16");
-      break;
-    }
-  }
-  const uint64_t bits = tma_dtype_bits(t.dtype);
-  // bits divides 128 for every TMA dtype, so dims[0]*bits is a multiple of 128 exactly
-  // when dims[0] is a multiple of 128/bits (no overflow for huge dims).
-  if (t.dims[0] % (128 / bits) != 0) {
-    c.fail(ptr(ptr(tp, "dims"), 0), "dims[0] = " + std::to_string(t.dims[0]) +
-                                        " elements is not a multiple of 16 bytes");
-  }
-  const uint32_t swizzle = t.swizzle.value_or(0);
-  if (!t.box.empty()) {
-    const uint64_t inner = uint64_t{t.box[0]} * bits / 8;
-    if (inner % 16 != 0) {
-      c.fail(ptr(ptr(tp, "box"), 0), "box[0] = " + std::to_string(t.box[0]) +
-                                         " elements spans " + std::to_string(inner) +
-                                         " bytes, not a multiple of 16");
-    }
-    if (swizzle != 0 && inner > swizzle) {
-      c.fail(ptr(ptr(tp, "box"), 0), "box[0] spans " + std::to_string(inner) +
-                                         " bytes, more than the " + std::to_string(swizzle) +
-                                         " byte swizzle span");
-    }
-  }
-  if (swizzle != 0 && swizzle != 32 && swizzle != 64 && swizzle != 128) {
-    c.fail(ptr(tp, "swizzle"), "swizzle " + std::to_string(swizzle) +
-                                   " is not one of 0, 32, 64, 128");
-  }
-  const uint32_t l2 = t.l2_promotion.value_or(0);
-  if (l2 != 0 && l2 != 64 && l2 != 128 && l2 != 256) {
-    c.fail(ptr(tp, "l2_promotion"), "l2_promotion " + std::to_string(l2) +
-                                        " is not one of 0, 64, 128, 256");
-  }
-}
-
-// Bytes a descriptor can address from its base; nullopt for a malformed or spanning one.
-std::optional<uint64_t> footprint(const TensorMap& t) {
-  if (t.dims.empty() || t.strides.size() + 1 != t.dims.size()) return std::nullopt;
-  uint64_t bits = 0;
-  if (__builtin_mul_overflow(t.dims[0], uint64_t{tma_dtype_bits(t.dtype)}, &bits)) {
-    return std::nullopt;
-  }
-  uint64_t bytes = bits / 8 + (bits % 8 != 0);
-  for (size_t d = 1; d < t.dims.size(); ++d) {
-    if (t.dims[d] == 0) return std::nullopt;  // spans the allocation: checked at load
-    uint64_t span = 0;
-    if (__builtin_mul_overflow(t.dims[d] - 1, t.strides[d - 1], &span) ||
-        __builtin_add_overflow(bytes, span, &bytes)) {
-      return std::nullopt;
-    }
-  }
-  return bytes;
 }
 
 std::optional<uint32_t> field_width(const PackField& f, const Op& op) {
@@ -247,6 +155,11 @@ void check_pack_layout(VerifyContext& c, const Pack& pack, const Op& op, const s
                                   " is not 64-byte aligned");
       }
     }
+    if (!std::holds_alternative<TensorMap>(f.source) && *w > 8) {
+      // The runtime writes the low `width` bytes of a u64 value: 1 to 8.
+      c.fail(ptr(fp, "width"), "field #" + std::to_string(k) + ": width " + std::to_string(*w) +
+                                   ", but a value field is 1 to 8 bytes wide");
+    }
     const uint64_t end = uint64_t{f.at} + *w;
     if (end > pack.size) {
       c.fail(fp, "field #" + std::to_string(k) + " at " + std::to_string(f.at) + " spans " +
@@ -271,6 +184,42 @@ void check_pack_layout(VerifyContext& c, const Pack& pack, const Op& op, const s
       reach_field = k;
       any = true;
     }
+  }
+}
+
+// A var or expr field: its value at the var maxima must fit the field's width (the runtime
+// would write the low bytes of a larger value and the kernel would read a different number).
+void check_field_value(VerifyContext& c, const PackField& f, size_t k, uint64_t value,
+                       const std::string& what, const std::string& fp,
+                       const std::string& where = "") {
+  const uint32_t width = f.width.value_or(4);
+  if (width < 1 || width > 8 || value <= field_max(width)) return;
+  c.fail(fp, "field #" + std::to_string(k) + ": " + what + " " + std::to_string(value) + where +
+                 ", exceeding the " + field_range(width) + " range of its " +
+                 std::to_string(width) + "-byte field (max " + std::to_string(field_max(width)) +
+                 ")");
+}
+
+// A literal narrowed by `width`: it must survive as a signed or unsigned value of that
+// width; an f32 keeps its 4 bytes of bits.
+void check_field_literal(VerifyContext& c, const PackField& f, size_t k, const std::string& fp) {
+  if (!f.width || *f.width < 1 || *f.width >= 8) return;
+  const uint32_t w = *f.width;
+  if (std::holds_alternative<LitF32>(f.source)) {
+    if (w < 4) {
+      c.fail(ptr(fp, "width"), "field #" + std::to_string(k) + ": an f32 literal needs 4 bytes, "
+                                   "not " + std::to_string(w));
+    }
+    return;
+  }
+  const int64_t v = std::holds_alternative<LitI32>(f.source) ? std::get<LitI32>(f.source).v
+                                                             : std::get<LitI64>(f.source).v;
+  const int64_t lo = -(int64_t{1} << (8 * w - 1));
+  const int64_t hi = static_cast<int64_t>((uint64_t{1} << (8 * w)) - 1);
+  if (v < lo || v > hi) {
+    c.fail(fp, "field #" + std::to_string(k) + ": literal " + std::to_string(v) + " does not fit " +
+                   std::to_string(w) + " bytes (" + std::to_string(lo) + ".." + std::to_string(hi) +
+                   ")");
   }
 }
 
@@ -307,13 +256,26 @@ void check_pack(VerifyContext& c, const std::string& oname, const Op& op, const 
       flow.scratch_used.insert(s->name);
       flow.scratch_written.insert(s->name);
     } else if (auto* v = std::get_if<VarRef>(&f.source)) {
-      if (c.vars->count(v->name) != 0) {
+      auto var = c.vars->find(v->name);
+      if (var != c.vars->end()) {
         c.used_vars.insert(v->name);
+        check_field_value(c, f, k, var->second.max, "var " + tick(v->name) + " max", fp);
       } else {
         c.fail(ptr(fp, "var"), "unknown var " + tick(v->name));
       }
     } else if (auto* e = std::get_if<Expr>(&f.source)) {
-      c.check_expr(*e, ptr(fp, "expr"));
+      if (c.check_expr(*e, ptr(fp, "expr"))) {
+        const std::string what = "field #" + std::to_string(k) + " expr";
+        if (auto reach = c.eval_max_checked(*e, ptr(fp, "expr"), what)) {
+          check_field_value(c, f, k, *reach,
+                            "expression " + expr_text(*e) + " reaches", fp,
+                            " at var upper bounds" + c.vars_at_max_text(*e));
+        }
+      }
+    } else if (std::holds_alternative<LitI32>(f.source) ||
+               std::holds_alternative<LitI64>(f.source) ||
+               std::holds_alternative<LitF32>(f.source)) {
+      check_field_literal(c, f, k, fp);
     } else if (auto* r = std::get_if<RankRef>(&f.source)) {
       c.group(r->group, ptr(fp, "rank"));
     } else if (auto* t = std::get_if<TensorMap>(&f.source)) {
@@ -328,11 +290,7 @@ void check_pack(VerifyContext& c, const std::string& oname, const Op& op, const 
       }
       check_tensormap(c, *t, tp);
       if (writes(iface.dir)) flow.iface_written[t->param] = true;
-      if (auto bytes = footprint(*t)) {
-        auto& per_param = c.op_tensormaps[oname];
-        per_param.resize(op.params.size());
-        per_param[t->param].push_back(TensorMapUse{t->param, *bytes, fp});
-      }
+      record_footprint(c, oname, op, *t, fp, tp);
     }
   }
 }

@@ -1,10 +1,13 @@
 // Verifier rules 19-24 (reference/kern-schema.md §2.2): programs, calls, tensormap
 // footprints per call, per-program dataflow, global writes and unused declarations.
 //
-// Deliberately not checked: state offsets (provider layout over a pool the runtime
-// scales), which program runs first (a carry only needs *some* writer), and anything
-// a kernel does with the pointers it receives. Buffers are looked up through one
-// name -> index table so the call loop stays linear in calls x args.
+// Deliberately not checked: the bounds of offsets into states the runtime scales
+// (`bytes_per_token` / `bytes_per_seq`: provider layout over a pool; only their TMA base
+// alignment is; an offset past a fixed `bytes` state is refused, as the runtime would at
+// load), which program runs first (a carry only needs *some* writer), and anything a
+// kernel does with the pointers it receives.
+// Buffers are looked up through one name -> index table so the call loop stays linear in
+// calls x args.
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -28,6 +31,7 @@ struct ProgramScan {
   std::unordered_map<std::string_view, size_t> index;
   std::set<std::string> used_states;
   std::set<std::string> used_ops;
+  std::set<std::string> ops_with_extern;  // found once, not per call
 };
 
 std::string arg_text(const CallArg& a) {
@@ -102,17 +106,34 @@ void check_buf_arg(VerifyContext& c, ProgramScan& s, std::vector<char>& written,
   if (reads(param.dir) && !written[found->second]) {
     c.fail(ap, "buffer " + tick(a.name) + " is read before ever being written");
   }
-  // 21. tensormap footprint per call
+  // 21. tensormap footprint per call (the largest per param; see TensorMapBounds)
   auto tms = c.op_tensormaps.find(call.op);
   if (tms != c.op_tensormaps.end() && j < tms->second.size() && slot.size) {
     const uint64_t avail = *slot.size > offset ? *slot.size - offset : 0;
-    for (const TensorMapUse& t : tms->second[j]) {
-      if (t.footprint > avail) {
-        c.fail(ap, "the tensormap at " + t.path + " addresses " + std::to_string(t.footprint) +
-                       " bytes but buffer " + tick(a.name) + " has " + std::to_string(avail) +
-                       " bytes past offset " + std::to_string(offset) +
-                       " at var upper bounds");
-      }
+    const TensorMapBounds& t = tms->second[j];
+    if (t.align != 0 && offset % t.align != 0) {
+      c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " into buffer " + tick(a.name) +
+                                    " is not " + std::to_string(t.align) +
+                                    "-byte aligned, but the tensormap at " + t.align_path +
+                                    " needs an aligned base (TMA)");
+    }
+    if (t.full.any && t.full.footprint > avail) {
+      c.fail(ap, "the tensormap at " + t.full.path + " addresses " +
+                     std::to_string(t.full.footprint) + " bytes but buffer " + tick(a.name) +
+                     " has " + std::to_string(avail) + " bytes past offset " +
+                     std::to_string(offset) + " at var upper bounds");
+    }
+    if (t.inner.any && t.inner.footprint > avail) {
+      c.fail(ap, "the spanning tensormap at " + t.inner.path + " needs " +
+                     std::to_string(t.inner.footprint) + " bytes for its inner dims but buffer " +
+                     tick(a.name) + " has " + std::to_string(avail) + " bytes past offset " +
+                     std::to_string(offset) + " at var upper bounds");
+    } else if (t.inner.any && t.min_stride != 0 &&
+               (avail - t.inner.footprint) / t.min_stride + 1 > kMaxTmaDim) {
+      // The runtime spans the buffer with (bytes left - inner) / stride + 1 rows at load.
+      c.fail(ap, "the spanning tensormap at " + t.stride_path + " would span " +
+                     std::to_string((avail - t.inner.footprint) / t.min_stride + 1) +
+                     " rows of buffer " + tick(a.name) + ", more than the TMA limit of 2^32");
     }
   }
   // 22. dataflow
@@ -149,9 +170,10 @@ void check_scalar_arg(VerifyContext& c, const CallArg& arg, const ParamType& par
     if (param.kind == ParamType::Kind::F32) {
       c.fail(ap, "an expression cannot bind to an f32 param");
     } else if (clean) {
-      auto reach = c.eval_max(*e);
+      auto reach = c.eval_max_checked(*e, ap, "expression");
       if (reach && !scalar_fits(param.kind, *reach)) {
-        c.fail(ap, "expression reaches " + std::to_string(*reach) + " at var upper bounds, exceeding " +
+        c.fail(ap, "expression " + expr_text(*e) + " reaches " + std::to_string(*reach) +
+                       " at var upper bounds" + c.vars_at_max_text(*e) + ", exceeding " +
                        scalar_name(param.kind) + " range");
       }
     }
@@ -180,8 +202,7 @@ void check_call(VerifyContext& c, const Manifest& m, ProgramScan& s, std::vector
   }
   s.used_ops.insert(call.op);
   const Op& op = found->second;
-  bool has_extern = false;
-  for (const Launch& l : op.impl.launches) has_extern = has_extern || !l.module;
+  const bool has_extern = s.ops_with_extern.count(call.op) != 0;
   if (call.args.size() != op.params.size()) {
     c.fail(ptr(cp, "args"), "op " + tick(call.op) + " takes " + std::to_string(op.params.size()) +
                                 " params, got " + std::to_string(call.args.size()) + " args");
@@ -202,7 +223,29 @@ void check_call(VerifyContext& c, const Manifest& m, ProgramScan& s, std::vector
     } else if (auto* st = std::get_if<StateArg>(&arg)) {
       s.used_states.insert(st->name);
       if (param.kind == ParamType::Kind::State) {
-        if (m.states.count(st->name) == 0) c.fail(ap, "unknown state " + tick(st->name));
+        auto state = m.states.find(st->name);
+        const uint64_t offset = st->offset.value_or(0);
+        if (state == m.states.end()) {
+          c.fail(ap, "unknown state " + tick(st->name));
+        } else if (state->second.bytes != 0 && offset > state->second.bytes) {
+          // A fixed-size state is not scaled by the runtime, so the manifest alone proves
+          // what the runtime would refuse at load.
+          c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " is outside state " +
+                                        tick(st->name) + " (a fixed " +
+                                        std::to_string(state->second.bytes) + " bytes)");
+        }
+        // Offsets into states the runtime scales are provider layout and not bounds-checked,
+        // but a tensormap over a state needs an aligned base, which only the offset decides
+        // (rule 21's TMA part).
+        auto tms = c.op_tensormaps.find(call.op);
+        if (tms != c.op_tensormaps.end() && j < tms->second.size() && tms->second[j].align != 0 &&
+            offset % tms->second[j].align != 0) {
+          c.fail(ptr(ap, "offset"), "offset " + std::to_string(offset) + " into state " +
+                                        tick(st->name) + " is not " +
+                                        std::to_string(tms->second[j].align) +
+                                        "-byte aligned, but the tensormap at " +
+                                        tms->second[j].align_path + " needs an aligned base (TMA)");
+        }
         continue;
       }
     } else if (param.is_scalar()) {
@@ -265,6 +308,14 @@ void check_programs(VerifyContext& c, const Manifest& m) {
                              b.kind == BufferKind::carry || b.kind == BufferKind::peer;
     s.index.emplace(name, s.slots.size());
     s.slots.push_back(slot);
+  }
+  for (const auto& [oname, op] : m.ops) {
+    for (const Launch& l : op.impl.launches) {
+      if (!l.module) {
+        s.ops_with_extern.insert(oname);
+        break;
+      }
+    }
   }
   // A peer buffer's `of` counts as a use of its target (rule 24).
   for (const auto& entry : m.buffers) {

@@ -1,80 +1,11 @@
 // kernrt-verify as a user runs it: the built binary (KERNRT_BINARY_DIR/bin) on good,
 // rejected, missing and malformed files; exit codes 0/1/2, the verdict lines, --cubins,
 // --fragment/--vars and --json. Inputs are written to a fresh temporary folder.
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <sstream>
-
+#include "cli_fixture.hpp"
 #include "kernrt/manifest/sha256.hpp"
-#include "verify_fixture.hpp"
 
 namespace kernrt::manifest::testing {
 namespace {
-
-namespace fs = std::filesystem;
-
-const fs::path kTool = fs::path(KERNRT_BINARY_DIR) / "bin" / "kernrt-verify";
-const fs::path kCorpus = fs::path(KERNRT_SHARED_DIR) / "corpus";
-
-struct ToolRun {
-  int code = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
-class Cli : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_TRUE(fs::exists(kTool)) << "kernrt-verify not built at " << kTool;
-    dir_ = fs::temp_directory_path() /
-           ("kernrt_cli_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string write(const std::string& name, const std::string& bytes) {
-    const fs::path p = dir_ / name;
-    std::ofstream(p, std::ios::binary) << bytes;
-    return p.string();
-  }
-
-  ToolRun run(const std::string& args) {
-    const fs::path out = dir_ / "stdout.txt";
-    const fs::path err = dir_ / "stderr.txt";
-    const std::string cmd = quoted(kTool.string()) + " " + args + " >" + quoted(out.string()) + " 2>" +
-                            quoted(err.string());
-    const int status = std::system(cmd.c_str());
-    ToolRun r;
-    r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;  // a signal (crash) is never ok
-    r.out = slurp(out);
-    r.err = slurp(err);
-    return r;
-  }
-
-  // Malformed input must be rejected (exit 1) with a message, never crash.
-  void expect_rejected_input(const std::string& name, const std::string& bytes) {
-    const std::string f = write(name, bytes);
-    const ToolRun r = run(quoted(f));
-    EXPECT_EQ(r.code, 1) << r.out << r.err;
-    EXPECT_NE(r.out.find(f + ": manifest failed verification:\n  - "), std::string::npos) << r.out;
-  }
-
-  fs::path dir_;
-};
-
-std::string corpus(const std::string& f) { return quoted((kCorpus / f).string()); }
 
 TEST_F(Cli, VerifiesGoodFileAndReportsProtocolMisfit) {
   const ToolRun r = run(corpus("kern/minimal.json"));
@@ -208,6 +139,36 @@ TEST_F(Cli, CubinsWithMissingHash) {
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find((dir_ / "cubins").string()), std::string::npos) << r.out;
+}
+
+// --cubins reports each module's origin: a file of DIR, or a verified blob of the cache
+// (an hf: module after kernrt-fetch); a blob whose bytes changed does not count.
+TEST_F(Cli, CubinsReportsWhereEachModuleCameFrom) {
+  const std::string local = "local cubin bytes", fetched = "bytes a fetch left in the cache";
+  fs::create_directories(dir_ / "cubins");
+  fs::create_directories(dir_ / "cache" / "blobs");
+  std::ofstream(dir_ / "cubins" / "k.cubin", std::ios::binary) << local;
+  std::ofstream(dir_ / "cache" / "blobs" / sha256_hex(fetched), std::ios::binary) << fetched;
+  Json j = base();
+  set(j, "/modules/kern/sha256", sha256_hex(local));
+  set(j, "/modules/hub", Json{{"source", "hf:org/repo/k.cubin@v1"}, {"sha256", sha256_hex(fetched)}});
+  set(j, "/ops/lookup/impl/launches/0/module", "hub");
+  const std::string args = "--cubins " + quoted((dir_ / "cubins").string()) + " --cache-dir " +
+                           quoted((dir_ / "cache").string()) + " " + quoted(write("m.json", j.dump()));
+  const ToolRun r = run(args);
+  EXPECT_EQ(r.code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("  module `hub`: cache `" + (dir_ / "cache" / "blobs" / sha256_hex(fetched)).string() +
+                       "` (hf:org/repo/k.cubin@v1)\n"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("  module `kern`: `" + (dir_ / "cubins" / "k.cubin").string() + "`\n"),
+            std::string::npos)
+      << r.out;
+  std::ofstream(dir_ / "cache" / "blobs" / sha256_hex(fetched), std::ios::binary) << "changed";
+  const ToolRun changed = run(args);
+  EXPECT_EQ(changed.code, 1) << changed.out;
+  EXPECT_NE(changed.out.find("/modules/hub/sha256: module `hub` expects sha256"), std::string::npos) << changed.out;
+  EXPECT_NE(changed.out.find("fetch it with `kernrt-fetch MANIFEST`"), std::string::npos) << changed.out;
 }
 
 TEST_F(Cli, CubinsDirMustExist) {

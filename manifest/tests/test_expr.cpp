@@ -103,3 +103,30 @@ TEST(DTypes, SizesAndNames) {
 }
 
 }  // namespace
+
+namespace {
+
+// vars_read_by: what a run of a program needs (call var/expr args, grids, shared_mem, pack
+// var/expr fields of the ops it calls), and not buffer shapes.
+TEST(VarsReadBy, CollectsWhatARunEvaluates) {
+  Manifest m;
+  m.vars = {{"rows", Var{8}}, {"seqs", Var{4}}, {"cap", Var{2}}, {"unused", Var{1}}};
+  Buffer b;
+  b.shape = {Expr::variable("cap")};
+  m.buffers["buf"] = b;
+  Op op;
+  Launch l;
+  l.grid = {Expr::ceil_div(Expr::variable("rows"), 4), Expr::constant(1), Expr::constant(1)};
+  Pack pack;
+  pack.fields.push_back(PackField{0, std::nullopt, VarRef{"seqs"}});
+  l.args = std::vector<LaunchArg>{pack};
+  op.impl.launches.push_back(l);
+  m.ops["o"] = op;
+  Program p;
+  p.calls.push_back(Call{std::nullopt, "o", {BufArg{"buf", std::nullopt}}});
+  m.programs["p"] = p;
+  EXPECT_EQ(vars_read_by(m, "p"), (std::set<std::string>{"rows", "seqs"}));
+  EXPECT_TRUE(vars_read_by(m, "nope").empty());
+}
+
+}  // namespace

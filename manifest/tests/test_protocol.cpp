@@ -231,3 +231,41 @@ TEST(Protocol, DerivesTrayAxis) {
 
 }  // namespace
 }  // namespace kernrt::manifest::testing
+
+namespace kernrt::manifest::testing {
+namespace {
+
+// Bounded cost (issue 16): 20,000 batch programs of one shape used to be compared pairwise
+// (4e8 comparisons); shapes are now looked up, and the misfits are capped at 100.
+TEST(ProtocolCost, ManySameShapeProgramsAreLinearAndCapped) {
+  Json j = serving();
+  for (int i = 0; i < 20000; ++i) {
+    add_program(j, "d" + std::to_string(i), Json::parse(R"({"groups": 4, "rows": 1})"));
+  }
+  Result<Protocol> p = protocol_of(j);
+  ASSERT_FALSE(p);
+  EXPECT_EQ(p.errors.size(), 100u);
+  EXPECT_EQ(p.errors.size() + p.omitted, 20000u);
+  EXPECT_NE(p.errors.at(0).message.find("accept the same call shape"), std::string::npos);
+}
+
+TEST(ProtocolCost, ShortensNamesInMisfits) {
+  const std::string name(1 << 20, 'p');
+  Json j = serving();
+  add_program(j, name, Json::parse(R"({"groups": 4, "rows": 1})"));
+  Result<Protocol> p = protocol_of(j);
+  ASSERT_FALSE(p);
+  for (const Error& e : p.errors) EXPECT_LT(e.path.size() + e.message.size(), 600u);
+}
+
+TEST(ProtocolCost, NamesAShapeOfManyDimsByItsFirstOnes) {
+  Json j = serving();
+  Json dims = Json::array();
+  for (int i = 0; i < 1000; ++i) dims.push_back(1);
+  set(j, "/buffers/cu/shape", dims);
+  expect_misfit(j, "/buffers/cu/shape", "is shaped [1, 1, 1, 1, 1, 1, 1, 1, \xe2\x80\xa6 1000 dims]");
+  for (const Error& e : protocol_of(j).errors) EXPECT_LT(e.message.size(), 300u);
+}
+
+}  // namespace
+}  // namespace kernrt::manifest::testing

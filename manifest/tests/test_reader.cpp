@@ -193,7 +193,11 @@ TEST(ErrorText, FormatsPathLineAndBareMessage) {
   e.line = 3;
   e.column = 14;
   EXPECT_EQ(e.to_string(), "3:14: boom");
+  kernrt::Error root;  // a Manifest error about the whole document shows its location
+  root.message = "plain";
+  EXPECT_EQ(root.to_string(), "/: plain");
   kernrt::Error bare;
+  bare.kind = kernrt::ErrorKind::Io;
   bare.message = "plain";
   EXPECT_EQ(bare.to_string(), "plain");
   EXPECT_STREQ(kernrt::to_string(kernrt::ErrorKind::Artifact), "artifact");

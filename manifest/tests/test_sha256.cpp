@@ -56,3 +56,14 @@ TEST(Sha256, DirectoryIsIoError) {
 }
 
 }  // namespace
+
+TEST(Sha256Incremental, PiecesHashLikeTheWhole) {
+  kernrt::Sha256 h;
+  h.update("ab", 2);
+  h.update("c", 1);
+  EXPECT_EQ(h.hex_final(), kernrt::sha256_hex("abc"));
+  h.reset();
+  h.update("x", 1);
+  h.reset();
+  EXPECT_EQ(h.hex_final(), kernrt::sha256_hex(""));
+}

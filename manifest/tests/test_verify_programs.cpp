@@ -108,7 +108,9 @@ TEST(VerifyRule20, RejectsExpressionBeyondScalarRange) {
   expect_error(edited([](Json& j) {
                  set(j, at(kCall1, "/args/3/expr"), Json::parse(R"({"mul": ["tokens", 100000000]})"));
                }),
-               at(kCall1, "/args/3"), "expression reaches 6400000000 at var upper bounds, exceeding i32 range");
+               at(kCall1, "/args/3"),
+               "expression {\"mul\": [\"tokens\", 100000000]} reaches 6400000000 at var upper "
+               "bounds (tokens = 64), exceeding i32 range");
 }
 
 TEST(VerifyRule20, RejectsLiteralOfWrongType) {

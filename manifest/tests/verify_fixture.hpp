@@ -1,4 +1,4 @@
-// The verifier tests' one tiny base manifest and the helpers that apply one edit to it.
+// The verifier tests' one tiny base manifest (base.json) and the helpers that edit it.
 //
 // The base exercises the impl machinery: `lookup` is a single launch with defaulted
 // params and args; `mix` has two launches, a scratch, a `bytes<192>` pack with a
@@ -23,67 +23,16 @@ namespace kernrt::manifest::testing {
 using Json = nlohmann::json;
 using JsonPtr = nlohmann::json::json_pointer;
 
-inline constexpr const char* kBaseManifest = R"({
-  "schema_version": 4, "model": "base",
-  "vars": {"tokens": {"max": 64}},
-  "states": {"cache": {"bytes_per_token": 512}},
-  "buffers": {
-    "ids": {"dtype": "i32", "shape": ["tokens"], "kind": "input", "domain": {"min": 0, "max": 999}},
-    "table": {"dtype": "bf16", "shape": [1000, 128], "kind": "weight"},
-    "hidden": {"dtype": "bf16", "shape": ["tokens", 128], "kind": "workspace"},
-    "out": {"dtype": "bf16", "shape": ["tokens", 128], "kind": "output"}
-  },
-  "modules": {
-    "kern": {"source": "base.cubin",
-             "sha256": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"}
-  },
-  "ops": {
-    "lookup": {
-      "params": ["in buffer<i32>", "in buffer<bf16>", "out buffer<bf16>", "i32"],
-      "impl": {"launches": [
-        {"module": "kern", "entry": "lookup_k", "block": [128, 1, 1],
-         "grid": [{"ceil_div": ["tokens", 4]}, 1, 1]}
-      ]}
-    },
-    "mix": {
-      "params": ["in buffer<bf16>", "inout state", "out buffer<bf16>", "i32"],
-      "impl": {
-        "scratch": {"acc": {"dtype": "f32", "shape": ["tokens", 128]}},
-        "launches": [
-          {"module": "kern", "entry": "mix_k",
-           "params": ["in buffer<bf16>", "inout state", "out buffer<f32>", "bytes<192>"],
-           "block": [256, 1, 1], "grid": ["tokens", 1, 1], "shared_mem": {"mul": ["tokens", 64]},
-           "args": [{"param": 0}, {"param": 1}, {"scratch": "acc"},
-             {"pack": {"size": 192, "fields": [
-               {"at": 0, "tensormap": {"param": 0, "dtype": "bf16", "dims": [128, 64],
-                                       "strides": [256], "box": [64, 16], "swizzle": 128}},
-               {"at": 128, "param": 3},
-               {"at": 136, "var": "tokens"},
-               {"at": 144, "param": 2}
-             ]}}]},
-          {"module": "kern", "entry": "mix_out_k", "params": ["in buffer<f32>", "out buffer<bf16>", "i32"],
-           "block": [128, 1, 1], "grid": ["tokens", 1, 1],
-           "args": [{"scratch": "acc"}, {"param": 2}, {"i32": 128}]}
-        ]
-      }
-    }
-  },
-  "programs": {
-    "step": {"calls": [
-      {"label": "embed", "op": "lookup",
-       "args": [{"buf": "ids"}, {"buf": "table"}, {"buf": "hidden"}, {"var": "tokens"}]},
-      {"label": "mix", "op": "mix",
-       "args": [{"buf": "hidden"}, {"state": "cache"}, {"buf": "out"}, {"expr": {"mul": ["tokens", 2]}}]}
-    ]}
-  }
-})";
+// The base manifest's path: base.json next to this header, which the hostile catalogue
+// (tools/verify/tests/hostile) edits too.
+inline std::string base_manifest_path() {
+  return std::string(KERNRT_SOURCE_DIR) + "/manifest/tests/base.json";
+}
 
 // Pointers into the base used by many tests.
 inline const char* const kMixPack = "/ops/mix/impl/launches/0/args/3/pack";
 inline const char* const kMixLaunch = "/ops/mix/impl/launches/0";
 inline const char* const kLookupLaunch = "/ops/lookup/impl/launches/0";
-
-inline Json base() { return Json::parse(kBaseManifest); }
 
 // `base` + `rest`, for pointers below the constants above.
 inline std::string at(const char* base_pointer, const std::string& rest) {
@@ -96,6 +45,12 @@ inline std::string slurp(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+// A fresh copy of the base manifest (read and parsed once per process).
+inline Json base() {
+  static const Json parsed = Json::parse(slurp(base_manifest_path()));
+  return parsed;
 }
 
 inline Json edited(const std::function<void(Json&)>& edit) {

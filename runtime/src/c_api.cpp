@@ -5,17 +5,13 @@
 // validation of its own beyond null handles, null strings and null out-pointers.
 #include "kernrt/kernrt.h"
 
-#include <sys/stat.h>
-
-#include <cstring>
 #include <exception>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
-#include <sstream>
 #include <string>
 #include <vector>
 
+#include "kernrt/manifest/file.hpp"
 #include "kernrt/manifest/verify.hpp"
 #include "kernrt/runtime.hpp"
 
@@ -236,24 +232,11 @@ kernrt_status kernrt_load_file(const char* manifest_path, const kernrt_load_opti
     if (out == nullptr || manifest_path == nullptr) {
       return caller_error(&g_thread_error, "null manifest path or output handle passed to kernrt_load_file");
     }
-    struct stat st {};
-    if (stat(manifest_path, &st) != 0) {
-      g_thread_error.set(kernrt::Errors{kernrt::Error{
-          kernrt::ErrorKind::Io, manifest_path, std::string("cannot open: ") + std::strerror(errno)}});
-      return KERNRT_E_IO;
-    }
-    if (!S_ISREG(st.st_mode)) {
-      g_thread_error.set(kernrt::Errors{kernrt::Error{kernrt::ErrorKind::Io, manifest_path,
-                                                      "not a regular file"}});
-      return KERNRT_E_IO;
-    }
-    std::ifstream in(manifest_path, std::ios::binary);
-    std::ostringstream text;
-    if (!in || !(text << in.rdbuf())) {
-      g_thread_error.set(kernrt::Errors{kernrt::Error{kernrt::ErrorKind::Io, manifest_path, "cannot read"}});
-      return KERNRT_E_IO;
-    }
-    return load_text(text.str(), options, out);
+    // The CLIs' reader: regular files only, checked on the open descriptor, so a FIFO or a
+    // path swapped for one after a check never blocks. No size limit: the caller names it.
+    auto text = kernrt::read_regular_file(manifest_path, uint64_t{1} << 62);
+    if (!text) return report(text.errors, &g_thread_error);
+    return load_text(*text.value, options, out);
   });
 }
 

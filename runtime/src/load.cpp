@@ -5,10 +5,15 @@
 // allocations zeroed on the stream, weights copied, modules loaded from verified bytes,
 // programs lowered with tensormaps encoded by the driver, functions resolved and their
 // ABI compared with cuFuncGetParamInfo, shared memory opt-in above 48 KiB; last, every
-// `once` program runs one time.
+// `once` program runs one time. A host shared library's fatbin containers (fatbin.hpp)
+// are each loaded; a container that does not load on this device is skipped, and an entry
+// is looked up in each loaded container in file order until one matches the declared ABI.
 #include <fstream>
+#include <optional>
 
 #include "kernrt/manifest/expr.hpp"
+#include "kernrt/manifest/registry.hpp"
+#include "fatbin.hpp"
 #include "module_store.hpp"
 #include "runtime_impl.hpp"
 #include "safetensors.hpp"
@@ -86,13 +91,25 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     if (!bound) errors.insert(errors.end(), bound.errors.begin(), bound.errors.end());
     else weights = std::move(*bound.value);
   }
-  const std::string cache = options.cache_dir.empty() ? rt::default_cache_dir() : options.cache_dir;
+  const std::string cache = options.cache_dir.empty() ? kernrt::default_cache_dir() : options.cache_dir;
   auto store = rt::ModuleStore::open(options.cubin_dirs, cache);
-  std::map<std::string, std::vector<uint8_t>> module_bytes;
+  std::map<std::string, std::vector<rt::ModuleImage>> module_images;
+  std::map<std::string, std::string> module_files;
   for (const auto& [name, module] : m.modules) {
-    auto bytes = store.load(name, module, json_pointer_append("/modules", name));
-    if (!bytes) errors.insert(errors.end(), bytes.errors.begin(), bytes.errors.end());
-    else module_bytes.emplace(name, std::move(*bytes.value));
+    const std::string path = json_pointer_append("/modules", name);
+    std::string from;
+    auto bytes = store.load(name, module, path, &from);
+    if (!bytes) {
+      errors.insert(errors.end(), bytes.errors.begin(), bytes.errors.end());
+      continue;
+    }
+    auto images = rt::module_images(*bytes.value, path, "module `" + shortened(name) + "` (`" + from + "`)");
+    if (!images) {
+      errors.insert(errors.end(), images.errors.begin(), images.errors.end());
+      continue;
+    }
+    module_images.emplace(name, std::move(*images.value));
+    module_files.emplace(name, from);
   }
   if (!errors.empty()) return ImplResult::fail(std::move(errors));
 
@@ -103,6 +120,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   im->api = *api.value;
   im->manifest = m;
   im->plan = std::move(*plan.value);
+  im->module_files = std::move(module_files);
   const auto& d = *im->api;
   auto fail = [](Error e) { return ImplResult::fail(std::move(e)); };
   int count = 0;
@@ -194,24 +212,39 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   }
 
   // ---- modules from verified bytes ----------------------------------------------------------
-  std::map<std::string, CUmodule> by_sha;
-  for (const auto& [name, bytes] : module_bytes) {
+  std::map<std::string, std::vector<CUmodule>> by_sha;
+  for (const auto& [name, images] : module_images) {
     const std::string& sha = m.modules.at(name).sha256;
     auto hit = by_sha.find(sha);
     if (hit != by_sha.end()) {
       im->modules[name] = hit->second;
       continue;
     }
-    CUmodule mod = nullptr;
-    if (auto e = im->check(d.cuModuleLoadData(&mod, bytes.data()), "cuModuleLoadData",
-                           json_pointer_append("/modules", name))) {
-      e->kind = ErrorKind::Artifact;
-      e->message = "module `" + name + "` does not load on this device: " + e->message;
-      return fail(*e);
+    std::vector<CUmodule> mods;
+    std::optional<Error> first_failure;
+    for (const rt::ModuleImage& image : images) {
+      CUmodule mod = nullptr;
+      auto e = im->check(d.cuModuleLoadData(&mod, image.data()), "cuModuleLoadData",
+                         json_pointer_append("/modules", name));
+      if (e) {
+        // A container built for another architecture: the others may still hold the entry.
+        if (!first_failure) first_failure = e;
+        continue;
+      }
+      im->loaded.push_back(mod);
+      mods.push_back(mod);
     }
-    im->loaded.push_back(mod);
-    by_sha[sha] = mod;
-    im->modules[name] = mod;
+    if (mods.empty()) {
+      first_failure->kind = ErrorKind::Artifact;
+      first_failure->message = "module `" + name + "` does not load on this device" +
+                               (images.size() > 1 ? " (none of its " + std::to_string(images.size()) +
+                                                        " fatbin containers loads)"
+                                                  : std::string()) +
+                               ": " + first_failure->message;
+      return fail(*first_failure);
+    }
+    by_sha[sha] = mods;
+    im->modules[name] = std::move(mods);
   }
 
   // ---- lowering (tensormaps encoded here) ----------------------------------------------------
@@ -224,28 +257,43 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   for (size_t f = 0; f < im->lowered.functions.size(); ++f) {
     const rt::FunctionKey& key = im->lowered.functions[f];
     const std::string& path = im->lowered.function_paths[f];
+    // The first image that has the entry with the declared param sizes wins (one image for
+    // a cubin; a host library's containers in file order).
     CUfunction fn = nullptr;
-    CUresult rc = d.cuModuleGetFunction(&fn, im->modules.at(key.module), key.entry.c_str());
-    if (rc != CUDA_SUCCESS) {
-      return fail(Error{ErrorKind::Artifact, path + "/entry",
-                        "entry `" + key.entry + "` is not in module `" + key.module +
-                            "` (sha256 `" + m.modules.at(key.module).sha256 + "`): " +
-                            rt::driver_error(d, rc, "cuModuleGetFunction").message});
-    }
-    if (d.cuFuncGetParamInfo) {
-      std::vector<uint32_t> seen;
-      for (size_t i = 0;; ++i) {
-        size_t offset = 0, size = 0;
-        if (d.cuFuncGetParamInfo(fn, i, &offset, &size) != CUDA_SUCCESS) break;
-        seen.push_back(static_cast<uint32_t>(size));
+    std::optional<Error> missing, mismatch;
+    for (CUmodule mod : im->modules.at(key.module)) {
+      CUfunction candidate = nullptr;
+      CUresult rc = d.cuModuleGetFunction(&candidate, mod, key.entry.c_str());
+      if (rc != CUDA_SUCCESS) {
+        if (!missing) {
+          missing = Error{ErrorKind::Artifact, path + "/entry",
+                          "entry `" + key.entry + "` is not in module `" + key.module +
+                              "` (sha256 `" + m.modules.at(key.module).sha256 + "`): " +
+                              rt::driver_error(d, rc, "cuModuleGetFunction").message};
+        }
+        continue;
       }
-      if (seen != key.param_sizes) {
-        return fail(Error{ErrorKind::Artifact, path,
-                          "entry `" + key.entry + "` in module `" + key.module +
-                              "` has no instance matching the declared param layout " +
-                              sizes_list(key.param_sizes) + "; saw " + sizes_list(seen)});
+      if (d.cuFuncGetParamInfo) {
+        std::vector<uint32_t> seen;
+        for (size_t i = 0;; ++i) {
+          size_t offset = 0, size = 0;
+          if (d.cuFuncGetParamInfo(candidate, i, &offset, &size) != CUDA_SUCCESS) break;
+          seen.push_back(static_cast<uint32_t>(size));
+        }
+        if (seen != key.param_sizes) {
+          if (!mismatch) {
+            mismatch = Error{ErrorKind::Artifact, path,
+                             "entry `" + key.entry + "` in module `" + key.module +
+                                 "` has no instance matching the declared param layout " +
+                                 sizes_list(key.param_sizes) + "; saw " + sizes_list(seen)};
+          }
+          continue;
+        }
       }
+      fn = candidate;
+      break;
     }
+    if (fn == nullptr) return fail(mismatch ? *mismatch : *missing);
     const uint64_t smem = im->lowered.shared_mem_max[f];
     if (smem > kDefaultSharedMem) {
       if (auto e = im->check(d.cuFuncSetAttribute(fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

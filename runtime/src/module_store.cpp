@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "kernrt/manifest/registry.hpp"
 #include "kernrt/manifest/sha256.hpp"
 
 namespace kernrt::rt {
@@ -48,12 +49,6 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-std::string default_cache_dir() {
-  if (const char* d = std::getenv("KERNRT_CACHE_DIR"); d && *d) return d;
-  if (const char* h = std::getenv("HOME"); h && *h) return std::string(h) + "/.cache/kernrt";
-  return "";
-}
-
 ModuleStore ModuleStore::open(const std::vector<std::string>& cubin_dirs,
                               const std::string& cache_dir) {
   ModuleStore store;
@@ -84,7 +79,8 @@ ModuleStore ModuleStore::open(const std::vector<std::string>& cubin_dirs,
   for (const auto& dir : cubin_dirs) {
     std::error_code ec;
     for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-      if (it->path().extension() == ".cubin") files.push_back(it->path().string());
+      const std::string ext = it->path().extension().string();
+      if (ext == ".cubin" || ext == ".fatbin" || ext == ".so") files.push_back(it->path().string());
     }
   }
   std::sort(files.begin(), files.end());
@@ -139,7 +135,7 @@ std::string ModuleStore::places() const {
 
 Result<std::vector<uint8_t>> ModuleStore::load(const std::string& name,
                                                const manifest::Module& module,
-                                               const std::string& path) const {
+                                               const std::string& path, std::string* from) const {
   using R = Result<std::vector<uint8_t>>;
   const std::string want = lower(module.sha256);
   std::vector<std::string> candidates;
@@ -158,14 +154,20 @@ Result<std::vector<uint8_t>> ModuleStore::load(const std::string& name,
     if (!read_all(c, &bytes)) continue;
     const std::string got =
         sha256_hex(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
-    if (got == want) return R::ok(std::move(bytes));
+    if (got == want) {
+      if (from) *from = c;
+      return R::ok(std::move(bytes));
+    }
     changed += "; `" + c + "` changed after it was indexed (now sha256 `" + got + "`)";
   }
+  const std::string fix = is_registry_source(module.source)
+      ? "an hf: module is downloaded by `kernrt-fetch MANIFEST` into the cache (the runtime "
+        "never touches the network)"
+      : "build or copy the cubin with that hash into one of them";
   return R::fail(Error{ErrorKind::Artifact, path,
-      "module `" + name + "` (source `" + module.source + "`) with sha256 `" + want +
-      "` is not among the artifacts in " + places() +
-      ": the source is a label, the hash is the identity; build or copy the cubin with "
-      "that hash into one of them" + changed});
+      "module `" + shortened(name) + "` (source `" + shortened(module.source) + "`) with sha256 `" +
+      want + "` is not among the artifacts in " + places() +
+      ": the source is a label, the hash is the identity; " + fix + changed});
 }
 
 }  // namespace kernrt::rt

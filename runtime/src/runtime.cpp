@@ -238,6 +238,8 @@ uint64_t Runtime::state_address(const std::string& state) const {
   return r == impl_->alloc.states.end() ? 0 : r->second.address;
 }
 
+std::map<std::string, std::string> Runtime::module_files() const { return impl_->module_files; }
+
 std::vector<std::string> Runtime::programs() const {
   std::vector<std::string> names;
   for (const auto& p : impl_->programs) names.push_back(p.name);

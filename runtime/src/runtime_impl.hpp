@@ -48,7 +48,10 @@ struct Runtime::Impl {
   rt::Allocations alloc;
   std::vector<CUdeviceptr> device_allocations;
   std::map<std::string, void*> staging;  // input buffer -> pinned host memory
-  std::map<std::string, CUmodule> modules;  // manifest module name -> loaded module
+  // manifest module name -> its loaded images (one for a cubin; one per fatbin container
+  // of a host .so that loads on this device), in file order
+  std::map<std::string, std::vector<CUmodule>> modules;
+  std::map<std::string, std::string> module_files;  // manifest module name -> file read
   std::vector<CUmodule> loaded;             // unique loads (identical bytes load once)
   rt::LoweredManifest lowered;
   std::vector<CUfunction> functions;        // per lowered.functions

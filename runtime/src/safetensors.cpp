@@ -7,6 +7,8 @@
 
 #include <fstream>
 
+#include "kernrt/manifest/file.hpp"
+
 namespace kernrt::rt {
 namespace {
 
@@ -88,6 +90,8 @@ Result<SafetensorsHeader> parse_safetensors_header(std::string_view bytes, uint6
 
 Result<SafetensorsHeader> read_safetensors_header(const std::string& file) {
   using R = Result<SafetensorsHeader>;
+  // An ifstream blocks forever in open on a FIFO without a writer, and /dev/zero has no end.
+  if (auto why = not_a_regular_file(file)) return R::fail(Error{ErrorKind::Io, file, "weights file " + *why});
   std::ifstream in(file, std::ios::binary | std::ios::ate);
   if (!in) return R::fail(Error{ErrorKind::Io, file, "cannot open `" + file + "`"});
   const auto size = static_cast<uint64_t>(in.tellg());

@@ -1,8 +1,11 @@
 // The C ABI: status codes per error kind, messages through kernrt_last_error (per
 // handle, or per thread for failed loads), option defaults, and null-safety.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
+#include <functional>
+#include <utility>
 #include <string>
 
 #include "fixtures.hpp"
@@ -11,6 +14,22 @@
 
 namespace kernrt {
 namespace {
+
+// The pinned scratch_pair test manifest ("" when the test kernels are not built) and load
+// options that find its cubin.
+std::string scratch_pair_manifest() {
+  const std::string m = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
+  return std::filesystem::exists(m) ? m : std::string();
+}
+
+kernrt_load_options test_cubin_options() {
+  static const char* dirs[] = {KERNRT_CUBIN_DIR};
+  kernrt_load_options o;
+  kernrt_load_options_init(&o);
+  o.cubin_dirs = dirs;
+  o.n_cubin_dirs = 1;
+  return o;
+}
 
 TEST(CApi, OptionsInitSetsDefaults) {
   kernrt_load_options o;
@@ -60,7 +79,9 @@ TEST(CApi, MissingCubinIsArtifactStatus) {
 TEST(CApi, MissingFileIsIoStatusAndNullsAreCallerErrors) {
   kernrt_runtime* rt = nullptr;
   EXPECT_EQ(kernrt_load_file("/nonexistent/kernrt.json", nullptr, &rt), KERNRT_E_IO);
-  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("cannot open"), std::string::npos);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("/nonexistent/kernrt.json: does not exist"),
+            std::string::npos)
+      << kernrt_last_error(nullptr);
   EXPECT_EQ(kernrt_load_file(nullptr, nullptr, &rt), KERNRT_E_CALLER);
   EXPECT_EQ(kernrt_run(nullptr, "p", nullptr, nullptr, 0, 0), KERNRT_E_CALLER);
   EXPECT_EQ(kernrt_write_input(nullptr, "q", nullptr, 0), KERNRT_E_CALLER);
@@ -129,7 +150,14 @@ TEST(CApi, LoadResetsTheHandleAndRefusesADirectoryAsIo) {
   kernrt_runtime* rt = reinterpret_cast<kernrt_runtime*>(1);
   EXPECT_EQ(kernrt_load_file(dir.path().c_str(), nullptr, &rt), KERNRT_E_IO);
   EXPECT_EQ(rt, nullptr);
-  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("not a regular file"), std::string::npos)
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("is a directory, expected a regular file"),
+            std::string::npos)
+      << kernrt_last_error(nullptr);
+  // A FIFO is refused without blocking (no writer ever opens it).
+  const std::string fifo = dir.file("pipe.json");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(kernrt_load_file(fifo.c_str(), nullptr, &rt), KERNRT_E_IO);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("is a FIFO, not a regular file"), std::string::npos)
       << kernrt_last_error(nullptr);
   rt = reinterpret_cast<kernrt_runtime*>(1);
   EXPECT_EQ(kernrt_load_file(nullptr, nullptr, &rt), KERNRT_E_CALLER);
@@ -140,6 +168,68 @@ TEST(CApi, LoadResetsTheHandleAndRefusesADirectoryAsIo) {
   const std::string text = testing::read_text(testing::source_path("examples/decode.json"));
   EXPECT_EQ(kernrt_load_json(text.data(), text.size(), &o, &rt), KERNRT_E_CALLER);
   EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("struct_size 8"), std::string::npos);
+}
+
+// NULL arguments of the calls without a handle: each refusal sets its own message in the
+// thread's record (never the older, unrelated load error left there) and resets *out.
+TEST(CApi, NullArgumentsSetTheirOwnMessageAndResetOut) {
+  auto older_error = [] {
+    kernrt_runtime* rt = nullptr;
+    ASSERT_EQ(kernrt_load_file("/nonexistent/kernrt.json", nullptr, &rt), KERNRT_E_IO);
+  };
+  auto last = [] { return std::string(kernrt_last_error(nullptr)); };
+  older_error();
+  kernrt_runtime* rt = reinterpret_cast<kernrt_runtime*>(1);
+  EXPECT_EQ(kernrt_load_json(nullptr, 5, nullptr, &rt), KERNRT_E_CALLER);
+  EXPECT_EQ(rt, nullptr);
+  EXPECT_NE(last().find("null manifest text or output handle passed to kernrt_load_json"), std::string::npos)
+      << last();
+  older_error();
+  EXPECT_EQ(kernrt_load_json("{}", 2, nullptr, nullptr), KERNRT_E_CALLER);
+  EXPECT_NE(last().find("passed to kernrt_load_json"), std::string::npos) << last();
+  older_error();
+  EXPECT_EQ(kernrt_load_file("/nonexistent/kernrt.json", nullptr, nullptr), KERNRT_E_CALLER);
+  EXPECT_NE(last().find("null manifest path or output handle passed to kernrt_load_file"), std::string::npos)
+      << last();
+  older_error();
+  const char* report = "stale";
+  EXPECT_EQ(kernrt_verify_json(nullptr, 5, &report), KERNRT_E_CALLER);
+  EXPECT_STREQ(report, "[]");
+  EXPECT_NE(last().find("null manifest text passed to kernrt_verify_json"), std::string::npos) << last();
+  EXPECT_NE(std::string(kernrt_last_error_json(nullptr)).find("\"kind\":\"caller\""), std::string::npos);
+}
+
+// NULL arguments on a live handle: the handle's record names the call, and the next
+// successful call clears it. Needs a device to load a runtime at all.
+TEST(GpuCApi, NullArgumentsOnAHandleSetItsMessage) {
+  if (!device_available(nullptr)) GTEST_SKIP() << "no CUDA device";
+  const std::string manifest = scratch_pair_manifest();
+  if (manifest.empty()) GTEST_SKIP() << "test kernels not built";
+  kernrt_load_options o = test_cubin_options();
+  o.token_capacity = 64;
+  kernrt_runtime* rt = nullptr;
+  ASSERT_EQ(kernrt_load_file(manifest.c_str(), &o, &rt), KERNRT_OK) << kernrt_last_error(nullptr);
+  const float data[4] = {1, 2, 3, 4};
+  uint64_t ptr = 0;
+  size_t bytes = 0;
+  const char* names[] = {"n"};
+  const std::pair<const char*, std::function<kernrt_status()>> calls[] = {
+      {"null argument passed to kernrt_run", [&] { return kernrt_run(rt, nullptr, nullptr, nullptr, 0, 0); }},
+      {"null var name or value array passed to kernrt_run",
+       [&] { return kernrt_run(rt, "main", names, nullptr, 1, 0); }},
+      {"null argument passed to kernrt_write_input",
+       [&] { return kernrt_write_input(rt, nullptr, data, sizeof data); }},
+      {"null argument passed to kernrt_buffer_device_ptr",
+       [&] { return kernrt_buffer_device_ptr(rt, nullptr, &ptr, &bytes); }},
+      {"null argument passed to kernrt_get_buffer_info", [&] { return kernrt_get_buffer_info(rt, "x", nullptr); }},
+  };
+  for (const auto& [needle, call] : calls) {
+    EXPECT_EQ(call(), KERNRT_E_CALLER) << needle;
+    EXPECT_NE(std::string(kernrt_last_error(rt)).find(needle), std::string::npos) << kernrt_last_error(rt);
+  }
+  EXPECT_EQ(kernrt_synchronize(rt), KERNRT_OK);
+  EXPECT_STREQ(kernrt_last_error(rt), "");
+  kernrt_destroy(rt);
 }
 
 TEST(CApi, VerifyJsonReportsEveryProblemWithItsPointer) {
@@ -162,13 +252,9 @@ TEST(CApi, VerifyJsonReportsEveryProblemWithItsPointer) {
 // Without a GPU every load that gets as far as the driver says so, and nothing crashes.
 TEST(CApi, WithoutADeviceLoadIsADriverStatus) {
   if (device_available(nullptr)) GTEST_SKIP() << "a device is present";
-  const std::string manifest = std::string(KERNRT_BINARY_DIR) + "/manifests/test/scratch_pair.json";
-  if (!std::filesystem::exists(manifest)) GTEST_SKIP() << "test kernels not built";
-  const char* dirs[] = {KERNRT_CUBIN_DIR};
-  kernrt_load_options o;
-  kernrt_load_options_init(&o);
-  o.cubin_dirs = dirs;
-  o.n_cubin_dirs = 1;
+  const std::string manifest = scratch_pair_manifest();
+  if (manifest.empty()) GTEST_SKIP() << "test kernels not built";
+  kernrt_load_options o = test_cubin_options();
   kernrt_runtime* rt = nullptr;
   EXPECT_EQ(kernrt_load_file(manifest.c_str(), &o, &rt), KERNRT_E_DRIVER);
   EXPECT_EQ(rt, nullptr);

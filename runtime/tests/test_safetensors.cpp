@@ -1,6 +1,7 @@
 // Safetensors: header parsing (8-byte little-endian length + JSON) and binding weight
 // buffers by exact name with dtype and size checks; every failure an Artifact error.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include "fixtures.hpp"
 #include "safetensors.hpp"
@@ -123,6 +124,21 @@ TEST_F(Bind, RejectsWeightInTwoFilesAndNoFiles) {
   auto io = rt::bind_weights(two_weights(), kSizes, {dir.file("absent.safetensors")});
   ASSERT_FALSE(io);
   EXPECT_EQ(io.errors[0].kind, ErrorKind::Io);
+}
+
+// A weights file that is not a file is refused before it is opened: a FIFO without a
+// writer would block the load forever, /dev/zero would be read without end.
+TEST_F(Bind, RefusesWeightsThatAreNotFiles) {
+  const std::string fifo = dir.file("pipe.safetensors");
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& f : {fifo, std::string("/dev/zero"), dir.path()}) {
+    auto r = rt::bind_weights(two_weights(), kSizes, {f});
+    ASSERT_FALSE(r) << f;
+    EXPECT_EQ(r.errors[0].kind, ErrorKind::Io) << f;
+    EXPECT_EQ(r.errors[0].path, f);
+    EXPECT_NE(r.errors[0].message.find("weights file "), std::string::npos) << r.errors[0].message;
+    EXPECT_NE(r.errors[0].message.find("regular file"), std::string::npos) << r.errors[0].message;
+  }
 }
 
 }  // namespace

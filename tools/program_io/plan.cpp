@@ -1,9 +1,13 @@
 // program_io's CPU-side checks (plan.hpp): flags against the manifest, before the driver.
 #include "plan.hpp"
 
+#include <sys/stat.h>
+
+#include <set>
 #include <sstream>
 
 #include "kernrt/manifest/expr.hpp"
+#include "kernrt/manifest/file.hpp"
 
 namespace kernrt::program_io {
 namespace {
@@ -11,6 +15,12 @@ namespace {
 Error caller(std::string path, std::string message) {
   return Error{ErrorKind::Caller, std::move(path), std::move(message), 0, 0};
 }
+
+Error io(const std::string& path, std::string message) {
+  return Error{ErrorKind::Io, path, std::move(message), 0, 0};
+}
+
+std::string tk(const std::string& name) { return "`" + shortened(name) + "`"; }
 
 std::string names_of(const std::map<std::string, manifest::Var>& vars) {
   std::string out;
@@ -96,7 +106,8 @@ void check_program(const manifest::Manifest& m, const Flags& flags, Plan* plan,
 enum class Use { In, Out, Dump };
 
 void check_bindings(const manifest::Manifest& m, const std::vector<std::string>& texts, Use use,
-                    FileSize file_size, Plan* plan, Errors* errors) {
+                    const Files& files, std::set<std::string>* names_in,
+                    std::set<std::string>* out_files, Plan* plan, Errors* errors) {
   const char* flag = use == Use::In ? "--in" : use == Use::Out ? "--out" : "--dump";
   for (const auto& text : texts) {
     std::string why;
@@ -106,6 +117,22 @@ void check_bindings(const manifest::Manifest& m, const std::vector<std::string>&
       continue;
     }
     FileBinding b{a->name, a->value, 0, false};
+    if (use != Use::In) {
+      // An output file: its folder must exist and it must not be a directory or a FIFO;
+      // one file takes one output (a second would overwrite the first).
+      if (auto problem = files.output_problem(a->value)) {
+        errors->push_back(io(a->value, std::string(flag) + " " + tk(a->name) + ": " + *problem));
+        continue;
+      }
+      if (!out_files->insert(a->value).second) {
+        errors->push_back(caller(flag, "file " + tk(a->value) + " is named by two outputs"));
+        continue;
+      }
+    } else if (!names_in->insert(a->name).second) {
+      errors->push_back(caller(json_pointer_append("/buffers", a->name),
+                               "--in " + tk(a->name) + " is given twice"));
+      continue;
+    }
     auto buf = m.buffers.find(a->name);
     if (buf == m.buffers.end()) {
       if (use == Use::Dump && m.states.count(a->name) != 0) {
@@ -132,10 +159,10 @@ void check_bindings(const manifest::Manifest& m, const std::vector<std::string>&
       continue;
     }
     if (use == Use::In) {
-      auto size = file_size(a->value);
+      std::string unreadable;
+      auto size = files.input_size(a->value, &unreadable);
       if (!size) {
-        errors->push_back(Error{ErrorKind::Io, a->value, "cannot read input file for `" +
-                                                             a->name + "`", 0, 0});
+        errors->push_back(io(a->value, "input file for " + tk(a->name) + " " + unreadable));
         continue;
       }
       b.bytes = *size;
@@ -167,7 +194,8 @@ void check_bindings(const manifest::Manifest& m, const std::vector<std::string>&
 
 // --fill: a declared state and a readable file with at least one byte to repeat.
 void check_fills(const manifest::Manifest& m, const std::vector<std::string>& texts,
-                 FileSize file_size, Plan* plan, Errors* errors) {
+                 const Files& files, Plan* plan, Errors* errors) {
+  std::set<std::string> states;
   for (const auto& text : texts) {
     std::string why;
     auto a = parse_assignment(text, &why);
@@ -183,10 +211,15 @@ void check_fills(const manifest::Manifest& m, const std::vector<std::string>& te
                  : "--fill names unknown state `" + a->name + "`"));
       continue;
     }
-    auto size = file_size(a->value);
+    if (!states.insert(a->name).second) {
+      errors->push_back(caller(json_pointer_append("/states", a->name),
+                               "--fill " + tk(a->name) + " is given twice"));
+      continue;
+    }
+    std::string unreadable;
+    auto size = files.input_size(a->value, &unreadable);
     if (!size) {
-      errors->push_back(Error{ErrorKind::Io, a->value,
-                              "cannot read fill file for `" + a->name + "`", 0, 0});
+      errors->push_back(io(a->value, "fill file for " + tk(a->name) + " " + unreadable));
       continue;
     }
     if (*size == 0) {
@@ -198,7 +231,64 @@ void check_fills(const manifest::Manifest& m, const std::vector<std::string>& te
   }
 }
 
+// Every var the program reads must be given: the runtime would refuse the run only after
+// the driver, the allocations and the load.
+void check_vars_given(const manifest::Manifest& m, Plan* plan, Errors* errors) {
+  if (m.programs.count(plan->program) == 0) return;  // reported by check_program
+  for (const std::string& v : manifest::vars_read_by(m, plan->program)) {
+    if (plan->vars.count(v) != 0) continue;
+    auto it = m.vars.find(v);
+    const std::string range = it == m.vars.end() ? "" : " in [1, " + std::to_string(it->second.max) + "]";
+    errors->push_back(caller(json_pointer_append("/vars", v),
+                             "var " + tk(v) + " not given: program " + tk(plan->program) +
+                                 " reads it (pass --vars " + shortened(v) + "=N" + range + ")"));
+  }
+}
+
+void check_weights(const std::vector<std::string>& weights, Errors* errors) {
+  std::set<std::string> seen;
+  for (const std::string& w : weights) {
+    if (auto why = not_a_regular_file(w)) {
+      errors->push_back(io(w, "weights file " + *why));
+    } else if (!seen.insert(w).second) {
+      errors->push_back(caller("--weights", "file " + tk(w) + " is given twice"));
+    }
+  }
+}
+
+std::optional<uint64_t> real_input_size(const std::string& path, std::string* why) {
+  if (auto problem = not_a_regular_file(path)) {
+    *why = *problem;
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    *why = "cannot be read";
+    return std::nullopt;
+  }
+  return static_cast<uint64_t>(st.st_size);
+}
+
+std::optional<std::string> real_output_problem(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) return std::string("`") + shortened(path) + "` is a directory";
+    if (S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)) {
+      return std::string("`") + shortened(path) + "` is a FIFO or socket, not a file";
+    }
+    return std::nullopt;  // a regular file is replaced; a device (/dev/null) is written
+  }
+  const size_t slash = path.find_last_of('/');
+  const std::string dir = slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return "folder `" + shortened(dir) + "` does not exist";
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+Files real_files() { return Files{&real_input_size, &real_output_problem}; }
 
 std::optional<Assignment> parse_assignment(const std::string& text, std::string* error) {
   const auto eq = text.find('=');
@@ -223,15 +313,18 @@ std::optional<uint64_t> buffer_bytes_at(const manifest::Manifest& m, const std::
                              error);
 }
 
-Result<Plan> make_plan(const manifest::Manifest& m, const Flags& flags, FileSize file_size) {
+Result<Plan> make_plan(const manifest::Manifest& m, const Flags& flags, const Files& files) {
   Plan plan;
   Errors errors;
   check_program(m, flags, &plan, &errors);
   check_vars(m, flags, &plan, &errors);
-  check_bindings(m, flags.inputs, Use::In, file_size, &plan, &errors);
-  check_bindings(m, flags.outputs, Use::Out, file_size, &plan, &errors);
-  check_bindings(m, flags.dumps, Use::Dump, file_size, &plan, &errors);
-  check_fills(m, flags.fills, file_size, &plan, &errors);
+  check_vars_given(m, &plan, &errors);
+  std::set<std::string> inputs, out_files;
+  check_bindings(m, flags.inputs, Use::In, files, &inputs, &out_files, &plan, &errors);
+  check_bindings(m, flags.outputs, Use::Out, files, &inputs, &out_files, &plan, &errors);
+  check_bindings(m, flags.dumps, Use::Dump, files, &inputs, &out_files, &plan, &errors);
+  check_fills(m, flags.fills, files, &plan, &errors);
+  check_weights(flags.weights, &errors);
   if (!errors.empty()) return Result<Plan>::fail(std::move(errors));
   return Result<Plan>::ok(std::move(plan));
 }

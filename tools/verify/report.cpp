@@ -4,8 +4,6 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <sstream>
 #include <vector>
 
@@ -14,6 +12,7 @@
 #include "kernrt/manifest/expr.hpp"
 #include "kernrt/manifest/parse.hpp"
 #include "kernrt/manifest/protocol.hpp"
+#include "kernrt/manifest/registry.hpp"
 #include "kernrt/manifest/sha256.hpp"
 #include "kernrt/manifest/verify.hpp"
 
@@ -23,51 +22,47 @@ using namespace kernrt::manifest;
 
 namespace {
 
-Error io_error(const std::string& file, std::string message) {
-  Error e;
-  e.kind = ErrorKind::Io;
-  e.path = file;
-  e.message = std::move(message);
-  return e;
-}
-
-std::optional<std::string> read_file(const std::string& path, std::string* why) {
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    *why = "is a directory, expected a file";
-    return std::nullopt;
-  }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    *why = "cannot open for reading";
-    return std::nullopt;
-  }
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) {
-    *why = "read failed";
-    return std::nullopt;
-  }
-  return text;
-}
-
 std::string lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(),
                  [](unsigned char ch) { return static_cast<char>(std::tolower(ch)); });
   return s;
 }
 
+// Keeps at most opts.max_errors errors in `r`, counting the rest.
+void add_error(FileReport* r, const Options& opts, Error e) {
+  if (r->errors.size() < opts.max_errors) {
+    r->errors.push_back(std::move(e));
+  } else {
+    ++r->omitted;
+  }
+}
+
+// With --cubins: each module's bytes must be a file of DIR or a verified cache blob (the
+// runtime looks in the same places); records where each was found.
 void check_hashes(const std::map<std::string, Module>& modules, const Options& opts,
-                  Errors* out) {
+                  FileReport* r) {
   if (!opts.cubins_dir) return;
   for (const auto& [name, md] : modules) {
-    if (opts.cubin_hashes.count(lower(md.sha256)) != 0) continue;
+    ModuleOrigin o{name, md.source, "", false};
+    auto hit = opts.cubin_files.find(lower(md.sha256));
+    if (hit != opts.cubin_files.end()) {
+      o.path = hit->second;
+    } else if (auto blob = verified_blob(opts.cache_dir, md.sha256)) {
+      o.path = *blob;
+      o.cached = true;
+    }
+    r->modules.push_back(o);
+    if (!o.path.empty()) continue;
     Error e;
     e.kind = ErrorKind::Artifact;
-    e.path = json_pointer_append(json_pointer_append("/modules", name), "sha256");
-    e.message = "module `" + name + "` expects sha256 `" + md.sha256 +
-                "`, which no file in `" + *opts.cubins_dir +
-                "` has (build or copy the artifact there)";
-    out->push_back(std::move(e));
+    e.path = json_pointer_append(json_pointer_append("/modules", shortened(name)), "sha256");
+    const std::string cache = opts.cache_dir.empty() ? "" : " or `" + opts.cache_dir + "/blobs`";
+    e.message = "module `" + shortened(name) + "` expects sha256 `" + shortened(md.sha256) +
+                "`, which no file in `" + *opts.cubins_dir + "`" + cache + " has (" +
+                (is_registry_source(md.source)
+                     ? "fetch it with `kernrt-fetch MANIFEST`"
+                     : "build or copy the artifact there") + ")";
+    add_error(r, opts, std::move(e));
   }
 }
 
@@ -78,24 +73,6 @@ void collect(const Expr& e, std::set<std::string>* names) {
 }
 
 }  // namespace
-
-Result<std::set<std::string>> hash_directory(const std::string& dir) {
-  std::set<std::string> hashes;
-  std::error_code ec;
-  std::vector<std::string> files;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    std::error_code kind_ec;
-    if (it->is_regular_file(kind_ec)) files.push_back(it->path().string());
-  }
-  if (ec) return Result<std::set<std::string>>::fail(io_error(dir, ec.message()));
-  std::sort(files.begin(), files.end());
-  for (const std::string& f : files) {
-    Result<std::string> h = sha256_file(f);
-    if (!h.value) return Result<std::set<std::string>>::fail(std::move(h.errors));
-    hashes.insert(lower(*h.value));
-  }
-  return Result<std::set<std::string>>::ok(std::move(hashes));
-}
 
 std::map<std::string, Var> fragment_vars(const Fragment& f, const std::map<std::string, Var>& given) {
   std::set<std::string> names;
@@ -129,62 +106,82 @@ std::map<std::string, Var> fragment_vars(const Fragment& f, const std::map<std::
 FileReport check_file(const std::string& path, const Options& opts) {
   FileReport r;
   r.file = path;
-  std::string why;
-  std::optional<std::string> text = read_file(path, &why);
-  if (!text) {
+  Result<std::string> text = read_regular_file(path, opts.max_bytes, "--max-bytes");
+  if (!text.value) {
     r.verdict = Verdict::io_error;
-    r.errors.push_back(io_error(path, why));
+    r.errors = std::move(text.errors);
     return r;
   }
+  VerifyOptions vo;
+  vo.max_errors = opts.max_errors;
   if (opts.fragment) {
-    Result<Fragment> f = parse_fragment(*text);
+    Result<Fragment> f = parse_fragment(*text.value);
+    text.value.reset();  // the typed model is all that is needed from here on
     if (!f.value) {
       r.verdict = Verdict::rejected;
       r.errors = std::move(f.errors);
       return r;
     }
     r.fragment_vars = fragment_vars(*f.value, opts.fragment_vars);
-    r.errors = verify_fragment(*f.value, r.fragment_vars);
-    check_hashes(f.value->modules, opts, &r.errors);
+    r.errors = verify_fragment(*f.value, r.fragment_vars, vo, &r.omitted);
+    check_hashes(f.value->modules, opts, &r);
   } else {
-    Result<Verified> v = verify_json(*text);
+    Result<Manifest> m = parse_manifest_owned(std::move(*text.value));  // frees the text early
+    if (!m.value) {
+      r.verdict = Verdict::rejected;
+      r.errors = std::move(m.errors);
+      return r;
+    }
+    Result<Verified> v = verify(std::move(*m.value), vo);
     if (!v.value) {
       r.verdict = Verdict::rejected;
       r.errors = std::move(v.errors);
+      r.omitted = v.omitted;
       return r;
     }
-    check_hashes(v.value->manifest().modules, opts, &r.errors);
-    Result<Protocol> p = check_protocol(*v.value);
+    check_hashes(v.value->manifest().modules, opts, &r);
+    Result<Protocol> p = check_protocol(*v.value, opts.max_errors);
     r.protocol_checked = true;
     if (p.value) {
       r.forwards = p.value->forwards.size();
       r.fills = p.value->fills.size();
     } else {
       r.misfits = std::move(p.errors);
+      r.misfits_omitted = p.omitted;
     }
   }
-  r.verdict = r.errors.empty() ? Verdict::verified : Verdict::rejected;
+  r.verdict = r.errors.empty() && r.omitted == 0 ? Verdict::verified : Verdict::rejected;
   return r;
 }
 
+namespace {
+
+void print_more(uint64_t omitted, std::ostream& out) {
+  if (omitted != 0) out << "  \xe2\x80\xa6 and " << with_commas(omitted) << " more\n";
+}
+
+}  // namespace
+
 void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
+  const std::string file = printable(r.file);
   switch (r.verdict) {
     case Verdict::io_error:
-      for (const Error& e : r.errors) err << r.file << ": " << e.message << "\n";
+      for (const Error& e : r.errors) err << file << ": " << printable(e.message) << "\n";
       return;
     case Verdict::rejected:
-      out << r.file << ": manifest failed verification:\n";
+      out << file << ": manifest failed verification:\n";
       for (const Error& e : r.errors) out << "  - " << e.to_string() << "\n";
+      print_more(r.omitted, out);
       return;
     case Verdict::verified:
       break;
   }
-  out << r.file << ": verified";
+  out << file << ": verified";
   if (!r.protocol_checked) {
     out << " (fragment";
     const char* sep = "; vars ";
     for (const auto& [name, v] : r.fragment_vars) {
-      out << sep << name << "=" << v.max;
+      out << sep << printable(shortened(name)) << "=" << v.max;
       sep = ", ";
     }
     out << ")\n";
@@ -193,6 +190,13 @@ void print_text(const FileReport& r, std::ostream& out, std::ostream& err) {
   } else {
     out << "; manifest does not fit the serving protocol:\n";
     for (const Error& e : r.misfits) out << "  - " << e.to_string() << "\n";
+    print_more(r.misfits_omitted, out);
+  }
+  for (const ModuleOrigin& m : r.modules) {
+    out << "  module `" << printable(shortened(m.name)) << "`: "
+        << (m.cached ? "cache " : "") << "`" << printable(m.path) << "`";
+    if (m.cached) out << " (" << printable(shortened(m.source)) << ")";
+    out << "\n";
   }
 }
 
@@ -218,10 +222,20 @@ void print_json(const FileReport& r, std::ostream& out) {
                                                   : "error";
   j["errors"] = nlohmann::json::array();
   for (const Error& e : r.errors) j["errors"].push_back(error_json(e));
+  j["omitted"] = r.omitted;
   if (!r.fragment_vars.empty()) {
     nlohmann::json vars = nlohmann::json::object();
     for (const auto& [name, v] : r.fragment_vars) vars[name] = v.max;
     j["fragment_vars"] = std::move(vars);
+  }
+  if (!r.modules.empty()) {
+    nlohmann::json mods = nlohmann::json::array();
+    for (const ModuleOrigin& m : r.modules) {
+      mods.push_back({{"name", m.name}, {"source", m.source},
+                      {"from", m.path.empty() ? nlohmann::json(nullptr) : nlohmann::json(m.path)},
+                      {"cache", m.cached}});
+    }
+    j["modules"] = std::move(mods);
   }
   if (r.protocol_checked) {
     nlohmann::json p = nlohmann::json::object();
@@ -230,6 +244,7 @@ void print_json(const FileReport& r, std::ostream& out) {
     p["fills"] = r.fills;
     p["misfits"] = nlohmann::json::array();
     for (const Error& e : r.misfits) p["misfits"].push_back(error_json(e));
+    p["misfits_omitted"] = r.misfits_omitted;
     j["protocol"] = std::move(p);
   }
   // Replace invalid UTF-8 (a file name or a message quoting bad input) instead of throwing.

@@ -153,6 +153,9 @@ class Runtime {
   std::vector<std::string> buffers() const;    // sorted
   std::vector<std::string> states() const;     // sorted
   std::optional<BufferInfo> buffer_info(const std::string& buffer) const;  // nullopt if unknown
+  // Manifest module name -> the file its verified bytes were read from (a cubin dir's
+  // *.cubin / *.so, or `<cache>/blobs/<sha256>`), for reports such as program_io's.
+  std::map<std::string, std::string> module_files() const;
   size_t launch_count(const std::string& program) const;  // lowered launches, 0 if unknown
   size_t graph_cache_size() const;             // graphs currently cached
 

@@ -65,7 +65,7 @@ class Verifier(unittest.TestCase):
             kernrt.load("/nonexistent/m.json")
         with tempfile.TemporaryDirectory() as d, self.assertRaises(kernrt.IoError) as cm:
             kernrt.load(d)
-        self.assertIn("not a regular file", cm.exception.message)
+        self.assertIn("is a directory, expected a regular file", cm.exception.message)
 
     def test_every_class_is_a_kernrt_error(self):
         for c in (kernrt.ParseError, kernrt.ManifestError, kernrt.ArtifactError,

@@ -4,6 +4,7 @@
 // hides the GPU with CUDA_VISIBLE_DEVICES=-1 so it behaves the same on the H200. The
 // GpuProgramIo suite runs a real round trip and skips without a device.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -163,6 +164,97 @@ TEST(ProgramIoCli, JsonReportsRejection) {
   EXPECT_NE(o.out.find("\"path\":\"/vars/n\""), std::string::npos) << o.out;
 }
 
+// ---- every request problem before the driver (issue 16, items 3 and 6) ------------------
+// Each case runs with the GPU hidden: finding the problem must not need the driver, and the
+// message must be the request's, never "no CUDA".
+
+Outcome run_hidden(const std::string& args) { return run_cli(args, "CUDA_VISIBLE_DEVICES=-1"); }
+
+TEST(ProgramIoChecks, VarsTheProgramReadsMustBeGiven) {
+  auto o = run_hidden(manifest_arg(fake_pinned("scratch_pair")));
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("/vars/n: var `n` not given: program `main` reads it (pass --vars n=N in "
+                       "[1, 4096])"),
+            std::string::npos)
+      << o.err;
+  EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoChecks, DuplicateInputRefused) {
+  const std::string a = temp_path("xa.bin"), b = temp_path("xb.bin");
+  write_bytes(a, "abcd", 4);
+  write_bytes(b, "efgh", 4);
+  auto o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 --in x=" + a +
+                      " --in x=" + b);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("/buffers/x: --in `x` is given twice"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoChecks, OutputToADirectoryOrAMissingFolderRefused) {
+  auto o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 --out y=" + temp_dir());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("--out `y`: `" + temp_dir() + "` is a directory"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+  o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 --out y=" + temp_dir() +
+                 "/nowhere/y.bin");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("folder `" + temp_dir() + "/nowhere` does not exist"), std::string::npos) << o.err;
+  const std::string y = temp_path("y.bin");
+  o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 --out y=" + y + " --dump y=" + y);
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("--dump: file `" + y + "` is named by two outputs"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoChecks, MissingWeightsFileRefused) {
+  auto o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 --weights " +
+                      temp_path("absent.safetensors"));
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("absent.safetensors: weights file does not exist"), std::string::npos) << o.err;
+  EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+}
+
+TEST(ProgramIoChecks, CountFlagsSayWhatTheyExpect) {
+  for (const char* flag : {"--iters 0", "--tokens 0", "--iters -3", "--gpu -1", "--iters 1e9"}) {
+    auto o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 " + flag);
+    EXPECT_EQ(o.code, 2) << flag;
+    EXPECT_NE(o.err.find("expected an integer >= "), std::string::npos) << flag << ": " << o.err;
+    EXPECT_LT(o.err.size(), 300u) << flag << ": " << o.err;  // once a 300-digit range
+  }
+}
+
+TEST(ProgramIoChecks, FilesThatAreNotFilesRefused) {
+  auto o = run_hidden("--manifest /dev/zero");
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("/dev/zero: is a character device, not a regular file"), std::string::npos) << o.err;
+  const std::string fifo = temp_path("pipe");
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  o = run_cli("--manifest " + fifo, "CUDA_VISIBLE_DEVICES=-1 timeout 20");
+  EXPECT_EQ(o.code, 2);  // not 124: the FIFO is refused, never opened for a blocking read
+  EXPECT_NE(o.err.find(fifo + ": is a FIFO, not a regular file"), std::string::npos) << o.err;
+  o = run_hidden(manifest_arg(fake_pinned("scratch_pair")) + " --env n=8 --in x=" + fifo);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("input file for `x` is a FIFO, not a regular file"), std::string::npos) << o.err;
+  o = run_hidden("--manifest " + temp_dir());
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("is a directory, expected a regular file"), std::string::npos) << o.err;
+  const std::string big = temp_path("big.json");
+  write_bytes(big, std::string(4096, ' ').data(), 4096);
+  o = run_hidden("--max-bytes 1K --manifest " + big);
+  EXPECT_EQ(o.code, 2);
+  EXPECT_NE(o.err.find("more than the limit of 1,024 bytes; raise it with --max-bytes"), std::string::npos)
+      << o.err;
+}
+
+TEST(ProgramIoChecks, ManifestNameIsPrintedEscaped) {
+  const std::string evil = temp_path("evil\nok.json");
+  write_bytes(evil, "[]", 2);
+  auto o = run_hidden("--manifest '" + evil + "'");
+  EXPECT_EQ(o.code, 1);
+  EXPECT_NE(o.err.find("evil\\nok.json: /: "), std::string::npos) << o.err;
+}
+
 // ---- on a device ---------------------------------------------------------------------------
 
 class GpuProgramIo : public ::testing::Test {
@@ -229,6 +321,42 @@ TEST_F(GpuProgramIo, FillRepeatsAPatternOverAStateSizedByTokens) {
   o = run_cli(base + " --tokens 2 --fill pool=" + pin);  // 32-byte state, 48-byte pattern
   EXPECT_EQ(o.code, 1) << o.err;
   EXPECT_NE(o.err.find("more than state `pool` holds (32 bytes"), std::string::npos) << o.err;
+}
+
+// A kernel artifact that is a host shared library: libkernrt_test_hostlib.so, built by nvcc
+// from two translation units (two fatbin containers), pinned by the hash of the whole file.
+// The two entries are in different containers (nvcc may add one of its own before them).
+// y = (x + 1) * 3, exact in f32, eagerly and as a replayed graph; program_io says the
+// module came from the .so.
+TEST(GpuProgramIoHostLib, KernelsFromASharedLibraryRunThroughProgramIo) {
+  std::string why;
+  if (!kernrt::device_available(&why)) GTEST_SKIP() << "no CUDA device: " << why;
+  const std::string manifest = std::string(KERNRT_BINARY_DIR) + "/manifests/test/hostlib.json";
+  const std::string so = std::string(KERNRT_BINARY_DIR) + "/cubins/run/libkernrt_test_hostlib.so";
+  if (!std::ifstream(manifest) || !std::ifstream(so)) GTEST_SKIP() << "test kernels not built: " << manifest;
+  const int n = 1000;
+  std::vector<float> x(n);
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> dist(-4.0f, 4.0f);
+  for (auto& v : x) v = dist(rng);
+  const std::string xin = temp_path("hx.bin"), yout = temp_path("hy.bin");
+  write_bytes(xin, x.data(), x.size() * sizeof(float));
+  const std::string base = "--manifest '" + manifest + "' --cubins '" + KERNRT_BINARY_DIR +
+                           "/cubins/run' --env n=1000 --in x=" + xin + " --out y=" + yout;
+  for (const std::string extra : {"", " --graph --iters 5"}) {
+    std::remove(yout.c_str());
+    auto o = run_cli(base + extra);
+    ASSERT_EQ(o.code, 0) << o.err;
+    EXPECT_NE(o.out.find("module `hostlib`: `" + so + "`"), std::string::npos) << o.out;
+    const std::string y = slurp(yout);
+    ASSERT_EQ(y.size(), 4096u * sizeof(float));
+    std::vector<float> got(n);
+    std::memcpy(got.data(), y.data(), n * sizeof(float));
+    for (int i = 0; i < n; ++i) {
+      const float plus_one = x[i] + 1.0f;
+      ASSERT_EQ(got[i], plus_one * 3.0f) << "y[" << i << "]" << extra;
+    }
+  }
 }
 
 }  // namespace

@@ -37,11 +37,25 @@ std::map<std::string, uint64_t>& sizes() {
   static std::map<std::string, uint64_t> s;
   return s;
 }
-std::optional<uint64_t> fake_size(const std::string& path) {
+std::optional<uint64_t> fake_size(const std::string& path, std::string* why) {
   auto it = sizes().find(path);
-  if (it == sizes().end()) return std::nullopt;
+  if (it == sizes().end()) {
+    *why = "does not exist";
+    return std::nullopt;
+  }
   return it->second;
 }
+// Output files: any path is writable except those listed here, with their reason.
+std::map<std::string, std::string>& unwritable() {
+  static std::map<std::string, std::string> s;
+  return s;
+}
+std::optional<std::string> fake_output(const std::string& path) {
+  auto it = unwritable().find(path);
+  if (it == unwritable().end()) return std::nullopt;
+  return it->second;
+}
+const kernrt::program_io::Files kFake{&fake_size, &fake_output};
 
 kernrt::manifest::Manifest manifest() {
   auto m = kernrt::manifest::parse_manifest(kManifest);
@@ -57,7 +71,7 @@ Flags program_a() {
 
 // The one error of a rejected plan.
 kernrt::Error only_error(const Flags& flags) {
-  auto plan = make_plan(manifest(), flags, &fake_size);
+  auto plan = make_plan(manifest(), flags, kFake);
   EXPECT_FALSE(plan);
   EXPECT_EQ(plan.errors.size(), 1u);
   return plan.errors.empty() ? kernrt::Error{} : plan.errors.front();
@@ -118,7 +132,7 @@ TEST(ProgramIoPlan, RejectsInputLargerThanBufferAtTheseVars) {
             std::string::npos)
       << e.message;
   f.vars = {};  // at the max the same file fits
-  EXPECT_TRUE(make_plan(manifest(), f, &fake_size));
+  EXPECT_TRUE(make_plan(manifest(), f, kFake));
 }
 
 TEST(ProgramIoPlan, RejectsPartialElement) {
@@ -151,7 +165,7 @@ TEST(ProgramIoPlan, AcceptsDumpsOfBuffersAndStates) {
   f.inputs = {"x=x40.bin"};
   f.outputs = {"y=y.out"};
   f.dumps = {"w=w.bin", "kv=kv.bin"};
-  auto plan = make_plan(manifest(), f, &fake_size);
+  auto plan = make_plan(manifest(), f, kFake);
   ASSERT_TRUE(plan);
   EXPECT_EQ(plan.value->program, "a");
   EXPECT_EQ(plan.value->vars.at("n"), 10u);
@@ -167,7 +181,7 @@ TEST(ProgramIoPlan, FillsNameAStateAndANonEmptyFile) {
   sizes()["empty.bin"] = 0;
   Flags f = program_a();
   f.fills = {"kv=pattern.bin"};
-  auto plan = make_plan(manifest(), f, &fake_size);
+  auto plan = make_plan(manifest(), f, kFake);
   ASSERT_TRUE(plan);
   ASSERT_EQ(plan.value->fills.size(), 1u);
   EXPECT_EQ(plan.value->fills[0].name, "kv");
@@ -203,7 +217,7 @@ TEST(ProgramIoPlan, CollectsEveryProblem) {
   Flags f;
   f.vars = {"n=0", "q=1"};
   f.outputs = {"x=x.out"};
-  auto plan = make_plan(manifest(), f, &fake_size);
+  auto plan = make_plan(manifest(), f, kFake);
   ASSERT_FALSE(plan);
   EXPECT_EQ(plan.errors.size(), 4u);
 }

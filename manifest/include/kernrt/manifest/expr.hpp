@@ -5,6 +5,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,17 @@ VarLookup lookup_in(const std::map<std::string, uint64_t>& values);
 
 // Every var name an expression mentions (for "var is never used" and dependency masks).
 void collect_vars(const Expr& e, std::vector<std::string>* out);
+
+// The vars whose values a run of `program` needs, as the runtime evaluates them per run:
+// the call args `{"var"}` / `{"expr"}` and, in every op the program calls, each launch's
+// grid, shared_mem and pack `var` / `expr` fields. Buffer shapes are not among them
+// (they are sized at the vars' maxima). Empty for an unknown program.
+std::set<std::string> vars_read_by(const Manifest& m, const std::string& program);
+
+// The expression in its wire form, for messages: `{"mul": [{"ceil_div": ["tokens", 4]}, 64]}`.
+// Var names are shortened (kShownNameBytes); a nesting deeper than about 300 bytes of
+// operators is cut with "…", so the text stays under about 1 KiB.
+std::string expr_text(const Expr& e);
 
 // Product of extents times the element size; nullopt on overflow or unknown var.
 std::optional<uint64_t> byte_size(const std::vector<Expr>& shape, DType dtype,

@@ -9,6 +9,7 @@
 // never a crash. Parsing does not check `schema_version` or any verifier rule.
 #pragma once
 
+#include <string>
 #include <string_view>
 
 #include "kernrt/manifest/error.hpp"
@@ -17,6 +18,9 @@
 namespace kernrt::manifest {
 
 Result<Manifest> parse_manifest(std::string_view text);
+// The same, taking the text: it is freed as soon as the DOM is built, so the peak memory
+// of a large manifest is the DOM (shrinking as it is converted), not text + DOM + model.
+Result<Manifest> parse_manifest_owned(std::string&& text);
 
 // A merge fragment: an object with exactly `modules` and `ops`.
 Result<Fragment> parse_fragment(std::string_view text);

@@ -47,7 +47,9 @@ struct Protocol {
 };
 
 // Misfits are returned as errors with kind Manifest (messages as kern words them, e.g.
-// "no input has fill `slot`").
-Result<Protocol> check_protocol(const Verified& v);
+// "no input has fill `slot`"): the first `max_errors`, the rest counted in
+// Result::omitted. Names in messages and pointers are shortened (kShownNameBytes), and
+// the cost is linear in buffers + calls + programs.
+Result<Protocol> check_protocol(const Verified& v, size_t max_errors = 100);
 
 }  // namespace kernrt::manifest
