@@ -15,17 +15,16 @@
 #   libssl-dev                         headers and the static libcrypto/libssl only, so the
 #                                      binaries carry their own OpenSSL and never meet the
 #                                      GPU image's libssl version;
-#   libcurl4-openssl-dev, libcurl4     headers and libcurl.so for linking; at run time
-#                                      libcurl.so.4 needs its own libraries (libssl3,
-#                                      nghttp2, ...) from the GPU image: open it with dlopen
-#                                      where the image may lack them.
+#   (no libcurl: the GPU image has no network, so the h200 preset does not build
+#   kernrt-fetch; libcurl.so there could not be linked either, its own libraries such as
+#   libssh2 are missing on the image)
 # Each package's copyright file goes to PREFIX/share/doc/<package>/, and PREFIX/VERSIONS lists
 # what was downloaded. Deliberately does not check that the GPU image's compiler accepts the
 # static archives (built with Debian 12's GCC 12; glibc 2.36 or newer is needed at run time).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 PREFIX=${1:-$ROOT/.deps/prefix}
-PACKAGES=(nlohmann-json3-dev libcli11-dev libgtest-dev libssl-dev libcurl4-openssl-dev libcurl4)
+PACKAGES=(nlohmann-json3-dev libcli11-dev libgtest-dev libssl-dev)
 
 for tool in apt-get dpkg-deb; do
   command -v "$tool" > /dev/null || { echo "deps.sh: needs $tool (a Debian or Ubuntu machine)" >&2; exit 2; }
@@ -50,14 +49,13 @@ usr=$work/root/usr
 arch=$(find "$usr/lib" -mindepth 1 -maxdepth 1 -type d -name '*-linux-gnu*' -printf '%f\n' | head -1)
 rm -rf "$PREFIX"
 mkdir -p "$PREFIX/include" "$PREFIX/lib/cmake" "$PREFIX/share/cmake" "$PREFIX/share/doc"
-# Headers: the multiarch ones (openssl/configuration.h, curl/*.h) beside the others.
+# Headers: the multiarch ones (openssl/configuration.h) beside the others.
 cp -a "$usr/include/." "$PREFIX/include/"
 cp -a "$PREFIX/include/$arch/." "$PREFIX/include/"
 rm -rf "$PREFIX/include/$arch"
-# Libraries: static archives, and libcurl's shared library with its links.
+# Libraries: static archives only.
 lib=$usr/lib/$arch
 cp -a "$lib"/libcrypto.a "$lib"/libssl.a "$lib"/libgtest.a "$lib"/libgtest_main.a "$PREFIX/lib/"
-cp -a "$lib"/libcurl.so "$lib"/libcurl.so.4 "$lib"/libcurl.so.4.* "$PREFIX/lib/"
 # CMake packages: nlohmann_json and CLI11 are arch-independent (share/cmake, three folders
 # below the prefix); GoogleTest's moves from lib/<arch>/cmake to lib/cmake, one folder less.
 cp -a "$usr/share/cmake/." "$PREFIX/share/cmake/"
@@ -72,8 +70,8 @@ cp "$work/VERSIONS" "$PREFIX/VERSIONS"
 
 # The layout find_package and the compiler rely on.
 for f in include/nlohmann/json.hpp include/CLI/CLI.hpp include/gtest/gtest.h \
-         include/openssl/evp.h include/openssl/configuration.h include/curl/curl.h \
-         lib/libcrypto.a lib/libgtest.a lib/libgtest_main.a lib/libcurl.so \
+         include/openssl/evp.h include/openssl/configuration.h \
+         lib/libcrypto.a lib/libgtest.a lib/libgtest_main.a \
          share/cmake/nlohmann_json/nlohmann_jsonConfig.cmake share/cmake/CLI11/CLI11Config.cmake \
          lib/cmake/GTest/GTestConfig.cmake; do
   [ -e "$PREFIX/$f" ] || { echo "deps.sh: $PREFIX/$f missing after unpacking" >&2; exit 1; }

@@ -4,10 +4,10 @@ place the chunk forward's time without counters (grid size, T, gate form, GDN).
 
 Usage (after the build, from the repository root, PYTHONPATH as tools/device/run.sh sets it):
   ncu --clock-control none -k regex:kda_chunk_sm90a -c 1 --set full --import-source yes \
-      -o chunk python3 validation/kda/profile.py chunk [BUILD]
+      -o chunk python3 validation/kda/kda_profile.py chunk [BUILD]
   ncu --clock-control none -k 'regex:kda_(decode|verify|commit)' --filter-mode per-launch-config \
-      -c 1 --set full -o steps python3 validation/kda/profile.py steps [BUILD]
-  python3 validation/kda/profile.py times [BUILD]          (prints "TIME <variant>: <us>")
+      -c 1 --set full -o steps python3 validation/kda/kda_profile.py steps [BUILD]
+  python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
