@@ -33,13 +33,10 @@
 // Thin items (every row in warpgroup 1's half: verify of up to 10 tokens) run a serial page
 // loop instead: P V of page j-1 as soon as its V landed, then Q K^T of page j, each tile
 // released right after its product (memory-bound: a held tile is a ring slot not in flight).
-// For thin items the producer also asks L2 for the K/V boxes 2 pages ahead of the page it
-// loads (TMA tensor prefetch): 2 more pages in flight per SM beyond the ring's 2.5.
 // Setup: warp 2 asks L2 for the CTA's 1/G share of the page table; warp 3 edits the Q
 // tensormap while warp 0 reads the lengths and builds the schedule.
 // Entries: attention_prefill_sm90a_bf16_q24kv4d256p64 (shipped, prefill_geometry.json);
-// alternatives attention_prefill_{noahead,ahead4}_sm90a_bf16_q24kv4d256p64 (thin items
-// without the L2 prefetch; 4 pages ahead).
+// attention_prefill_overlap_sm90a_bf16_q24kv4d256p64 (thin items take the overlapped loop).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
@@ -73,25 +70,18 @@ namespace kernrt::attention::prefill {
 
 
 // Live alternatives of the entry, one template instance and extern "C" entry each (the
-// manifest selects one): kThinAhead, for items whose rows fit the first consumer warpgroup
-// (verify: up to 10 tokens) the producer also asks L2 for the page that many pages ahead of
-// the one it loads (0: none).
-template <int kThinAheadT>
+// manifest selects one): kThinSerial, items whose rows fit the first consumer warpgroup
+// (verify: up to 10 tokens) run P V of a page before Q K^T of the next and release each tile
+// right after its product (the shipped entry); without it they take the overlapped loop of
+// the prefill items (entry `overlap`).
+template <bool kThinSerialT>
 struct Tuning {
-  static constexpr int kThinAhead = kThinAheadT;
+  static constexpr bool kThinSerial = kThinSerialT;
 };
-using Shipped = Tuning<2>;
-using NoAhead = Tuning<0>;
-using Ahead4 = Tuning<4>;
+using Shipped = Tuning<true>;
+using Overlap = Tuning<false>;
 
 #if KERNRT_WGMMA
-// One claim from the work queue (lane 0 of the producer): the next item is the value + G.
-// A one-wave launch has nothing to claim (every value would end the work) and leaves the
-// queue at zero.
-__device__ __forceinline__ int claim(int* counters, int n_items, bool one_wave) {
-  return one_wave ? n_items : atomicAdd(counters + kQueueAt, 1);
-}
-
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
 template <class Cfg>
 __device__ __forceinline__ void prefill_body(const KernelParams& p) {
@@ -178,10 +168,6 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   }
   const int n_items = sched.items();
   const int ctas = static_cast<int>(gridDim.x);
-  // One wave (every item fits a CTA: verify): CTA c runs item c and nothing else, claims
-  // nothing, split units merge without claims and a unit's arrival counter goes back to zero
-  // with its last departure, so no CTA waits for the others to finish (no finish counter).
-  const bool one_wave = n_items <= ctas;
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -196,7 +182,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ok = sched.decode(p, i, it);
         if (ok) break;
         int next = 0;
-        if (lane == 0) next = claim(counters, n_items, one_wave);
+        if (lane == 0) next = atomicAdd(counters + kQueueAt, 1);
         i = __shfl_sync(0xffffffffu, next, 0) + ctas;
       }
       if (k > 0 && lane == 0) ptx::mbarrier_wait(q_empty, (k - 1) & 1);
@@ -216,28 +202,16 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
           ptx::tma_load_4d(q_tile + j * kQChunkBytes, q_map, q_full, j * 64, 0, kGroup * it.kvh,
                            it.tok_abs);
         }
-        next = claim(counters, n_items, one_wave);  // claimed now, used after the pages
+        next = atomicAdd(counters + kQueueAt, 1);  // claimed now, used after the pages
       }
       const int* table =
           p.ptr_page_idx_kv + static_cast<int64_t>(it.seq) * p.max_num_pages_per_seq_kv;
-      // Thin items (memory-bound verify) also ask L2 for page q + kThinAhead while page q
-      // goes to the ring: those bytes are in flight beyond the ring's 2.5 pages.
-      const bool thin = Cfg::kThinAhead > 0 && kGroup * it.ntok <= kWgRows;
       for (int base = it.page0; base < it.page1; base += 32) {
         const int cnt = min(32, it.page1 - base);
         const int phys_lane = lane < cnt ? table[base + lane] : 0;
-        const int ahead = base + Cfg::kThinAhead + lane;
-        const int phys_ahead = thin && lane < cnt && ahead < it.page1 ? table[ahead] : -1;
         for (int q = 0; q < cnt; ++q) {
           const int phys = __shfl_sync(0xffffffffu, phys_lane, q);
-          const int pre = __shfl_sync(0xffffffffu, phys_ahead, q);
           if (lane == 0) {
-            if (Cfg::kThinAhead > 0 && pre >= 0) {
-              for (int j = 0; j < kBoxesPerTile; ++j) {
-                ptx::tma_prefetch_4d(&p.tma_k, j * 64, 0, it.kvh, pre);
-                ptx::tma_prefetch_4d(&p.tma_v, j * 64, 0, it.kvh, pre);
-              }
-            }
 #pragma unroll
             for (int kv = 0; kv < 2; ++kv) {
               const int t = tile + kv;
@@ -257,12 +231,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       }
       i = __shfl_sync(0xffffffffu, next, 0) + ctas;
     }
-    if (!one_wave) ptx::named_bar_sync(kBarExit, kExitThreads);
+    ptx::named_bar_sync(kBarExit, kExitThreads);
     return;
   }
 
   // ---- consumers ----------------------------------------------------------------------------
   ptx::setmaxnreg_inc<kConsumerRegs>();
+  const bool one_wave = n_items <= ctas;  // CTA c runs item c, nothing else
   const int ct = tid - 128;         // 0..255
   const int w = (warp - 4) >> 2;    // rows 64w..64w+63 of the tile
   const int wi = warp & 3;          // warp within the warpgroup: rows +16wi
@@ -327,7 +302,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       // V landed, then Q K^T of page j, each tile released right after its product. The
       // stream is the bottleneck there; a V tile held until K of the next page lands (the
       // overlapped loop below) is a ring slot not in flight.
-      const bool serial = rows <= kWgRows;
+      const bool serial = Cfg::kThinSerial && rows <= kWgRows;
       for (int j = 1; serial && j < np; ++j) {
         const int tk = tile + 2 * j;      // K of page j
         const int tv = tile + 2 * j - 1;  // V of page j-1
@@ -453,13 +428,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
       const bool last = arrive_chunk(p, it, words + 8, ct);
-      if (sched.items() <= ctas) {  // one_wave, read again: no register held over the loop
-        // Every chunk of the unit is running now: chunk c merges row part c, no claims. Each
-        // chunk then departs (a second increment, issued before the merge, its value used
-        // after); the last of the 2 nchunks increments puts the counter back to zero. No
-        // chunk departs before the unit is complete, so no arrival is mistaken for one.
-        if (!last) wait_unit(p, it, ct);
-        merge_one_wave(p, it, ct);
+      if (one_wave) {
+        // Every chunk of the unit is running now: chunk c merges row part c, no claims.
+        const int c = it.slot - it.first_slot;
+        if (c < min(it.nchunks, kMaxParts)) {
+          if (!last) wait_unit(p, it, ct);
+          merge_part(p, it, c, ct);
+        }
       } else if (last) {
         merge_claims(p, it, words + 9, ct);
       } else {
@@ -470,7 +445,6 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   }
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
-  if (sched.items() <= ctas) return;  // one wave: the counters are back to zero already
   if (helps) {
     wait_unit(p, pending, ct);
     merge_claims(p, pending, words + 9, ct);
@@ -514,15 +488,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Shipped>(p);
 }
 
-// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+// The alternative with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_noahead_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<NoAhead>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_ahead4_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Ahead4>(p);
+    attention_prefill_overlap_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Overlap>(p);
 }
 
 }  // namespace kernrt::attention::prefill

@@ -146,19 +146,6 @@ __device__ __forceinline__ void wait_unit(const KernelParams& p, const ItemInfo&
   __threadfence();
 }
 
-// One-wave launches, after the unit is complete: chunk c merges row part c, and departs (a
-// second increment of the arrival counter, issued before the merge, its value used after);
-// the last of the 2 nchunks increments puts the counter back to zero for the next launch.
-// No chunk departs before the unit is complete, so no departure is taken for an arrival.
-__device__ __forceinline__ void merge_one_wave(const KernelParams& p, const ItemInfo& it, int ct) {
-  int* arrived = p.ptr_multi_ctas_kv_counter + kArriveAt + it.unit;
-  int dep = 0;
-  if (ct == 0) dep = atomicAdd(arrived, 1);
-  const int c = it.slot - it.first_slot;
-  if (c < min(it.nchunks, kMaxParts)) merge_part(p, it, c, ct);
-  if (ct == 0 && dep == 2 * it.nchunks - 1) atomicExch(arrived, 0);
-}
-
 // Claims row parts of the complete unit until none is left and merges each.
 __device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemInfo& it, int* word,
                                              int ct) {

@@ -40,7 +40,6 @@ __device__ __forceinline__ void use_sync_tma(uint8_t* s, uint64_t* bar, const fl
     ptx::tma_load_2d(s + 128, map, bar, 0, 0);
     ptx::tma_load_3d(s + 256, map, bar, 0, 0, 0);
     ptx::tma_load_4d(s + 384, map, bar, 0, 0, 0, 0);
-    ptx::tma_prefetch_4d(map, 0, 0, 0, 0);
     ptx::tma_load_5d(s + 512, map, bar, 0, 0, 0, 0, 0);
   }
   ptx::mbarrier_wait(bar, 0);

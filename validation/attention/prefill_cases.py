@@ -109,11 +109,10 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json (attention_prefill.cu's Tuning), both about thin (verify)
-# items: noahead = no L2 prefetch ahead of the ring, ahead4 = 4 pages ahead instead of 2.
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning): overlap = thin (verify)
+# items take the overlapped page loop of the prefill items instead of the serial one.
 VARIANTS = {
-    "noahead": "attention_prefill_noahead_sm90a_bf16_q24kv4d256p64",
-    "ahead4": "attention_prefill_ahead4_sm90a_bf16_q24kv4d256p64",
+    "overlap": "attention_prefill_overlap_sm90a_bf16_q24kv4d256p64",
 }
 
 

@@ -2,8 +2,7 @@
 // after it): tensor tile loads, 1-D bulk copies and L2 prefetches, tensormap prefetch.
 //
 // Owns: cp.async.bulk.tensor 2D..5D global -> shared completing on an mbarrier, the 1-D
-// cp.async.bulk global -> shared, cp.async.bulk.prefetch.L2 (1-D and 4-D tensor boxes) and
-// prefetch.tensormap.
+// cp.async.bulk global -> shared, cp.async.bulk.prefetch.L2 and prefetch.tensormap.
 // Deliberately does not check: alignment (a tensor-tile smem destination 128-byte aligned,
 // bulk addresses and sizes multiples of 16, a CUtensorMap 64-byte aligned), or that the
 // bytes given to mbarrier.arrive.expect_tx equal the boxes issued; a violation hangs or
@@ -37,15 +36,6 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
 // nothing lands in shared memory and nothing is waited on.
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
   asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(src), "r"(bytes) : "memory");
-}
-
-// cp.async.bulk.prefetch.tensor.4d.L2.global.tile: asks L2 for the box at element
-// coordinates (c0 innermost, ...) of `map`; nothing lands in shared memory or is waited on.
-__device__ __forceinline__ void tma_prefetch_4d(const CUtensorMap* map, int32_t c0, int32_t c1,
-                                                int32_t c2, int32_t c3) {
-  asm volatile("cp.async.bulk.prefetch.tensor.4d.L2.global.tile [%0, {%1, %2, %3, %4}];"
-               ::"l"(reinterpret_cast<uint64_t>(map)), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
-               : "memory");
 }
 
 // cp.async.bulk.tensor.<N>d.shared::cluster.global.tile.mbarrier::complete_tx::bytes:
