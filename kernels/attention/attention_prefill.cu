@@ -30,20 +30,13 @@
 //   Q K^T of page j+1 is issued before P V of page j and the softmax of j+1 runs while P V of
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
-// Thin items (every row in warpgroup 1's half: verify of up to 10 tokens) run a serial page
-// loop instead: P V of page j-1 as soon as its V landed, then Q K^T of page j, each tile
-// released right after its product (memory-bound: a held tile is a ring slot not in flight).
-// Setup: warp 2 asks L2 for the CTA's 1/G share of the page table; warp 3 edits the Q
-// tensormap while warp 0 reads the lengths and builds the schedule.
-// Entries: attention_prefill_sm90a_bf16_q24kv4d256p64 (shipped, prefill_geometry.json);
-// attention_prefill_overlap_sm90a_bf16_q24kv4d256p64 (thin items take the overlapped loop).
+// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
 // Output: an item that is its unit's only chunk normalises and stores O (bf16x2 per thread and
 // row); a chunk of a split unit stores its partial and (max, sum) rows and arrives on the
-// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh; without
-// claims when every item fits one wave: chunk c merges part c). The last
+// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). The last
 // CTA to finish puts every counter back to zero for the next launch or graph replay.
 //
 // Deliberately does not check: that the pack's head counts, page size and head dim equal the
@@ -70,16 +63,24 @@ namespace kernrt::attention::prefill {
 
 
 // Live alternatives of the entry, one template instance and extern "C" entry each (the
-// manifest selects one): kThinSerial, items whose rows fit the first consumer warpgroup
-// (verify: up to 10 tokens) run P V of a page before Q K^T of the next and release each tile
-// right after its product (the shipped entry); without it they take the overlapped loop of
-// the prefill items (entry `overlap`).
-template <bool kThinSerialT>
+// manifest selects one): kEarly, the setup overlaps the Q tensormap edit (warp 3) with the
+// length loads and schedule, and warp 2 asks L2 for the CTA's share of the page table at
+// entry; kBatched, the merge issues a batch of partial loads at once (merge_rows);
+// kOneWave, a launch whose items all fit one wave merges without claims (chunk c merges row
+// part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
+// unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates.
+template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT>
 struct Tuning {
-  static constexpr bool kThinSerial = kThinSerialT;
+  static constexpr bool kEarly = kEarlyT;
+  static constexpr bool kBatched = kBatchedT;
+  static constexpr bool kOneWave = kOneWaveT;
+  static constexpr bool kTailSplit = kTailSplitT;
+  static constexpr int kSplitCap = kSplitCapT;
 };
-using Shipped = Tuning<true>;
-using Overlap = Tuning<false>;
+using Shipped = Tuning<true, true, true, true, kMaxSplit>;
+using Base = Tuning<false, false, false, false, kMaxSplit>;  // the run-3 kernel (ca12330)
+using Cap8 = Tuning<true, true, true, true, 8>;
+using Late = Tuning<false, true, true, true, kMaxSplit>;
 
 #if KERNRT_WGMMA
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
@@ -112,7 +113,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
 
   // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
-  if (warp == 2 && lane == 0) {
+  if (Cfg::kEarly && warp == 2 && lane == 0) {
     // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
     // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
     // bytes share the table's first and last 16-byte granules, so they are mapped.
@@ -146,10 +147,11 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         make_uint4(0, 0, 0, 0);
     ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
   }
-  if (warp == 3) {
+  if (warp == (Cfg::kEarly ? 3 : 0)) {
     // The pack's Q map loads 128 tokens of one head; ours loads 21 tokens x 6 heads, rows
-    // ordered token-major (r = 6 t + h), exactly the item's rows. Warp 3 edits and releases
-    // it while warp 0 loads the lengths; warp 0 acquires it after the schedule's barriers.
+    // ordered token-major (r = 6 t + h), exactly the item's rows. kEarly: warp 3 edits and
+    // releases it while warp 0 loads the lengths; warp 0 acquires it after the schedule's
+    // barriers.
     if (lane < 8) {
       reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
     }
@@ -160,9 +162,11 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
     __syncwarp();
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
+    if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build(p, reinterpret_cast<int*>(ring), tid);  // ends with __syncthreads
-  if (warp == 0 && lane == 0) {
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(ring), tid);
+  // (build ends with __syncthreads)
+  if (Cfg::kEarly && warp == 0 && lane == 0) {
     ptx::fence_proxy_tensormap_acquire(q_map);
     ptx::prefetch_tensormap(q_map);
   }
@@ -237,7 +241,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 
   // ---- consumers ----------------------------------------------------------------------------
   ptx::setmaxnreg_inc<kConsumerRegs>();
-  const bool one_wave = n_items <= ctas;  // CTA c runs item c, nothing else
+  const bool one_wave = Cfg::kOneWave && n_items <= ctas;  // CTA c runs item c, nothing else
   const int ct = tid - 128;         // 0..255
   const int w = (warp - 4) >> 2;    // rows 64w..64w+63 of the tile
   const int wi = warp & 3;          // warp within the warpgroup: rows +16wi
@@ -298,39 +302,8 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         softmax_page(s, pa, m, l, alpha, scale, it.page0 >= mask_from, it.page0 * kPage + 2 * t,
                      lim_a, lim_b);
       }
-      // ---- thin items (rows in this warpgroup only, verify): P V of page j-1 as soon as its
-      // V landed, then Q K^T of page j, each tile released right after its product. The
-      // stream is the bottleneck there; a V tile held until K of the next page lands (the
-      // overlapped loop below) is a ring slot not in flight.
-      const bool serial = Cfg::kThinSerial && rows <= kWgRows;
-      for (int j = 1; serial && j < np; ++j) {
-        const int tk = tile + 2 * j;      // K of page j
-        const int tv = tile + 2 * j - 1;  // V of page j-1
-        const int sk = tk % kStages;
-        const int sv = tv % kStages;
-        ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
-        ptx::wgmma_fence();
-        issue_pv(o, pa, v_desc + sv * kTileDesc);
-        ptx::wgmma_commit_group();
-        ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
-        ptx::wgmma_fence();
-        issue_qk(s, q_desc, k_desc + sk * kTileDesc);
-        ptx::wgmma_commit_group();
-        ptx::wgmma_wait_group<1>();
-        ptx::fence_registers(o);
-        ptx::fence_registers(pa);
-        ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
-        ptx::wgmma_wait_group<0>();
-        ptx::fence_registers(s);
-        ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
-        ptx::mbarrier_arrive_if(q_empty, lane == 0 && j == np - 1);
-        const int page = it.page0 + j;
-        softmax_page(s, pa, m, l, alpha, scale, page >= mask_from, page * kPage + 2 * t, lim_a,
-                     lim_b);
-        rescale(o, alpha);
-      }
       // ---- main loop: Q K^T of page j overlaps the softmax; P V of page j-1 runs under it --
-      for (int j = 1; !serial && j < np; ++j) {
+      for (int j = 1; j < np; ++j) {
         const int tk = tile + 2 * j;      // K of page j
         const int tv = tile + 2 * j - 1;  // V of page j-1
         const int sk = tk % kStages;
@@ -366,7 +339,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       {
         const int tv = tile + 2 * np - 1;
         const int sv = tv % kStages;
-        ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && np > 1 && !serial);
+        ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && np > 1);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
         const int tail = it.kv_len % kPage;
         if (tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
@@ -433,10 +406,10 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         const int c = it.slot - it.first_slot;
         if (c < min(it.nchunks, kMaxParts)) {
           if (!last) wait_unit(p, it, ct);
-          merge_part(p, it, c, ct);
+          merge_one<Cfg::kBatched>(p, it, c, ct);
         }
       } else if (last) {
-        merge_claims(p, it, words + 9, ct);
+        merge_claims<Cfg::kBatched>(p, it, words + 9, ct);
       } else {
         pending = it;
         helps = true;
@@ -447,7 +420,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
   if (helps) {
     wait_unit(p, pending, ct);
-    merge_claims(p, pending, words + 9, ct);
+    merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
   if (ct == 0) {
@@ -488,10 +461,21 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Shipped>(p);
 }
 
-// The alternative with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_overlap_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Overlap>(p);
+    attention_prefill_base_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Base>(p);
 }
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_cap8_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Cap8>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_late_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Late>(p);
+}
+
 
 }  // namespace kernrt::attention::prefill

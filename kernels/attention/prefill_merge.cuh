@@ -3,8 +3,8 @@
 // sum)); once every chunk arrived, the unit's rows are merged in up to kMaxParts row parts,
 // each claimed from a counter by whoever merges: the CTA whose chunk arrived last claims parts
 // until none is left, and CTAs with no work left that wrote a chunk of the unit wait for it to
-// complete and claim parts too. A launch whose items all fit one wave merges without claims:
-// chunk c merges part c once its unit is complete (the kernel's epilogue). Merged rows go to O as bf16: O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max m_s.
+// complete and claim parts too (so a one-wave verify merges its units on many SMs at once).
+// Merged rows go to O as bf16: O = sum_s 2^(m_s - M) O_s / sum_s 2^(m_s - M) l_s, M = max m_s.
 //
 // All functions are called by the 256 consumer threads together (named barrier kBarConsumers).
 // Deliberately does not check: that the slots hold this launch's partials (the arrival count
@@ -28,13 +28,53 @@ __device__ __forceinline__ __nv_bfloat16* out_row(const KernelParams& p, const I
           (it.kvh * kGroup + row % kGroup) * kHeadDim);
 }
 
-// Rows [r_lo, r1) of the unit, 64 threads per row (4 columns each), with every partial load
-// of a batch in flight at once: a thread holds R rows (4 apart) x C chunks per batch, merged
-// online across batches (rescaled by the running max), so R x C float4 + float2 loads are
-// issued before the first use. Run 3's merge waited twice per 4 rows (stats, then O 4 chunks
-// at a time): 64 dependent L2 rounds for a 126-row unit of 4 chunks, 8 here (R = C = 4); a
-// 16-chunk verify row takes 1 instead of 5 (device run 5, 463732f: 1536/32768 2321 -> 1893
-// us with the tail split, 512 over 32k 821 -> 794, verify 2x8/4k 27.8 -> 27.0).
+// Rows [r0, r1) of the unit: 64 threads per row (4 columns each), 4 rows at a time.
+__device__ __forceinline__ void merge_part(const KernelParams& p, const ItemInfo& it, int part,
+                                           int ct) {
+  const int rows = kGroup * it.ntok;
+  const int parts = min(it.nchunks, kMaxParts);
+  const int per = (rows + parts - 1) / parts;
+  const int r1 = min(rows, (part + 1) * per);
+  const int c = (ct & 63) * 4;
+  const int n = it.nchunks;
+  for (int r = part * per + (ct >> 6); r < r1; r += kConsumerThreads / 64) {
+    const float* st = p.ptr_partial_stats + static_cast<int64_t>(it.first_slot) * kStatsFloats + 2 * r;
+    float mx = -INFINITY;
+    for (int s = 0; s < n; ++s) mx = fmaxf(mx, __ldcg(st + s * kStatsFloats));
+    float sum = 0.f;
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (mx != -INFINITY) {
+      const float* po = p.ptr_partial_o + static_cast<int64_t>(it.first_slot) * kPartialFloats +
+                        r * kHeadDim + c;
+#pragma unroll 4
+      for (int s = 0; s < n; ++s) {
+        const float2 ml = __ldcg(reinterpret_cast<const float2*>(st + s * kStatsFloats));
+        const float w = exp2f(ml.x - mx);  // 0 for a chunk that saw no key of this row
+        const float4 v =
+            __ldcg(reinterpret_cast<const float4*>(po + static_cast<int64_t>(s) * kPartialFloats));
+        sum += w * ml.y;
+        acc.x += w * v.x;
+        acc.y += w * v.y;
+        acc.z += w * v.z;
+        acc.w += w * v.w;
+      }
+    }
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    __nv_bfloat162 lo = __floats2bfloat162_rn(acc.x * inv, acc.y * inv);
+    __nv_bfloat162 hi = __floats2bfloat162_rn(acc.z * inv, acc.w * inv);
+    uint2 packed;
+    packed.x = *reinterpret_cast<uint32_t*>(&lo);
+    packed.y = *reinterpret_cast<uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(out_row(p, it, r) + c) = packed;
+  }
+}
+
+// Rows [r0, r1) of the unit with every partial load of a batch in flight at once (one L2
+// round trip per batch instead of two per row group): a thread holds R rows (4 apart) x C
+// chunks per batch, merged online across batches (rescaled by the running max), so R x C
+// float4 + float2 loads are issued before the first use. merge_part above waits twice per 4
+// rows (stats, then O 4 chunks at a time): 64 dependent rounds for a 126-row unit of 4 chunks,
+// 8 with R = 4, C = 4 here; a 16-chunk verify row takes 1 instead of 5.
 template <int R, int C>
 __device__ __forceinline__ void merge_rows(const KernelParams& p, const ItemInfo& it, int r_lo,
                                           int r1, int ct) {
@@ -108,10 +148,10 @@ __device__ __forceinline__ void merge_rows(const KernelParams& p, const ItemInfo
   }
 }
 
-// Row part `part` of a complete unit: many chunks (verify) one row x 16 chunks per round,
-// few chunks (a split prefill unit) 4 rows x 4 chunks.
-__device__ __forceinline__ void merge_part(const KernelParams& p, const ItemInfo& it, int part,
-                                           int ct) {
+// merge_part with merge_rows: many chunks (verify) one row x 16 chunks per round, few chunks
+// (a split prefill unit) 4 rows x 4 chunks.
+__device__ __forceinline__ void merge_part_batched(const KernelParams& p, const ItemInfo& it,
+                                                   int part, int ct) {
   const int rows = kGroup * it.ntok;
   const int parts = min(it.nchunks, kMaxParts);
   const int per = (rows + parts - 1) / parts;
@@ -121,6 +161,16 @@ __device__ __forceinline__ void merge_part(const KernelParams& p, const ItemInfo
     merge_rows<1, 16>(p, it, r0, r1, ct);
   } else {
     merge_rows<4, 4>(p, it, r0, r1, ct);
+  }
+}
+
+template <bool kBatched>
+__device__ __forceinline__ void merge_one(const KernelParams& p, const ItemInfo& it, int part,
+                                         int ct) {
+  if constexpr (kBatched) {
+    merge_part_batched(p, it, part, ct);
+  } else {
+    merge_part(p, it, part, ct);
   }
 }
 
@@ -147,6 +197,7 @@ __device__ __forceinline__ void wait_unit(const KernelParams& p, const ItemInfo&
 }
 
 // Claims row parts of the complete unit until none is left and merges each.
+template <bool kBatched>
 __device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemInfo& it, int* word,
                                              int ct) {
   int* claims = p.ptr_multi_ctas_kv_counter + kArriveAt + p.max_num_ctas_kv + it.unit;
@@ -157,7 +208,7 @@ __device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemIn
     const int part = *word;
     ptx::named_bar_sync(kBarConsumers, kConsumerThreads);  // read before the next claim
     if (part >= parts) break;
-    merge_part(p, it, part, ct);
+    merge_one<kBatched>(p, it, part, ct);
   }
 }
 

@@ -15,15 +15,12 @@
 // smallest S in 1..32 (units x S <= partial slots) minimising the makespan estimate
 // max(largest item, ceil(N / G) * W / N) (N items, W their pages plus a fixed cost per item,
 // G CTAs). Splitting pays when units are few or equal (a 32k prefix, verify); with >= 4 G
-// units S = 1 without rating. Tail split: with G <= units < 4 G the rule also rates keeping
-// the first U1 = G floor(units / G) units of the work order unsplit (whole waves of one item
-// each) and splitting only the rest in S; it wins where strictly cheaper. 1536/32768 (296
-// units of 489-512 pages): every unit in 4 gives 1184 items, 9 per CTA, each with a partial
-// write and a merge share (estimate 1161 page-times); the tail form splits 32 units (264 + 128
-// items, estimate 1131) and writes a ninth of the partials (device run 5, 463732f: 2321 ->
-// 1893 us together with the batched merge). The rating's sums over the blocks are spread over
-// the 12 warps (one lane per S); item i < U1 is unit i, then unit U1 + (i - U1) / S, chunk
-// (i - U1) % S.
+// units S = 1 without rating. Tail split (the shipped entry): with G <= units < 4 G the rule
+// also rates keeping the first U1 = G floor(units / G) units of the work order unsplit (whole
+// waves of one item each) and splitting only the rest in S; it wins where strictly cheaper.
+// 1536/32768 (296 units of 489-512 pages): every unit in 4 gives 1184 items, 9 per CTA, each
+// with a partial write and a merge share (estimate 1161 page-times); the tail form splits 32
+// units (264 + 128 items, estimate 1131) and writes a ninth of the partials.
 //
 // Deliberately does not check: batch <= kMaxSeqs (the kernel traps above it; the generator
 // refuses such capacities), or that cu_seqlens_q is monotone and seq_lens >= 0 (a negative
@@ -36,8 +33,6 @@
 #include "attention/prefill_shape.cuh"
 
 namespace kernrt::attention::prefill {
-
-constexpr int kRateWords = 8;  // partial sums per (warp, S) of the split rating
 
 __device__ __forceinline__ int ceil_div(int a, int b) { return (a + b - 1) / b; }
 
@@ -58,18 +53,20 @@ struct Schedule {
   __device__ int split() const { return scalars[1]; }
   __device__ int units() const { return scalars[2]; }
 
-  // Builds the tables; every thread of the block calls it. `tmp` is >= 4 * kMaxSeqs + 64 +
-  // 12 x 32 x 8 ints of shared memory free until the return.
+  // Builds the tables; every thread of the block calls it. `tmp` is >= 4 * kMaxSeqs + 64 ints
+  // of shared memory free until the return. kTailSplit: also rate leaving the first whole
+  // waves of units unsplit and splitting only the rest (the unit order is known then);
+  // kSplitCap: the largest S rated.
+  template <bool kTailSplit, int kSplitCap>
   __device__ void build(const KernelParams& p, int* tmp, int tid) {
+    static_assert(kSplitCap >= 1 && kSplitCap <= kMaxSplit, "one lane of warp 0 per S");
     const int batch = p.batch_size;
     if (batch > kMaxSeqs) __trap();
     int* qlen = tmp;
     int* kvlen = tmp + kMaxSeqs;
     int* nblk = tmp + 2 * kMaxSeqs;
     int* key = tmp + 3 * kMaxSeqs;
-    int* red = tmp + 4 * kMaxSeqs;         // reduction words
-    int* part = tmp + 4 * kMaxSeqs + 64;   // [warp][lane = S - 1][kRateWords] partial sums
-    constexpr int kWarps = kThreads / 32;
+    int* red = tmp + 4 * kMaxSeqs;  // reduction words
     const int warp = tid >> 5, lane = tid & 31;
     int units_t = 0;
     if (tid < batch) {
@@ -87,7 +84,7 @@ struct Schedule {
     if (lane == 0) red[warp] = units_t;
     __syncthreads();
     int units = 0;
-    for (int w = 0; w < kWarps; ++w) units += red[w];
+    for (int w = 0; w < kThreads / 32; ++w) units += red[w];
     // Work order: decreasing page count, ties by index (a rank per sequence).
     if (tid < batch) {
       const int mine = key[tid];
@@ -98,10 +95,88 @@ struct Schedule {
       }
       order[rank] = static_cast<int16_t>(tid);
     }
-    __syncthreads();
-    // Units before each position (warp 0, 4 positions per lane): block g of the work order
-    // (sequences in order, each from its last block) holds units 4g .. 4g + 3.
+    const int slots = p.max_num_ctas_kv;
+    const int ctas = static_cast<int>(gridDim.x);
+    const bool rate = units > 0 && units < 4 * ctas && 2 * units <= slots;
+    // Tail split: the first U1 = whole waves of units (in work order) stay unsplit.
+    const int head = kTailSplit && rate && units >= ctas ? units / ctas * ctas : 0;
+    if (head > 0) __syncthreads();  // the order is read below (uniform: every thread agrees)
+    // Chunks per unit: lane l of warp 0 rates S = l + 1, for every unit split (cost) and, with
+    // a head, for the tail units only (cost_t).
     if (warp == 0) {
+      int best_s = 1, best_head = 0;
+      if (rate) {
+        const int s = lane + 1;
+        float cost = 3.4e38f, cost_t = 3.4e38f;
+        if (s <= kSplitCap && s * units <= slots) {
+          int n = 0, pages = 0, pmax = 0;        // every unit split in s
+          int n_t = 0, pages_t = 0, pmax_t = 0;  // tail units split in s
+          int pages_h = 0;                       // head units unsplit
+          int pos = 0;
+          for (int q = 0; q < batch; ++q) {
+            const int b = head > 0 ? order[q] : q;
+            const int nb = nblk[b], ql = qlen[b], kv = kvlen[b];
+            for (int k = nb - 1; k >= 0; --k, pos += kHeadsKv) {
+              const int pk = block_pages(ql, kv, k);
+              const int su = min(s, max(pk, 1));
+              n += su;
+              pages += pk;
+              pmax = max(pmax, pk);
+              const int hc = min(max(head - pos, 0), kHeadsKv);  // units of block k in the head
+              pages_h += hc * pk;
+              if (hc < kHeadsKv) {
+                n_t += (kHeadsKv - hc) * su;
+                pages_t += (kHeadsKv - hc) * pk;
+                pmax_t = max(pmax_t, ceil_div(pk, su));
+              }
+            }
+          }
+          const float over = kItemCostPages + (s > 1 ? kSplitCostPages : 0.f);
+          const float items = static_cast<float>(kHeadsKv * n);
+          const float work = static_cast<float>(kHeadsKv * pages) + over * items;
+          const float largest = static_cast<float>(ceil_div(pmax, min(s, max(pmax, 1)))) + over;
+          const float waves = static_cast<float>(ceil_div(kHeadsKv * n, ctas));
+          cost = fmaxf(largest, waves * work / items);
+          if (head > 0 && n_t > 0) {
+            // Head: head / ctas waves of unsplit units; tail: its own waves of s-chunk items;
+            // the largest head unit bounds the makespan from below.
+            const float head_w = static_cast<float>(pages_h) + kItemCostPages * head;
+            const float tail_w = static_cast<float>(pages_t) + over * n_t;
+            const float tail_waves = static_cast<float>(ceil_div(n_t, ctas));
+            cost_t = fmaxf(static_cast<float>(pmax) + kItemCostPages,
+                           head_w / ctas + tail_waves * tail_w / n_t);
+            cost_t = fmaxf(cost_t, static_cast<float>(pmax_t) + over);
+          }
+        }
+        // Smallest cost, ties to the smaller S and to every unit split (the tail form only
+        // where it is strictly cheaper).
+        const bool tail = cost_t < cost;
+        float c = tail ? cost_t : cost;
+        int at = tail ? s + 64 : s;  // key: cost, then every unit split before tail, then S
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) {
+          const float c2 = __shfl_xor_sync(0xffffffffu, c, o);
+          const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
+          if (c2 < c || (c2 == c && at2 < at)) {
+            c = c2;
+            at = at2;
+          }
+        }
+        best_s = at & 63;
+        best_head = at >= 64 ? head : 0;
+      }
+      if (lane == 0) {
+        scalars[1] = best_s;
+        scalars[2] = units;
+        scalars[3] = batch;
+        scalars[4] = best_head;
+      }
+    }
+    __syncthreads();
+    // Units before each position: warp 0 scans 4 positions per lane.
+    if (warp == 0) {
+      const int s = scalars[1];
+      const int u1 = scalars[4];
       int cnt[4];
       int sum = 0;
 #pragma unroll
@@ -123,109 +198,10 @@ struct Schedule {
         if (k < batch) prefix[k] = run;
         run += cnt[j];
       }
-      if (lane == 31) prefix[batch] = incl;
-    }
-    const int slots = p.max_num_ctas_kv;
-    const int ctas = static_cast<int>(gridDim.x);
-    const bool rate = units > 0 && units < 4 * ctas && 2 * units <= slots;  // uniform
-    // Tail split: the first `head` units (whole waves, whole blocks) may stay unsplit.
-    const int head = rate && units >= ctas ? units / ctas * ctas / kHeadsKv * kHeadsKv : 0;
-    int best_s = 1, best_head = 0;
-    __syncthreads();
-    if (rate) {
-      // Every warp sums its share of the blocks (g = warp, warp + 12, ...) for S = lane + 1:
-      // items, pages and the largest block, over all units and over the tail units, and the
-      // head's pages. (One warp alone took ~3 us for 2048/2048's 98 blocks.)
-      const int s = lane + 1;
-      int n = 0, pages = 0, pmax = 0, n_t = 0, pages_t = 0, pmax_t = 0, pages_h = 0;
-      for (int g = warp; g < units / kHeadsKv; g += kWarps) {
-        int lo = 0, hi = batch;  // prefix[lo] <= 4 g < prefix[hi]
-        while (hi - lo > 1) {
-          const int mid = (lo + hi) >> 1;
-          if (prefix[mid] <= kHeadsKv * g) {
-            lo = mid;
-          } else {
-            hi = mid;
-          }
-        }
-        const int b = order[lo];
-        const int k = nblk[b] - 1 - (g - prefix[lo] / kHeadsKv);
-        const int pk = block_pages(qlen[b], kvlen[b], k);
-        const int su = min(s, max(pk, 1));
-        n += su;
-        pages += pk;
-        pmax = max(pmax, pk);
-        const int hc = min(max(head - kHeadsKv * g, 0), kHeadsKv);  // units in the head
-        pages_h += hc * pk;
-        n_t += (kHeadsKv - hc) * su;
-        pages_t += (kHeadsKv - hc) * pk;
-        if (hc < kHeadsKv) pmax_t = max(pmax_t, pk);
+      if (lane == 31) {
+        prefix[batch] = incl;
+        scalars[0] = u1 + (incl - u1) * s;
       }
-      int* mine = part + (warp * 32 + lane) * kRateWords;
-      mine[0] = n;
-      mine[1] = pages;
-      mine[2] = pmax;
-      mine[3] = n_t;
-      mine[4] = pages_t;
-      mine[5] = pmax_t;
-      mine[6] = pages_h;
-      __syncthreads();
-      if (warp == 0) {
-        n = pages = pmax = n_t = pages_t = pmax_t = pages_h = 0;
-        for (int w = 0; w < kWarps; ++w) {
-          const int* o = part + (w * 32 + lane) * kRateWords;
-          n += o[0];
-          pages += o[1];
-          pmax = max(pmax, o[2]);
-          n_t += o[3];
-          pages_t += o[4];
-          pmax_t = max(pmax_t, o[5]);
-          pages_h += o[6];
-        }
-        float cost = 3.4e38f, cost_t = 3.4e38f;
-        if (s * units <= slots) {
-          const float over = kItemCostPages + (s > 1 ? kSplitCostPages : 0.f);
-          const float items = static_cast<float>(kHeadsKv * n);
-          const float work = static_cast<float>(kHeadsKv * pages) + over * items;
-          const float largest = static_cast<float>(ceil_div(pmax, min(s, max(pmax, 1)))) + over;
-          const float waves = static_cast<float>(ceil_div(kHeadsKv * n, ctas));
-          cost = fmaxf(largest, waves * work / items);
-          if (head > 0 && n_t > 0) {
-            // Head: head / ctas waves of unsplit units; tail: its own waves of s-chunk
-            // items; the largest unit and the largest tail item bound it from below.
-            const float head_w = static_cast<float>(pages_h) + kItemCostPages * head;
-            const float tail_w = static_cast<float>(pages_t) + over * n_t;
-            const float tail_waves = static_cast<float>(ceil_div(n_t, ctas));
-            const float tail_max =
-                static_cast<float>(ceil_div(pmax_t, min(s, max(pmax_t, 1)))) + over;
-            cost_t = fmaxf(fmaxf(static_cast<float>(pmax) + kItemCostPages, tail_max),
-                           head_w / ctas + tail_waves * tail_w / n_t);
-          }
-        }
-        // Smallest cost; ties to every unit split (the tail form only where strictly
-        // cheaper), then to the smaller S.
-        const bool tail = cost_t < cost;
-        float c = tail ? cost_t : cost;
-        int at = tail ? s + 64 : s;
-#pragma unroll
-        for (int o = 16; o > 0; o >>= 1) {
-          const float c2 = __shfl_xor_sync(0xffffffffu, c, o);
-          const int at2 = __shfl_xor_sync(0xffffffffu, at, o);
-          if (c2 < c || (c2 == c && at2 < at)) {
-            c = c2;
-            at = at2;
-          }
-        }
-        best_s = at & 63;
-        best_head = at >= 64 ? head : 0;
-      }
-    }
-    if (tid == 0) {
-      scalars[0] = best_head + (units - best_head) * best_s;
-      scalars[1] = best_s;
-      scalars[2] = units;
-      scalars[3] = batch;
-      scalars[4] = best_head;
     }
     __syncthreads();
   }

@@ -109,10 +109,13 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json (attention_prefill.cu's Tuning): overlap = thin (verify)
-# items take the overlapped page loop of the prefill items instead of the serial one.
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning): base = run 3's kernel
+# (ca12330: late setup, two-round merge with claims, every unit split alike), cap8 = the
+# shipped one rating at most 8 chunks per unit, late = the shipped one without the early setup.
 VARIANTS = {
-    "overlap": "attention_prefill_overlap_sm90a_bf16_q24kv4d256p64",
+    "base": "attention_prefill_base_sm90a_bf16_q24kv4d256p64",
+    "cap8": "attention_prefill_cap8_sm90a_bf16_q24kv4d256p64",
+    "late": "attention_prefill_late_sm90a_bf16_q24kv4d256p64",
 }
 
 
