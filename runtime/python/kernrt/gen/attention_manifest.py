@@ -15,6 +15,7 @@ Does not check: the manifest rules (kernrt-verify / kernrt.verify do) or kernel 
 Python 3 standard library only.
 """
 from . import attention as ao
+from . import files as _files
 from .attention_params import GenError
 
 KV_BYTES_PER_TOKEN_LAYER = ao.SLOT_BYTES  # K and V of 4 heads, bf16
@@ -72,7 +73,6 @@ def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None,
 
 def main(argv=None):
     import argparse
-    import json
     import sys
     ap = argparse.ArgumentParser(description="Write a complete paged-decode manifest "
                                              "(KV as a paged state) for one capacity.")
@@ -92,12 +92,5 @@ def main(argv=None):
     except Exception as e:  # GenError, PinError: a message for the user, exit 2
         print(f"decode_manifest: error: {e}", file=sys.stderr)
         return 2
-    text = json.dumps(m, indent=1) + "\n"
-    if a.output:
-        import os
-        os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
-        with open(a.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    _files.emit(m, a.output)
     return 0

@@ -24,7 +24,6 @@ Does not check: kernel behaviour, the manifest rules (kernrt-verify does), or se
 whose lengths differ from what cu_seqlens says. Python 3 standard library only.
 """
 
-import json
 import os
 import sys
 
@@ -298,11 +297,7 @@ def outputs():
     """Every generated file, path relative to the repository -> text."""
     from .conv_examples import examples
     files = {"manifests/ops/conv.json.in": dump(fragment())}
-    for name, m in examples().items():
-        problems = check(m)
-        if problems:
-            raise GenError(f"example `{name}`: " + "; ".join(f"{p}: {msg}" for p, msg in problems))
-        files[f"examples/conv/{name}.json.in"] = dump(m)
+    files.update(_files.checked_examples(examples(), check, "examples/conv", GenError))
     return files
 
 

@@ -3,7 +3,8 @@
 
 Owns: `dump` (JSON with short values on one line, <= 96 columns, longer ones expanded, and a
 final newline: the style of every generated .json.in file), `field` (a pack field by offset),
-and `main`, which writes a generator's files into a checkout, diffs them against it (exit 1
+`checked_examples` (example manifests through a family's check into files), `emit` (a
+manifest to a file or stdout, for the one-manifest CLIs), and `main`, which writes a generator's files into a checkout, diffs them against it (exit 1
 naming each stale file and the command that rewrites it), or runs its `check` on manifests.
 Does not check: what the files contain (each generator's check and the ctests do).
 """
@@ -35,6 +36,29 @@ def field(fields, at):
         if f["at"] == at:
             return f
     return None
+
+
+def checked_examples(examples, check, folder, error):
+    """{folder/<name>.json.in: text} of every example manifest; `error` (the family's GenError)
+    names the first example whose check finds problems."""
+    files = {}
+    for name, m in examples.items():
+        problems = check(m)
+        if problems:
+            raise error(f"example `{name}`: " + "; ".join(f"{p}: {msg}" for p, msg in problems))
+        files[f"{folder}/{name}.json.in"] = dump(m)
+    return files
+
+
+def emit(m, output=None):
+    """Writes manifest m as indented JSON to `output` (its folder created) or to stdout."""
+    text = json.dumps(m, indent=1) + "\n"
+    if output:
+        os.makedirs(os.path.dirname(os.path.abspath(output)), exist_ok=True)
+        with open(output, "w", encoding="utf-8") as f:
+            f.write(text)
+    else:
+        sys.stdout.write(text)
 
 
 def main(argv, *, prog, description, outputs, check, error, repo, what="the examples"):

@@ -29,6 +29,7 @@ import os
 import sys
 
 from . import attention as ao
+from . import files as _files
 from . import conv as gconv
 from . import conv_params as cvp
 from . import kda_ops
@@ -412,7 +413,6 @@ def desc_of(a):
 
 def main(argv=None):
     import argparse
-    import json
     ap = argparse.ArgumentParser(description="Write the hybrid serving manifest (and, with "
                                              "--weights, its random safetensors weights).")
     desc_args(ap)
@@ -433,13 +433,7 @@ def main(argv=None):
     except Exception as e:  # GenError, PinError, OSError: a message for the user, exit 2
         print(f"hybrid_op.py: error: {e}", file=sys.stderr)
         return 2
-    text = json.dumps(m, indent=1) + "\n"
-    if a.output:
-        os.makedirs(os.path.dirname(os.path.abspath(a.output)), exist_ok=True)
-        with open(a.output, "w", encoding="utf-8") as f:
-            f.write(text)
-    else:
-        sys.stdout.write(text)
+    _files.emit(m, a.output)
     return 0
 
 

@@ -18,7 +18,6 @@ Does not check: kernel behaviour, the manifest rules (kernrt-verify does), cu_se
 contents beyond their domain. Python 3 standard library only.
 """
 
-import json
 import os
 import sys
 
@@ -250,13 +249,7 @@ dump = _files.dump
 
 def outputs():
     """Every generated file, path relative to the repository -> text."""
-    files = {}
-    for name, m in examples().items():
-        problems = check(m)
-        if problems:
-            raise GenError(f"example `{name}`: " + "; ".join(f"{p}: {msg}" for p, msg in problems))
-        files[f"examples/kda/{name}.json.in"] = dump(m)
-    return files
+    return _files.checked_examples(examples(), check, "examples/kda", GenError)
 
 
 def main(argv=None):
