@@ -1,7 +1,7 @@
 // Verifier rules 10-18 (reference/kern-schema.md §2.2): op interfaces, implementations,
-// launch forms, launch limits at the var bounds, arity, wiring, packs and impl
-// completeness; a tensormap field's own rules (17) are in verify_tensormaps.cpp. Used for
-// whole manifests and for merge fragments alike.
+// launch forms (with the NCCL collectives' shape, nccl_extern.hpp), launch limits at the
+// var bounds, arity, wiring, packs and impl completeness; a tensormap field's own rules
+// (17) are in verify_tensormaps.cpp. Used for whole manifests and for merge fragments alike.
 //
 // Deliberately not checked here: anything about calls or buffers (the footprint of a
 // tensormap is recorded for rule 21 in verify_programs.cpp), ABI sizes against the
@@ -11,6 +11,7 @@
 #include <string>
 #include <tuple>
 
+#include "kernrt/manifest/nccl_extern.hpp"
 #include "verify_context.hpp"
 
 namespace kernrt::manifest::rules {
@@ -373,6 +374,18 @@ void check_launch(VerifyContext& c, const std::string& oname, const Op& op, cons
     check_limits(c, l, lp);  // 13
   }
   const std::vector<ParamType>& params = l.params ? *l.params : op.params;
+  // 12b. an extern in the NCCL namespace is one of the v5 collectives, shaped
+  // [send, recv, count, rank] (nccl_extern.hpp); other extern names stay the runtime's call.
+  if (!l.module && is_nccl_entry(l.entry)) {
+    const std::string op_path = ptr("/ops", oname);
+    for (const NcclProblem& p : check_nccl_launch(l.entry, params, l.args ? &*l.args : nullptr)) {
+      std::string at = lp;
+      if (p.field == "params" && !l.params) at = ptr(op_path, "params");
+      else if (!p.field.empty()) at = ptr(lp, p.field);
+      if (p.index >= 0) at = ptr(at, static_cast<uint64_t>(p.index));
+      c.fail(at, p.message);
+    }
+  }
   if (!l.module) {
     for (const ParamType& p : params) {
       if (p.kind == ParamType::Kind::Bytes) {
