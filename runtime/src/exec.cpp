@@ -34,6 +34,8 @@ Runtime::Impl::~Impl() {
   if (stream) api->cuStreamSynchronize(stream);
   graphs.reset();
   blas.reset();
+  comms.clear();
+  nccl.reset();
   for (CUevent ev : {compute_done, foreign_done}) {
     if (ev) api->cuEventDestroy(ev);
   }
@@ -116,6 +118,29 @@ std::optional<Error> Runtime::Impl::enqueue(uint32_t index, CUstream s, bool rel
   for (size_t l = 0; l < prog.plan->launches.size(); ++l) {
     const rt::LaunchPlan& launch = prog.plan->launches[l];
     LaunchArgs& la = prog.args[l];
+    if (launch.nccl) {
+      bool ok = true;
+      for (size_t a = 0; a < launch.args.size(); ++a) ok = ok && launch.args[a].value.eval(dv, &la.scalars[a]);
+      if (!ok) {
+        return Error{ErrorKind::Caller, launch.path, "an argument of call " + launch.call +
+                                                         " does not evaluate at these vars"};
+      }
+      if (relocate) {
+        if (auto e = relocate_launch(launch, la)) return e;
+      }
+      const rt::NcclPlan& n = *launch.nccl;
+      auto comm = comms.find(n.group);
+      if (comm == comms.end() || !nccl) {
+        return Error{ErrorKind::Caller, launch.path, "no communicator for group `" + n.group + "`"};
+      }
+      if (auto e = nccl->collective(*comm->second, n.coll, n.elem, la.scalars[manifest::kNcclSend],
+                                    la.scalars[manifest::kNcclRecv], la.scalars[manifest::kNcclCount],
+                                    s, launch.path)) {
+        e->message += " in call " + launch.call;
+        return e;
+      }
+      continue;
+    }
     if (launch.gemm) {
       bool ok = true;
       for (size_t a = 0; a < launch.args.size(); ++a) ok = ok && launch.args[a].value.eval(dv, &la.scalars[a]);

@@ -172,6 +172,24 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     im->blas->set_workspace(ws, rt::Blas::kWorkspaceBytes);
   }
 
+  // ---- NCCL for the collective built-ins: a one-rank communicator per group --------------
+  // check_supported let through only one-rank groups, so this process is the whole group
+  // and mints the unique id itself; a multi-rank load would exchange it between processes.
+  if (const auto groups = rt::nccl_groups(m); !groups.empty()) {
+    auto nccl = rt::Nccl::open();
+    if (!nccl) return ImplResult::fail(nccl.errors);
+    im->nccl = std::move(*nccl.value);
+    for (const std::string& group : groups) {
+      const std::string path = json_pointer_append("/topology/groups", group);
+      const uint64_t world = m.topology->groups.at(group);
+      auto id = im->nccl->unique_id();
+      if (!id) return ImplResult::fail(id.errors);
+      auto comm = im->nccl->init_rank(world, *id.value, 0, path);
+      if (!comm) return ImplResult::fail(comm.errors);
+      im->comms.emplace(group, std::move(*comm.value));
+    }
+  }
+
   // ---- allocations, zeroed ---------------------------------------------------------------------
   auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out) -> std::optional<Error> {
     CUdeviceptr p = 0;

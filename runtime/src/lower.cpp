@@ -8,6 +8,7 @@
 #include <variant>
 
 #include "kernrt/manifest/expr.hpp"
+#include "kernrt/manifest/nccl_extern.hpp"
 
 namespace kernrt::rt {
 
@@ -29,27 +30,48 @@ std::string view_name(const std::string& name, uint64_t offset) {
 
 }  // namespace
 
+std::optional<uint64_t> single_rank_index(const manifest::Manifest& m, const std::string& group) {
+  if (!m.topology) return std::nullopt;
+  auto it = m.topology->groups.find(group);
+  if (it == m.topology->groups.end() || it->second != 1) return std::nullopt;
+  return 0;
+}
+
 Errors check_supported(const manifest::Manifest& m) {
   Errors errors;
   if (m.topology) {
-    errors.push_back(Error{ErrorKind::Caller, "/topology",
-                           "topology manifests need a rank: single-GPU runtime"});
+    for (const auto& [group, size] : m.topology->groups) {
+      if (size == 1) continue;
+      errors.push_back(Error{ErrorKind::Caller, json_pointer_append("/topology/groups", group),
+          "manifest needs " + std::to_string(size) + " ranks in topology group `" + group +
+          "`, this process runs 1 rank: multi-rank loads (one process per GPU, communicators "
+          "from an exchanged unique id) are not implemented yet"});
+    }
   }
   for (const auto& [name, b] : m.buffers) {
+    const std::string path = json_pointer_append("/buffers", name);
+    if (b.export_.value_or(false)) {
+      errors.push_back(Error{ErrorKind::Caller, path + "/export",
+          "export buffer `" + name + "` needs the virtual-memory API's shareable handles "
+          "(cuMemCreate with a POSIX fd or fabric handle, mapped by the other ranks): not "
+          "implemented yet"});
+    }
     if (b.kind == manifest::BufferKind::peer) {
-      errors.push_back(Error{ErrorKind::Caller, json_pointer_append("/buffers", name),
-                             "peer buffer `" + name + "` needs a topology: single-GPU runtime"});
+      errors.push_back(Error{ErrorKind::Caller, path,
+          "peer buffer `" + name + "` holds the addresses of `" + b.of.value_or("?") +
+          "` on every rank of group `" + b.group.value_or("?") +
+          "`, filled by importing the other ranks' exports: not implemented yet"});
     }
   }
   for (const auto& [op_name, op] : m.ops) {
     for (size_t l = 0; l < op.impl.launches.size(); ++l) {
       const auto& launch = op.impl.launches[l];
-      if (launch.is_extern && !gemm_kind(launch.entry)) {
-        errors.push_back(Error{ErrorKind::Manifest,
-            json_pointer_append(ptr({"ops", op_name, "impl", "launches"}), l) + "/entry",
-            "unsupported extern `" + launch.entry + "`: the built-ins are extern:cublaslt_bf16_tn, "
-            "extern:cublaslt_bf16_tn_acc and extern:cublas_bf16_tn_f32"});
-      }
+      if (!launch.is_extern || gemm_kind(launch.entry) || manifest::nccl_extern(launch.entry)) continue;
+      errors.push_back(Error{ErrorKind::Manifest,
+          json_pointer_append(ptr({"ops", op_name, "impl", "launches"}), l) + "/entry",
+          "unsupported extern `" + launch.entry + "`: the built-ins are extern:cublaslt_bf16_tn, "
+          "extern:cublaslt_bf16_tn_acc, extern:cublas_bf16_tn_f32 and " +
+          manifest::nccl_extern_names()});
     }
   }
   return errors;
@@ -58,10 +80,26 @@ Errors check_supported(const manifest::Manifest& m) {
 bool uses_gemm(const manifest::Manifest& m) {
   for (const auto& [name, op] : m.ops) {
     for (const auto& launch : op.impl.launches) {
-      if (launch.is_extern) return true;
+      if (launch.is_extern && gemm_kind(launch.entry)) return true;
     }
   }
   return false;
+}
+
+std::set<std::string> nccl_groups(const manifest::Manifest& m) {
+  std::set<std::string> groups;
+  for (const auto& [name, op] : m.ops) {
+    for (const auto& launch : op.impl.launches) {
+      if (!launch.is_extern || !manifest::nccl_extern(launch.entry) || !launch.args ||
+          launch.args->size() != manifest::kNcclArity) {
+        continue;
+      }
+      if (auto* r = std::get_if<manifest::RankRef>(&(*launch.args)[manifest::kNcclRank])) {
+        groups.insert(r->group);
+      }
+    }
+  }
+  return groups;
 }
 
 namespace {
@@ -76,6 +114,15 @@ struct Lowerer {
 
   void fail(ErrorKind kind, const std::string& path, const std::string& message) {
     errors.push_back(Error{kind, path, message});
+  }
+
+  // This process's index in `group`: 0 of a one-rank group (check_supported refused the
+  // larger ones; this keeps lowering safe on its own).
+  std::optional<uint64_t> rank_of(const std::string& group, const std::string& path) {
+    if (auto r = single_rank_index(m, group)) return r;
+    fail(ErrorKind::Caller, path, "rank arg `" + group + "`: this process runs 1 rank and the "
+                                  "group is not a one-rank topology group");
+    return std::nullopt;
   }
 
   std::optional<Value> compile(const manifest::Expr& e, const std::string& path) {
@@ -126,8 +173,7 @@ struct Lowerer {
           } else if constexpr (std::is_same_v<T, manifest::Expr>) {
             if (auto v = compile(a, path)) slot = Slot{false, {}, std::move(*v), "expr"};
           } else if constexpr (std::is_same_v<T, manifest::RankRef>) {
-            fail(ErrorKind::Caller, path,
-                 "rank arg `" + a.group + "` needs a topology: single-GPU runtime");
+            if (auto r = rank_of(a.group, path)) slot = Slot{false, {}, Value::fixed(*r), "rank"};
           } else {
             slot = Slot{false, {}, Value::fixed(literal_bits(a)), "literal"};
           }
@@ -145,7 +191,9 @@ struct Lowerer {
     // Without `args`, the launch forwards the interface params in order.
     const size_t n_args = launch.args ? launch.args->size() : params.size();
     const auto gemm = launch.is_extern ? gemm_kind(launch.entry) : std::nullopt;
-    if (n_args != params.size() || (!launch.module && !gemm)) {
+    const auto nccl = launch.is_extern ? manifest::nccl_extern(launch.entry) : std::nullopt;
+    std::string nccl_group;
+    if (n_args != params.size() || (!launch.module && !gemm && !nccl)) {
       fail(ErrorKind::Manifest, path, "launch has " + std::to_string(params.size()) +
                                           " params but " + std::to_string(n_args) + " args");
       return;
@@ -217,9 +265,10 @@ struct Lowerer {
               ap.value = Value::fixed(it->second.address);
               pointer_bytes[a] = it->second.bytes;
             } else if constexpr (std::is_same_v<T, manifest::RankRef>) {
-              fail(ErrorKind::Caller, arg_path,
-                   "rank arg `" + src.group + "` needs a topology: single-GPU runtime");
-              ok = false;
+              auto r = rank_of(src.group, arg_path);
+              if (!r) { ok = false; return; }
+              ap.value = Value::fixed(*r);
+              if (nccl) nccl_group = src.group;
             } else if constexpr (std::is_same_v<T, manifest::Pack>) {
               PackContext ctx;
               ctx.interface = &iface;
@@ -227,6 +276,7 @@ struct Lowerer {
               ctx.scratch = &scratch;
               ctx.vars = &out.vars;
               ctx.encoder = &encoder;
+              ctx.manifest = &m;
               ctx.path = arg_path + "/pack";
               ctx.call = call_path;
               auto pp = build_pack_plan(src, ctx);
@@ -246,6 +296,16 @@ struct Lowerer {
       plan.args.push_back(std::move(ap));
     }
     if (!ok) return;
+    if (nccl) {
+      if (auto np = check_nccl(*nccl, nccl_group, plan, pointer_bytes, path)) {
+        plan.nccl = std::move(*np);
+        for (const auto& a : plan.args) {
+          if (a.value.dynamic) a.value.expr.mark_reads(&program->reads);
+        }
+        program->launches.push_back(std::move(plan));
+      }
+      return;
+    }
     if (gemm) {
       GemmArgs g{params, pointer_bytes, {}};
       for (const auto& a : plan.args) {
@@ -293,6 +353,41 @@ struct Lowerer {
     }
     for (const auto& p : plan.packs) p.mark_reads(&program->reads);
     program->launches.push_back(std::move(plan));
+  }
+
+  // An NCCL launch's bounds at the var maxima (expressions are monotone): send and recv
+  // hold the elements the collective moves for a group of `world` ranks.
+  std::optional<NcclPlan> check_nccl(const manifest::NcclExtern& x, const std::string& group,
+                                     const LaunchPlan& plan, const std::vector<uint64_t>& bytes,
+                                     const std::string& path) {
+    if (group.empty() || plan.args.size() != manifest::kNcclArity) {
+      fail(ErrorKind::Manifest, path, "an NCCL collective takes [send, recv, count, {\"rank\": g}]");
+      return std::nullopt;
+    }
+    const uint64_t world = m.topology->groups.at(group);
+    uint64_t count = 0, send = 0, recv = 0;
+    if (!plan.args[manifest::kNcclCount].value.eval(out.vars.max.data(), &count) ||
+        !manifest::nccl_elems(x.coll, count, world, &send, &recv) ||
+        __builtin_mul_overflow(send, manifest::dtype_size(x.elem), &send) ||
+        __builtin_mul_overflow(recv, manifest::dtype_size(x.elem), &recv)) {
+      fail(ErrorKind::Manifest, json_pointer_append(path + "/args", manifest::kNcclCount),
+           "the element count does not evaluate at the vars' maxima");
+      return std::nullopt;
+    }
+    bool ok = true;
+    const char* names[2] = {"send", "receive"};
+    const uint64_t need[2] = {send, recv};
+    for (uint32_t a = 0; a < 2; ++a) {
+      if (bytes[a] >= need[a]) continue;
+      fail(ErrorKind::Manifest, json_pointer_append(path + "/args", a),
+           std::string("the ") + names[a] + " buffer has " + std::to_string(bytes[a]) +
+               " bytes left but `" + manifest::collective_name(x.coll) + "` of " +
+               std::to_string(count) + " elements per rank over " + std::to_string(world) +
+               " rank(s) needs " + std::to_string(need[a]) + " (vars at their maxima)");
+      ok = false;
+    }
+    if (!ok) return std::nullopt;
+    return NcclPlan{x.coll, x.elem, group};
   }
 
   void lower_program(const std::string& name, const manifest::Program& p) {

@@ -5,7 +5,8 @@
 // launch becomes a LaunchPlan (function key, block, compiled grid and shared_mem,
 // per-param args, pack plans with tensormaps encoded through the injected encoder), and
 // every program records which dense vars it reads. Also the load-time refusals that
-// have nothing to do with the driver: topology, externs, peer buffers, rank args.
+// have nothing to do with the driver: topology, exports, externs, peer buffers; rank args
+// of one-rank groups become the constant 0 and NCCL launches get their bounds checked.
 // Pure: no driver call (the encoder is an interface). Does not re-check verifier rules
 // beyond what keeps memory safe (arg counts, offsets inside their allocation).
 #pragma once
@@ -14,10 +15,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "kernrt/manifest/error.hpp"
+#include "kernrt/manifest/nccl_extern.hpp"
 #include "kernrt/manifest/types.hpp"
 #include "gemm.hpp"
 #include "pack.hpp"
@@ -50,6 +53,14 @@ struct LaunchArgPlan {
   uint64_t offset = 0;
 };
 
+// A collective built-in: which one, its element type and the group whose communicator
+// runs it (the launch's rank arg).
+struct NcclPlan {
+  manifest::Collective coll = manifest::Collective::AllReduce;
+  manifest::DType elem = manifest::DType::f32;
+  std::string group;
+};
+
 struct LaunchPlan {
   std::string path;  // /ops/<op>/impl/launches/<l>
   std::string call;  // /programs/<p>/calls/<c>
@@ -62,6 +73,7 @@ struct LaunchPlan {
   std::vector<LaunchArgPlan> args;
   std::vector<PackPlan> packs;
   std::optional<GemmKind> gemm;  // an `extern:` GEMM built-in: no function, no geometry
+  std::optional<NcclPlan> nccl;  // an `extern:nccl_*` collective: args [send, recv, count, rank]
 };
 
 struct ProgramPlan {
@@ -82,12 +94,22 @@ struct LoweredManifest {
   std::map<std::string, ProgramPlan> programs;
 };
 
-// What a single-GPU v4 runtime refuses before touching anything: a topology, externs
-// other than the GEMM built-ins ("unsupported extern `x`"), peer buffers, rank args.
+// What this one-process, one-rank runtime refuses before touching anything, each at its
+// pointer and saying what is missing: a topology group of more than one rank
+// (/topology/groups/g), `export` buffers (/buffers/b/export: no shareable VMM handles
+// yet), peer buffers, externs other than the GEMM and NCCL built-ins ("unsupported
+// extern `x`"). A topology whose groups all have one rank passes: its rank args are 0 and
+// its collectives run on a one-rank communicator.
 Errors check_supported(const manifest::Manifest& m);
+
+// 0 when `group` is a one-rank topology group of `m`, else nullopt.
+std::optional<uint64_t> single_rank_index(const manifest::Manifest& m, const std::string& group);
 
 // Whether any launch of the manifest is a GEMM built-in (the runtime then opens cuBLASLt).
 bool uses_gemm(const manifest::Manifest& m);
+
+// The groups the manifest's NCCL launches name (each needs a communicator before a run).
+std::set<std::string> nccl_groups(const manifest::Manifest& m);
 
 // Every problem found, each at its JSON pointer.
 Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& allocations,

@@ -1,6 +1,8 @@
 // Pack plans and images (see pack.hpp).
 #include "pack.hpp"
 
+#include "lower.hpp"
+
 #include <cstring>
 #include <type_traits>
 #include <variant>
@@ -139,8 +141,18 @@ Result<PackPlan> build_pack_plan(const manifest::Pack& pack, const PackContext& 
             fv.value = Value::of(std::move(*c));
             fv.natural_width = 4;
           } else if constexpr (std::is_same_v<T, manifest::RankRef>) {
-            fail("rank field `" + src.group + "` needs a topology: single-GPU runtime");
-            ok = false;
+            // This one-rank runtime is rank 0 of a one-rank group; larger groups were
+            // refused at load (check_supported), a bare pack context has no manifest.
+            std::optional<uint64_t> r;
+            if (ctx.manifest) r = single_rank_index(*ctx.manifest, src.group);
+            if (!r) {
+              fail("rank field `" + src.group + "`: this process runs 1 rank and the group is "
+                   "not a one-rank topology group");
+              ok = false;
+              return;
+            }
+            fv.value = Value::fixed(*r);
+            fv.natural_width = 4;  // kern-schema §1.12: a rank field is 4 bytes
           }
         },
         f.source);

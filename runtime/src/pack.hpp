@@ -46,6 +46,7 @@ struct PackContext {
   const std::map<std::string, Region>* scratch = nullptr;  // the op's scratch
   const VarTable* vars = nullptr;
   TensorMapEncoder* encoder = nullptr;
+  const manifest::Manifest* manifest = nullptr;  // for rank fields (one-rank groups only)
   std::string path;  // pointer to the pack object, e.g. /ops/o/impl/launches/0/args/0/pack
   std::string call;  // the call, e.g. /programs/decode/calls/0, for messages
 };

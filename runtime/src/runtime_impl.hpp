@@ -20,6 +20,7 @@
 #include "kernrt/runtime.hpp"
 #include "lower.hpp"
 #include "memory.hpp"
+#include "nccl.hpp"
 
 namespace kernrt {
 
@@ -59,6 +60,11 @@ struct Runtime::Impl {
   std::vector<uint64_t> dense;              // dense vars of the current run
   std::unique_ptr<rt::GraphCache> graphs;
   std::unique_ptr<rt::Blas> blas;  // opened when the manifest uses a GEMM built-in
+  // Opened when the manifest uses a collective; one communicator per group its NCCL
+  // launches name (each a one-rank group: larger ones are refused at load). The comms
+  // are destroyed before `nccl`, both before the context is released.
+  std::unique_ptr<rt::Nccl> nccl;
+  std::map<std::string, std::unique_ptr<rt::Nccl::Comm>> comms;
 
   // Ordering with a caller's stream: work enqueued on `stream` (host copies, runs) since
   // it was last handed to `handed_to` makes a foreign stream wait on `compute_done`; work

@@ -68,7 +68,9 @@ TEST_F(Refusal, TopologyManifest) {
   ASSERT_FALSE(r);
   bool found = false;
   for (const auto& e : r.errors) {
-    if (e.path == "/topology" && e.message.find("topology manifests need a rank") != std::string::npos) {
+    if (e.path == "/topology/groups/tp" &&
+        e.message.find("manifest needs 2 ranks in topology group `tp`, this process runs 1 rank") !=
+            std::string::npos) {
       found = true;
     }
   }

@@ -74,8 +74,10 @@ class Runtime {
   // Opens the driver, resolves modules by hash, allocates everything at var maxima,
   // encodes tensormaps, lowers every program and binds weights, then runs every `once`
   // program one time, eagerly, with each var at its max (its failure fails the load).
-  // Refuses a manifest with a topology ("topology manifests need a rank: single-GPU
-  // runtime") and extern launches.
+  // One process is one rank: a topology group of more than one rank, `export` and peer
+  // buffers, and externs other than the GEMM and NCCL built-ins are refused, each at its
+  // JSON pointer with what is missing. The NCCL collectives of one-rank groups run on a
+  // one-rank communicator (libnccl.so.2 opened at load; NCCL_NVLS_ENABLE=0 unless set).
   static Result<std::unique_ptr<Runtime>> load(const manifest::Verified& verified,
                                                const LoadOptions& options);
   ~Runtime();
