@@ -30,8 +30,9 @@
 namespace kernrt::rt {
 
 struct NcclUniqueId {
-  char internal[128];
+  char internal[128];  // NCCL_UNIQUE_ID_BYTES
 };
+static_assert(sizeof(NcclUniqueId) == 128, "ncclUniqueId is passed by value: 128 bytes");
 
 class Nccl {
  public:

@@ -127,5 +127,18 @@ TEST(LoadNccl, AMultiRankGroupIsRefusedBeforeAnyDriverCall) {
       << low.errors[0].message;
 }
 
+TEST(LoadNccl, AOneRankTopologyWithCollectivesPassesEveryRefusal) {
+  std::string why;
+  if (device_available(&why)) GTEST_SKIP() << "a device is present: GpuNccl loads it";
+  auto v = manifest::verify_json(testing::kNcclManifest);
+  ASSERT_TRUE(v) << testing::all_messages(v.errors);
+  auto r = Runtime::load(*v.value, LoadOptions{});
+  ASSERT_FALSE(r);
+  // Past the one-rank checks, what stops it here is only the missing driver.
+  ASSERT_EQ(r.errors.size(), 1u) << testing::all_messages(r.errors);
+  EXPECT_EQ(r.errors[0].kind, ErrorKind::Driver);
+  EXPECT_NE(r.errors[0].message.find("no CUDA driver/device"), std::string::npos) << r.errors[0].message;
+}
+
 }  // namespace
 }  // namespace kernrt
