@@ -20,7 +20,9 @@
 # kernrt_pin_manifest(<template.json> <output.json> CUBINS <name.sm90a> ... [FILES <path> ...])
 #   At build time, replaces every `@SHA256:<name.smXX>@` in the template with the SHA-256 of
 #   that cubin (and every `@SHA256:<file name>@` with that of each FILES path), so a pinned
-#   hash always matches the bytes next to it.
+#   hash always matches the bytes next to it. Target pin_<output as a C identifier>; it
+#   depends on each named cubin's target (cubin_<name>), so a pin in any directory runs after
+#   the kernel folder that builds the cubin.
 #
 # The nvcc flags are part of a kernel's identity (its bytes, hence its pinned hash), so they
 # are spelled here once for every build; CMakePresets.json picks generators and options.
@@ -113,4 +115,8 @@ function(kernrt_pin_manifest template output)
     VERBATIM)
   string(MAKE_C_IDENTIFIER ${output} tgt)
   add_custom_target(pin_${tgt} ALL DEPENDS ${output})
+  foreach(c IN LISTS A_CUBINS)
+    string(REGEX REPLACE "\\.sm[0-9a-z]+$" "" stem ${c})
+    add_dependencies(pin_${tgt} cubin_${stem})
+  endforeach()
 endfunction()
