@@ -143,37 +143,6 @@ def phase_checks(args):
 
 # ---- phase: bench ---------------------------------------------------------------------------
 
-def time_cold(fn, flush, iters, sleep_cycles=60_000_000):
-    """Per-call GPU microseconds of `fn` (one graph replay enqueued on the current stream),
-    L2 flushed before each call outside the events (a 128 MB memset: every case then reads
-    its K/V from HBM, as a serving step would), the queue pre-filled behind a GPU sleep so
-    host launch cost never counts (bench.time_calls' method)."""
-    import torch
-    fn()
-    torch.cuda.synchronize()
-    ev = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-          for _ in range(iters)]
-    torch.cuda._sleep(sleep_cycles)
-    for s, e in ev:
-        flush.zero_()
-        s.record()
-        fn()
-        e.record()
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) * 1000.0 for s, e in ev]
-
-
-def interleaved_cold(contenders, flush, iters, rounds=2):
-    """{name: median us}, contenders timed in turn, the order reversed every other round."""
-    import statistics
-    samples = {k: [] for k in contenders}
-    order = list(contenders)
-    for r in range(rounds):
-        for k in (order if r % 2 == 0 else order[::-1]):
-            samples[k] += time_cold(contenders[k], flush, iters)
-    return {k: statistics.median(v) for k, v in samples.items()}
-
-
 def phase_bench(args):
     import torch
     import bench
@@ -244,9 +213,12 @@ def phase_bench(args):
             except Exception as e:  # noqa: BLE001 - a peer failing is a result, not a crash
                 notes[name] = f"peer failed: {type(e).__name__}: {str(e)[:200]}"
             torch.cuda.synchronize()
-        est = statistics_median(time_cold(contenders["ours"], flush, 3))
+        # L2 flushed before each call outside the events (a 128 MB memset: every case then
+        # reads its K/V from HBM, as a serving step would)
+        cold = dict(warmup=1, before=flush.zero_)
+        est = statistics_median(bench.time_calls(contenders["ours"], 3, **cold))
         iters = max(5, min(40, int(1.0e6 / max(est, 1.0) / len(contenders) / 2)))
-        times = interleaved_cold(contenders, flush, iters)
+        times = bench.interleaved(contenders, iters, 2, **cold)
         ours = times.pop("ours")
         peers = times
         flop_us, byte_us = case.flops() / rate_f * 1e6, case.bytes() / rate_b * 1e6

@@ -82,10 +82,11 @@ def errors(out, ref):
     return finite, rel, diff.abs().max().item()
 
 
-def time_calls(fn, iters=100, warmup=3, sleep_cycles=60_000_000):
+def time_calls(fn, iters=100, warmup=3, sleep_cycles=60_000_000, before=None):
     """Per-call GPU microseconds of `fn` (which enqueues work on the current stream): CUDA
     events around each call, the queue pre-filled behind a GPU sleep (~30 ms) so host cost
-    never shows. Returns the list of samples."""
+    never shows. `before` (e.g. an L2 flush) is enqueued ahead of each call, outside the
+    events. Returns the list of samples."""
     for _ in range(warmup):
         fn()
     torch.cuda.synchronize()
@@ -93,6 +94,8 @@ def time_calls(fn, iters=100, warmup=3, sleep_cycles=60_000_000):
           for _ in range(iters)]
     torch.cuda._sleep(sleep_cycles)
     for s, e in ev:
+        if before is not None:
+            before()
         s.record()
         fn()
         e.record()
@@ -100,14 +103,15 @@ def time_calls(fn, iters=100, warmup=3, sleep_cycles=60_000_000):
     return [s.elapsed_time(e) * 1000.0 for s, e in ev]
 
 
-def interleaved(contenders, iters, rounds):
+def interleaved(contenders, iters, rounds, **timing):
     """{name: median us} timing each contender `iters` times per round, the order reversed
-    every other round (so drift and clocks hit everyone alike)."""
+    every other round (so drift and clocks hit everyone alike); `timing` goes to time_calls
+    (warmup, before)."""
     samples = {k: [] for k in contenders}
     order = list(contenders)
     for r in range(rounds):
         for k in (order if r % 2 == 0 else order[::-1]):
-            samples[k] += time_calls(contenders[k], iters)
+            samples[k] += time_calls(contenders[k], iters, **timing)
     return {k: statistics.median(v) for k, v in samples.items()}
 
 
