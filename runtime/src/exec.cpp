@@ -112,6 +112,19 @@ std::optional<Error> Runtime::Impl::relocate_launch(const rt::LaunchPlan& launch
   return std::nullopt;
 }
 
+// A built-in's (GEMM, NCCL) arguments: evaluated at the dense vars into la.scalars (up to the
+// first that does not evaluate), then, for a bound call, the caller's addresses put in.
+std::optional<Error> Runtime::Impl::builtin_args(const rt::LaunchPlan& launch, LaunchArgs& la,
+                                                 const uint64_t* dv, bool relocate) {
+  for (size_t a = 0; a < launch.args.size(); ++a) {
+    if (!launch.args[a].value.eval(dv, &la.scalars[a])) {
+      return Error{ErrorKind::Caller, launch.path, "an argument of call " + launch.call +
+                                                       " does not evaluate at these vars"};
+    }
+  }
+  return relocate ? relocate_launch(launch, la) : std::nullopt;
+}
+
 std::optional<Error> Runtime::Impl::enqueue(uint32_t index, CUstream s, bool relocate) {
   Program& prog = programs[index];
   const uint64_t* dv = dense.data();
@@ -119,15 +132,7 @@ std::optional<Error> Runtime::Impl::enqueue(uint32_t index, CUstream s, bool rel
     const rt::LaunchPlan& launch = prog.plan->launches[l];
     LaunchArgs& la = prog.args[l];
     if (launch.nccl) {
-      bool ok = true;
-      for (size_t a = 0; a < launch.args.size(); ++a) ok = ok && launch.args[a].value.eval(dv, &la.scalars[a]);
-      if (!ok) {
-        return Error{ErrorKind::Caller, launch.path, "an argument of call " + launch.call +
-                                                         " does not evaluate at these vars"};
-      }
-      if (relocate) {
-        if (auto e = relocate_launch(launch, la)) return e;
-      }
+      if (auto e = builtin_args(launch, la, dv, relocate)) return e;
       const rt::NcclPlan& n = *launch.nccl;
       auto comm = comms.find(n.group);
       if (comm == comms.end() || !nccl) {
@@ -142,15 +147,7 @@ std::optional<Error> Runtime::Impl::enqueue(uint32_t index, CUstream s, bool rel
       continue;
     }
     if (launch.gemm) {
-      bool ok = true;
-      for (size_t a = 0; a < launch.args.size(); ++a) ok = ok && launch.args[a].value.eval(dv, &la.scalars[a]);
-      if (!ok) {
-        return Error{ErrorKind::Caller, launch.path, "an argument of call " + launch.call +
-                                                         " does not evaluate at these vars"};
-      }
-      if (relocate) {
-        if (auto e = relocate_launch(launch, la)) return e;
-      }
+      if (auto e = builtin_args(launch, la, dv, relocate)) return e;
       const rt::GemmShape shape = rt::gemm_shape(la.scalars.data(), launch.args.size());
       if (auto e = blas->gemm(*launch.gemm, shape, la.scalars[rt::kGemmA], la.scalars[rt::kGemmW],
                               la.scalars[rt::kGemmC], s, launch.path)) {

@@ -103,6 +103,9 @@ struct Runtime::Impl {
   std::optional<Error> enqueue_graph(uint32_t index, CUstream s);
   // Rewrites the buffer addresses of one launch's parameters for the bound buffers.
   std::optional<Error> relocate_launch(const rt::LaunchPlan& launch, LaunchArgs& la);
+  // GEMM and NCCL launches: their arguments evaluated (and relocated for a bound call).
+  std::optional<Error> builtin_args(const rt::LaunchPlan& launch, LaunchArgs& la,
+                                    const uint64_t* dv, bool relocate);
   // Orders foreign stream `s` after pending work (or refuses what capture cannot hold),
   // runs `launch_on(s)`, then guards its work with `foreign_done`. `s` == `stream` runs
   // directly. Defined below: exec.cpp and runtime.cpp use it.
