@@ -3,7 +3,8 @@
 
 Owns: `dump` (JSON with short values on one line, <= 96 columns, longer ones expanded, and a
 final newline: the style of every generated .json.in file), `field` (a pack field by offset),
-`checked_examples` (example manifests through a family's check into files), `emit` (a
+`calls` and `extent` (the walk over a complete manifest's calls that the families' checks
+share), `checked_examples` (example manifests through a family's check into files), `emit` (a
 manifest to a file or stdout, for the one-manifest CLIs), and `main`, which writes a generator's files into a checkout, diffs them against it (exit 1
 naming each stale file and the command that rewrites it), or runs its `check` on manifests.
 Does not check: what the files contain (each generator's check and the ctests do).
@@ -36,6 +37,20 @@ def field(fields, at):
         if f["at"] == at:
             return f
     return None
+
+
+def calls(m):
+    """(pointer of the call's args, call, its op or {}) for every call of every program of a
+    complete manifest, programs in name order."""
+    ops = m.get("ops", {})
+    for pname, prog in sorted(m.get("programs", {}).items()):
+        for ci, call in enumerate(prog.get("calls", [])):
+            yield f"/programs/{pname}/calls/{ci}/args", call, ops.get(call.get("op")) or {}
+
+
+def extent(m, e):
+    """A shape extent: a var's max when it names one, else the number itself."""
+    return m.get("vars", {})[e]["max"] if isinstance(e, str) else e
 
 
 def checked_examples(examples, check, folder, error):

@@ -184,55 +184,48 @@ def check(m):
     smaller than the layer's region (state + record) at the call's offset, offsets not
     16-byte aligned, head buffers whose shapes differ from the op's."""
     out = []
-    bufs, states, vars_ = m.get("buffers", {}), m.get("states", {}), m.get("vars", {})
-
-    def extent(e):
-        return vars_[e]["max"] if isinstance(e, str) else e
-
-    for pname, prog in sorted(m.get("programs", {}).items()):
-        for ci, call in enumerate(prog.get("calls", [])):
-            op = m.get("ops", {}).get(call.get("op"), {})
-            launches = op.get("impl", {}).get("launches", [])
-            if len(launches) != 1 or launches[0].get("module") != "kda_step":
+    bufs, states = m.get("buffers", {}), m.get("states", {})
+    for here, call, op in _files.calls(m):
+        launches = op.get("impl", {}).get("launches", [])
+        if len(launches) != 1 or launches[0].get("module") != "kda_step":
+            continue
+        fields = launches[0]["args"][0]["pack"]["fields"]
+        args = call.get("args", [])
+        H, HV, V = (_field(fields, a)["i32"] for a in (184, 188, 192))
+        steps = _field(fields, 200)["i32"]
+        rec = _field(fields, 176)["i64"]
+        kda = launches[0]["entry"].startswith("kda_")
+        verify = "_verify_" in launches[0]["entry"] or "_commit_" in launches[0]["entry"]
+        for i, a in enumerate(args):
+            if a.get("offset", 0) % 16:
+                out.append((f"{here}/{i}", f"offset {a['offset']} is not 16-byte aligned"))
+        st = _field(fields, 64)
+        si = st["param"] if st and "param" in st else None
+        if si is not None and si < len(args) and "state" in args[si]:
+            name = args[si]["state"]
+            per = states.get(name, {}).get("bytes_per_seq", 0)
+            need = args[si].get("offset", 0) + HV * V * K * 4
+            if verify:
+                need = args[si].get("offset", 0) + rec + _record_bytes(kda, H, HV, V)
+            if need > per:
+                out.append((f"{here}/{si}", f"state `{name}` has {per} bytes per sequence, "
+                            f"the layer needs {need} (offset + state {HV * V * K * 4} B"
+                            f"{' + verify record' if verify else ''})"))
+        lead = ([] if steps == 1 else [steps])
+        want = {0: [H, K], 8: [H, K], 16: [HV, V], 24: [HV, K] if kda else [HV], 32: [HV],
+                56: [HV, V]}
+        for at, tail in want.items():
+            f = _field(fields, at)
+            if not f or "param" not in f or f["param"] >= len(args) or "buf" not in args[f["param"]]:
                 continue
-            fields = launches[0]["args"][0]["pack"]["fields"]
-            here = f"/programs/{pname}/calls/{ci}/args"
-            args = call.get("args", [])
-            H, HV, V = (_field(fields, a)["i32"] for a in (184, 188, 192))
-            steps = _field(fields, 200)["i32"]
-            rec = _field(fields, 176)["i64"]
-            kda = launches[0]["entry"].startswith("kda_")
-            verify = "_verify_" in launches[0]["entry"] or "_commit_" in launches[0]["entry"]
-            for i, a in enumerate(args):
-                if a.get("offset", 0) % 16:
-                    out.append((f"{here}/{i}", f"offset {a['offset']} is not 16-byte aligned"))
-            st = _field(fields, 64)
-            si = st["param"] if st and "param" in st else None
-            if si is not None and si < len(args) and "state" in args[si]:
-                name = args[si]["state"]
-                per = states.get(name, {}).get("bytes_per_seq", 0)
-                need = args[si].get("offset", 0) + HV * V * K * 4
-                if verify:
-                    need = args[si].get("offset", 0) + rec + _record_bytes(kda, H, HV, V)
-                if need > per:
-                    out.append((f"{here}/{si}", f"state `{name}` has {per} bytes per sequence, "
-                                f"the layer needs {need} (offset + state {HV * V * K * 4} B"
-                                f"{' + verify record' if verify else ''})"))
-            lead = ([] if steps == 1 else [steps])
-            want = {0: [H, K], 8: [H, K], 16: [HV, V], 24: [HV, K] if kda else [HV], 32: [HV],
-                    56: [HV, V]}
-            for at, tail in want.items():
-                f = _field(fields, at)
-                if not f or "param" not in f or f["param"] >= len(args) or "buf" not in args[f["param"]]:
-                    continue
-                b = bufs.get(args[f["param"]]["buf"])
-                if b is None:
-                    continue
-                shape = [extent(e) for e in b["shape"]]
-                if shape[-len(tail):] != tail or (lead and shape[-len(tail) - 1] != steps):
-                    out.append((f"{here}/{f['param']}", f"`{args[f['param']]['buf']}` has shape "
-                                f"{shape}, the op reads [seqs{', ' + str(steps) if lead else ''}, "
-                                f"{', '.join(map(str, tail))}]"))
+            b = bufs.get(args[f["param"]]["buf"])
+            if b is None:
+                continue
+            shape = [_files.extent(m, e) for e in b["shape"]]
+            if shape[-len(tail):] != tail or (lead and shape[-len(tail) - 1] != steps):
+                out.append((f"{here}/{f['param']}", f"`{args[f['param']]['buf']}` has shape "
+                            f"{shape}, the op reads [seqs{', ' + str(steps) if lead else ''}, "
+                            f"{', '.join(map(str, tail))}]"))
     return out
 
 
