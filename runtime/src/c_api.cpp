@@ -143,8 +143,8 @@ kernrt_status on_handle(kernrt_runtime* rt, const char* entry, std::initializer_
 kernrt::LoadOptions to_options(const kernrt_load_options* o) {
   kernrt::LoadOptions opts;
   if (o == nullptr) return opts;
-  // A caller compiled against an older header passes a smaller struct_size; every field
-  // this header knows existed from the first version, so all are read.
+  // A caller compiled against an older header passes a smaller struct_size: the fields
+  // from the first version are always read, the rank fields only when the struct has them.
   for (size_t i = 0; i < o->n_cubin_dirs; ++i) {
     if (o->cubin_dirs && o->cubin_dirs[i]) opts.cubin_dirs.emplace_back(o->cubin_dirs[i]);
   }
@@ -156,6 +156,13 @@ kernrt::LoadOptions to_options(const kernrt_load_options* o) {
     if (o->weight_files && o->weight_files[i]) opts.weight_files.emplace_back(o->weight_files[i]);
   }
   if (o->graph_cache_capacity) opts.graph_cache_capacity = o->graph_cache_capacity;
+  if (o->struct_size == 0 || o->struct_size >= offsetof(kernrt_load_options, rendezvous_timeout_s) + sizeof(double)) {
+    for (size_t i = 0; i < o->n_ranks; ++i) {
+      if (o->rank_groups && o->rank_groups[i] && o->rank_indices) opts.ranks[o->rank_groups[i]] = o->rank_indices[i];
+    }
+    if (o->rendezvous) opts.rendezvous = o->rendezvous;
+    if (o->rendezvous_timeout_s > 0) opts.rendezvous_timeout_s = o->rendezvous_timeout_s;
+  }
   return opts;
 }
 

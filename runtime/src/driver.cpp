@@ -73,6 +73,16 @@ Result<DriverApi> open_driver(const char* library) {
   need("cuMemGetAddressRange", &api.cuMemGetAddressRange);
   need("cuMemsetD8Async", &api.cuMemsetD8Async);
   need("cuMemGetInfo", &api.cuMemGetInfo);
+  need("cuMemCreate", &api.cuMemCreate);
+  need("cuMemRelease", &api.cuMemRelease);
+  need("cuMemAddressReserve", &api.cuMemAddressReserve);
+  need("cuMemAddressFree", &api.cuMemAddressFree);
+  need("cuMemMap", &api.cuMemMap);
+  need("cuMemUnmap", &api.cuMemUnmap);
+  need("cuMemSetAccess", &api.cuMemSetAccess);
+  need("cuMemGetAllocationGranularity", &api.cuMemGetAllocationGranularity);
+  need("cuMemExportToShareableHandle", &api.cuMemExportToShareableHandle);
+  need("cuMemImportFromShareableHandle", &api.cuMemImportFromShareableHandle);
   need("cuModuleLoadData", &api.cuModuleLoadData);
   need("cuModuleUnload", &api.cuModuleUnload);
   need("cuModuleGetFunction", &api.cuModuleGetFunction);

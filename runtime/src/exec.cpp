@@ -42,6 +42,7 @@ Runtime::Impl::~Impl() {
   for (CUmodule m : loaded) api->cuModuleUnload(m);
   for (auto& [name, host] : staging) api->cuMemFreeHost(host);
   for (CUdeviceptr p : device_allocations) api->cuMemFree(p);
+  for (auto& a : vmm) rt::vmm_release(*api, &a);
   if (stream) api->cuStreamDestroy(stream);
   if (ctx_retained) api->cuDevicePrimaryCtxRelease(device);
 }

@@ -15,6 +15,7 @@
 #include "kernrt/manifest/registry.hpp"
 #include "fatbin.hpp"
 #include "module_store.hpp"
+#include "peers.hpp"
 #include "runtime_impl.hpp"
 #include "safetensors.hpp"
 #include "tensormap.hpp"
@@ -82,7 +83,10 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   const manifest::Manifest& m = verified.manifest();
 
   // ---- checks that need no GPU -------------------------------------------------------
-  Errors errors = rt::check_supported(m);
+  Errors errors;
+  auto ranks = rt::resolve_ranks(m, options.ranks, options.rendezvous);
+  if (!ranks) errors = ranks.errors;
+  for (auto& e : rt::check_supported(m)) errors.push_back(std::move(e));
   auto plan = rt::plan_memory(m, options.token_capacity, options.seq_slots);
   if (!plan) errors.insert(errors.end(), plan.errors.begin(), plan.errors.end());
   std::map<std::string, rt::WeightSource> weights;
@@ -121,6 +125,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   im->manifest = m;
   im->plan = std::move(*plan.value);
   im->module_files = std::move(module_files);
+  im->ranks = std::move(*ranks.value);
   const auto& d = *im->api;
   auto fail = [](Error e) { return ImplResult::fail(std::move(e)); };
   int count = 0;
@@ -172,9 +177,17 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     im->blas->set_workspace(ws, rt::Blas::kWorkspaceBytes);
   }
 
-  // ---- NCCL for the collective built-ins: a one-rank communicator per group --------------
-  // check_supported let through only one-rank groups, so this process is the whole group
-  // and mints the unique id itself; a multi-rank load would exchange it between processes.
+  // ---- the ranks meet: same manifest everywhere before anything is allocated ------------
+  std::optional<rt::Rendezvous> rendezvous;
+  if (rt::multi_rank(m)) {
+    rendezvous.emplace(options.rendezvous, options.rendezvous_timeout_s);
+    if (auto e = rt::agree_on_manifest(*rendezvous, m, im->ranks)) return fail(*e);
+  }
+  const rt::Rendezvous* rv = rendezvous ? &*rendezvous : nullptr;
+
+  // ---- NCCL for the collective built-ins: one communicator per group, at this rank -------
+  // Every rank joins the groups in the same (sorted) order; init_rank blocks until the
+  // whole group has joined.
   if (const auto groups = rt::nccl_groups(m); !groups.empty()) {
     auto nccl = rt::Nccl::open();
     if (!nccl) return ImplResult::fail(nccl.errors);
@@ -182,32 +195,45 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
     for (const std::string& group : groups) {
       const std::string path = json_pointer_append("/topology/groups", group);
       const uint64_t world = m.topology->groups.at(group);
-      auto id = im->nccl->unique_id();
+      const uint64_t rank = im->ranks.at(group);
+      auto id = rt::nccl_group_id(rv, *im->nccl, group, rank, world);
       if (!id) return ImplResult::fail(id.errors);
-      auto comm = im->nccl->init_rank(world, *id.value, 0, path);
+      auto comm = im->nccl->init_rank(world, *id.value, rank, path);
       if (!comm) return ImplResult::fail(comm.errors);
       im->comms.emplace(group, std::move(*comm.value));
     }
   }
 
   // ---- allocations, zeroed ---------------------------------------------------------------------
-  auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out) -> std::optional<Error> {
+  // What other ranks map comes from the virtual-memory API (exportable), the rest from cuMemAlloc.
+  auto allocate = [&](uint64_t bytes, const std::string& path, rt::Region* out,
+                      bool exportable = false) -> std::optional<Error> {
     CUdeviceptr p = 0;
-    if (auto e = im->check(d.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc", path)) {
-      e->message += " (" + std::to_string(bytes) + " bytes)";
-      return e;
+    if (exportable) {
+      auto a = rt::vmm_create(d, im->device, bytes, path);
+      if (!a) return a.errors.front();
+      im->vmm.push_back(*a.value);
+      p = a.value->address;
+    } else {
+      if (auto e = im->check(d.cuMemAlloc(&p, bytes ? bytes : 1), "cuMemAlloc", path)) {
+        e->message += " (" + std::to_string(bytes) + " bytes)";
+        return e;
+      }
+      im->device_allocations.push_back(p);
     }
-    im->device_allocations.push_back(p);
     *out = rt::Region{p, bytes};
     return im->check(d.cuMemsetD8Async(p, 0, bytes, im->stream), "cuMemsetD8Async", path);
   };
+  const rt::VmmObjects shared = rt::vmm_objects(m);
   for (const auto& [name, bytes] : im->plan.buffers) {
-    if (auto e = allocate(bytes, json_pointer_append("/buffers", name), &im->alloc.buffers[name])) {
+    if (auto e = allocate(bytes, json_pointer_append("/buffers", name), &im->alloc.buffers[name],
+                          shared.buffers.count(name) != 0)) {
       return fail(*e);
     }
   }
   for (const auto& [name, bytes] : im->plan.states) {
-    if (auto e = allocate(bytes, json_pointer_append("/states", name), &im->alloc.states[name])) {
+    if (auto e = allocate(bytes, json_pointer_append("/states", name), &im->alloc.states[name],
+                          shared.states.count(name) != 0)) {
       return fail(*e);
     }
   }
@@ -228,6 +254,8 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
   for (const auto& [name, src] : weights) {
     if (auto e = copy_weight(*im, name, src)) return fail(*e);
   }
+  // Every rank's allocations exist now: the peer buffers take their addresses.
+  if (auto e = rt::fill_peer_buffers(*im, rv)) return fail(*e);
 
   // ---- modules from verified bytes ----------------------------------------------------------
   std::map<std::string, std::vector<CUmodule>> by_sha;
@@ -267,7 +295,7 @@ ImplResult load_impl(const manifest::Verified& verified, const LoadOptions& opti
 
   // ---- lowering (tensormaps encoded here) ----------------------------------------------------
   rt::DriverTensorMapEncoder encoder(d);
-  auto lowered = rt::lower(m, im->alloc, encoder);
+  auto lowered = rt::lower(m, im->alloc, encoder, &im->ranks);
   if (!lowered) return ImplResult::fail(std::move(lowered.errors));
   im->lowered = std::move(*lowered.value);
 

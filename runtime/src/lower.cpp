@@ -30,39 +30,8 @@ std::string view_name(const std::string& name, uint64_t offset) {
 
 }  // namespace
 
-std::optional<uint64_t> single_rank_index(const manifest::Manifest& m, const std::string& group) {
-  if (!m.topology) return std::nullopt;
-  auto it = m.topology->groups.find(group);
-  if (it == m.topology->groups.end() || it->second != 1) return std::nullopt;
-  return 0;
-}
-
 Errors check_supported(const manifest::Manifest& m) {
   Errors errors;
-  if (m.topology) {
-    for (const auto& [group, size] : m.topology->groups) {
-      if (size == 1) continue;
-      errors.push_back(Error{ErrorKind::Caller, json_pointer_append("/topology/groups", group),
-          "manifest needs " + std::to_string(size) + " ranks in topology group `" + group +
-          "`, this process runs 1 rank: multi-rank loads (one process per GPU, communicators "
-          "from an exchanged unique id) are not implemented yet"});
-    }
-  }
-  for (const auto& [name, b] : m.buffers) {
-    const std::string path = json_pointer_append("/buffers", name);
-    if (b.export_.value_or(false)) {
-      errors.push_back(Error{ErrorKind::Caller, path + "/export",
-          "export buffer `" + name + "` needs the virtual-memory API's shareable handles "
-          "(cuMemCreate with a POSIX fd or fabric handle, mapped by the other ranks): not "
-          "implemented yet"});
-    }
-    if (b.kind == manifest::BufferKind::peer) {
-      errors.push_back(Error{ErrorKind::Caller, path,
-          "peer buffer `" + name + "` holds the addresses of `" + b.of.value_or("?") +
-          "` on every rank of group `" + b.group.value_or("?") +
-          "`, filled by importing the other ranks' exports: not implemented yet"});
-    }
-  }
   for (const auto& [op_name, op] : m.ops) {
     for (size_t l = 0; l < op.impl.launches.size(); ++l) {
       const auto& launch = op.impl.launches[l];
@@ -108,6 +77,7 @@ struct Lowerer {
   const manifest::Manifest& m;
   const Allocations& alloc;
   TensorMapEncoder& encoder;
+  Ranks ranks;
   LoweredManifest out;
   std::map<FunctionKey, uint32_t> function_index;
   Errors errors;
@@ -116,12 +86,12 @@ struct Lowerer {
     errors.push_back(Error{kind, path, message});
   }
 
-  // This process's index in `group`: 0 of a one-rank group (check_supported refused the
-  // larger ones; this keeps lowering safe on its own).
+  // This process's index in `group` (resolve_ranks gave every group one at load; lowered
+  // on its own, only one-rank groups have one).
   std::optional<uint64_t> rank_of(const std::string& group, const std::string& path) {
-    if (auto r = single_rank_index(m, group)) return r;
-    fail(ErrorKind::Caller, path, "rank arg `" + group + "`: this process runs 1 rank and the "
-                                  "group is not a one-rank topology group");
+    if (auto it = ranks.find(group); it != ranks.end()) return it->second;
+    fail(ErrorKind::Caller, path, "rank arg `" + group + "`: this process has no index in the "
+                                  "group (a multi-rank group needs LoadOptions::ranks)");
     return std::nullopt;
   }
 
@@ -276,7 +246,7 @@ struct Lowerer {
               ctx.scratch = &scratch;
               ctx.vars = &out.vars;
               ctx.encoder = &encoder;
-              ctx.manifest = &m;
+              ctx.ranks = &ranks;
               ctx.path = arg_path + "/pack";
               ctx.call = call_path;
               auto pp = build_pack_plan(src, ctx);
@@ -427,8 +397,8 @@ struct Lowerer {
 }  // namespace
 
 Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& allocations,
-                              TensorMapEncoder& encoder) {
-  Lowerer lw{m, allocations, encoder, {}, {}, {}};
+                              TensorMapEncoder& encoder, const Ranks* ranks) {
+  Lowerer lw{m, allocations, encoder, ranks ? *ranks : one_rank_groups(m), {}, {}, {}};
   lw.out.vars = VarTable::from(m);
   for (const auto& [name, region] : allocations.buffers) lw.out.bindable.push_back(name);
   lw.out.buffer_count = lw.out.bindable.size();

@@ -24,6 +24,7 @@
 #include "kernrt/manifest/types.hpp"
 #include "gemm.hpp"
 #include "pack.hpp"
+#include "ranks.hpp"
 #include "slots.hpp"
 #include "tensormap.hpp"
 
@@ -94,16 +95,10 @@ struct LoweredManifest {
   std::map<std::string, ProgramPlan> programs;
 };
 
-// What this one-process, one-rank runtime refuses before touching anything, each at its
-// pointer and saying what is missing: a topology group of more than one rank
-// (/topology/groups/g), `export` buffers (/buffers/b/export: no shareable VMM handles
-// yet), peer buffers, externs other than the GEMM and NCCL built-ins ("unsupported
-// extern `x`"). A topology whose groups all have one rank passes: its rank args are 0 and
-// its collectives run on a one-rank communicator.
+// What this runtime refuses before touching anything, each at its pointer: externs other
+// than the GEMM and NCCL built-ins ("unsupported extern `x`"). Topologies are resolve_ranks'
+// business (ranks.hpp).
 Errors check_supported(const manifest::Manifest& m);
-
-// 0 when `group` is a one-rank topology group of `m`, else nullopt.
-std::optional<uint64_t> single_rank_index(const manifest::Manifest& m, const std::string& group);
 
 // Whether any launch of the manifest is a GEMM built-in (the runtime then opens cuBLASLt).
 bool uses_gemm(const manifest::Manifest& m);
@@ -112,7 +107,8 @@ bool uses_gemm(const manifest::Manifest& m);
 std::set<std::string> nccl_groups(const manifest::Manifest& m);
 
 // Every problem found, each at its JSON pointer.
+// `ranks`: this process's index per topology group (nullptr: one_rank_groups(m)).
 Result<LoweredManifest> lower(const manifest::Manifest& m, const Allocations& allocations,
-                              TensorMapEncoder& encoder);
+                              TensorMapEncoder& encoder, const Ranks* ranks = nullptr);
 
 }  // namespace kernrt::rt

@@ -141,17 +141,15 @@ Result<PackPlan> build_pack_plan(const manifest::Pack& pack, const PackContext& 
             fv.value = Value::of(std::move(*c));
             fv.natural_width = 4;
           } else if constexpr (std::is_same_v<T, manifest::RankRef>) {
-            // This one-rank runtime is rank 0 of a one-rank group; larger groups were
-            // refused at load (check_supported), a bare pack context has no manifest.
-            std::optional<uint64_t> r;
-            if (ctx.manifest) r = single_rank_index(*ctx.manifest, src.group);
-            if (!r) {
-              fail("rank field `" + src.group + "`: this process runs 1 rank and the group is "
-                   "not a one-rank topology group");
+            // This process's index in the group (a bare pack context has none).
+            const auto r = ctx.ranks ? ctx.ranks->find(src.group) : Ranks::const_iterator{};
+            if (!ctx.ranks || r == ctx.ranks->end()) {
+              fail("rank field `" + src.group + "`: this process has no index in the group (a "
+                   "multi-rank group needs LoadOptions::ranks)");
               ok = false;
               return;
             }
-            fv.value = Value::fixed(*r);
+            fv.value = Value::fixed(r->second);
             fv.natural_width = 4;  // kern-schema §1.12: a rank field is 4 bytes
           }
         },

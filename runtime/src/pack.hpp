@@ -16,6 +16,7 @@
 
 #include "kernrt/manifest/error.hpp"
 #include "kernrt/manifest/types.hpp"
+#include "ranks.hpp"
 #include "slots.hpp"
 #include "tensormap.hpp"
 
@@ -46,7 +47,7 @@ struct PackContext {
   const std::map<std::string, Region>* scratch = nullptr;  // the op's scratch
   const VarTable* vars = nullptr;
   TensorMapEncoder* encoder = nullptr;
-  const manifest::Manifest* manifest = nullptr;  // for rank fields (one-rank groups only)
+  const Ranks* ranks = nullptr;  // this process's index per topology group, for rank fields
   std::string path;  // pointer to the pack object, e.g. /ops/o/impl/launches/0/args/0/pack
   std::string call;  // the call, e.g. /programs/decode/calls/0, for messages
 };

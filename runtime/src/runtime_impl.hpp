@@ -21,6 +21,8 @@
 #include "lower.hpp"
 #include "memory.hpp"
 #include "nccl.hpp"
+#include "ranks.hpp"
+#include "vmm.hpp"
 
 namespace kernrt {
 
@@ -61,10 +63,14 @@ struct Runtime::Impl {
   std::unique_ptr<rt::GraphCache> graphs;
   std::unique_ptr<rt::Blas> blas;  // opened when the manifest uses a GEMM built-in
   // Opened when the manifest uses a collective; one communicator per group its NCCL
-  // launches name (each a one-rank group: larger ones are refused at load). The comms
-  // are destroyed before `nccl`, both before the context is released.
+  // launches name, this process at its rank. The comms are destroyed before `nccl`, both
+  // before the context is released.
   std::unique_ptr<rt::Nccl> nccl;
   std::map<std::string, std::unique_ptr<rt::Nccl::Comm>> comms;
+  rt::Ranks ranks;  // this process's index per topology group
+  // Virtual-memory allocations: the exported buffers and peered states of this rank, then
+  // the mappings of the other ranks' (peers.cpp); released after the stream drained.
+  std::vector<rt::VmmAllocation> vmm;
 
   // Ordering with a caller's stream: work enqueued on `stream` (host copies, runs) since
   // it was last handed to `handed_to` makes a foreign stream wait on `compute_done`; work

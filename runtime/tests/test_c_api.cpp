@@ -55,9 +55,31 @@ TEST(CApi, TopologyRefusalIsCallerStatus) {
   kernrt_runtime* rt = nullptr;
   EXPECT_EQ(kernrt_load_json(text.data(), text.size(), nullptr, &rt), KERNRT_E_CALLER);
   EXPECT_NE(std::string(kernrt_last_error(nullptr)).find(
-                "/topology/groups/ep: manifest needs 4 ranks in topology group `ep`"),
+                "/topology/groups/ep: topology group `ep` has 4 ranks and this process was given no index"),
             std::string::npos)
       << kernrt_last_error(nullptr);
+}
+
+TEST(CApi, RanksReachTheLoadThroughTheOptions) {
+  const std::string text = testing::read_text(testing::shared_path("corpus/kern/tray.json"));
+  const char* groups[] = {"ep", "tp"};
+  const uint64_t indices[] = {3, 1};
+  kernrt_load_options o;
+  kernrt_load_options_init(&o);
+  o.rank_groups = groups;
+  o.rank_indices = indices;
+  o.n_ranks = 2;
+  o.rendezvous = "/tmp/kernrt-unused";
+  kernrt_runtime* rt = nullptr;
+  // With its ranks, what is left of the tray is its two unsupported externs.
+  EXPECT_EQ(kernrt_load_json(text.data(), text.size(), &o, &rt), KERNRT_E_MANIFEST);
+  const std::string msg = kernrt_last_error(nullptr);
+  EXPECT_EQ(msg.find("/topology"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("unsupported extern `extern:x`"), std::string::npos) << msg;
+  // A caller built against the header before the rank fields: they are not read.
+  o.struct_size = offsetof(kernrt_load_options, rank_groups);
+  EXPECT_EQ(kernrt_load_json(text.data(), text.size(), &o, &rt), KERNRT_E_CALLER);
+  EXPECT_NE(std::string(kernrt_last_error(nullptr)).find("topology group `ep` has 4 ranks"), std::string::npos);
 }
 
 TEST(CApi, MissingCubinIsArtifactStatus) {

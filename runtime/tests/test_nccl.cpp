@@ -108,23 +108,46 @@ TEST(LowerNccl, ABufferShorterThanTheCollectiveIsRefusedNamingTheArg) {
       << low.errors[0].message;
 }
 
-TEST(LoadNccl, AMultiRankGroupIsRefusedBeforeAnyDriverCall) {
+TEST(LoadNccl, AMultiRankGroupWithoutItsRankIsRefusedBeforeAnyDriverCall) {
   auto parsed = manifest::parse_manifest(testing::kNcclManifest);
   ASSERT_TRUE(parsed);
   auto m = *parsed.value;
   m.topology->groups.at("tp") = 2;
-  const Errors e = rt::check_supported(m);
-  ASSERT_EQ(e.size(), 1u) << testing::all_messages(e);
-  EXPECT_EQ(e[0].path, "/topology/groups/tp");
-  EXPECT_EQ(e[0].kind, ErrorKind::Caller);
-  EXPECT_NE(e[0].message.find("manifest needs 2 ranks in topology group `tp`, this process runs 1 rank"),
-            std::string::npos)
-      << e[0].message;
-  // and the lowering alone (no check_supported) still refuses the rank arg
+  EXPECT_TRUE(rt::check_supported(m).empty());
+  auto v = manifest::verify(m);
+  ASSERT_TRUE(v) << testing::all_messages(v.errors);
+  auto r = Runtime::load(*v.value, LoadOptions{});
+  ASSERT_FALSE(r);
+  ASSERT_EQ(r.errors.size(), 2u) << testing::all_messages(r.errors);
+  EXPECT_EQ(r.errors[0].path, "/topology/groups/tp");
+  EXPECT_EQ(r.errors[0].kind, ErrorKind::Caller);
+  EXPECT_NE(r.errors[0].message.find("topology group `tp` has 2 ranks"), std::string::npos) << r.errors[0].message;
+  EXPECT_EQ(r.errors[1].path, "/topology");
+  // and the lowering alone (no ranks given) still refuses the rank arg
   auto low = lower_it(m);
   ASSERT_FALSE(low);
-  EXPECT_NE(low.errors[0].message.find("rank arg `tp`: this process runs 1 rank"), std::string::npos)
+  EXPECT_NE(low.errors[0].message.find("rank arg `tp`: this process has no index in the group"), std::string::npos)
       << low.errors[0].message;
+}
+
+TEST(LoadNccl, RankArgsLowerToThisProcesssIndex) {
+  auto parsed = manifest::parse_manifest(testing::kNcclManifest);
+  ASSERT_TRUE(parsed);
+  auto m = *parsed.value;
+  m.topology->groups.at("tp") = 2;
+  // all_reduce alone: the gather and scatter of 256 elements need twice the room at 2 ranks.
+  m.programs.erase("all_gather");
+  m.programs.erase("reduce_scatter");
+  auto plan = rt::plan_memory(m, 0, 0);
+  ASSERT_TRUE(plan);
+  testing::FakeEncoder enc;
+  const rt::Ranks ranks{{"tp", 1}};
+  auto low = rt::lower(m, fake(*plan.value), enc, &ranks);
+  ASSERT_TRUE(low) << testing::all_messages(low.errors);
+  const auto& l = low.value->programs.at("all_reduce").launches.at(0);
+  uint64_t rank = 99;
+  ASSERT_TRUE(l.args[3].value.eval(low.value->vars.max.data(), &rank));
+  EXPECT_EQ(rank, 1u);
 }
 
 TEST(LoadNccl, AOneRankTopologyWithCollectivesPassesEveryRefusal) {

@@ -329,18 +329,6 @@ Result<Plan> make_plan(const manifest::Manifest& m, const Flags& flags, const Fi
   return Result<Plan>::ok(std::move(plan));
 }
 
-std::optional<Error> refuse_topology(const manifest::Manifest& m) {
-  if (!m.topology) return std::nullopt;
-  std::string groups;
-  for (const auto& [name, size] : m.topology->groups) {
-    groups += (groups.empty() ? "`" : ", `") + name + "` of " + std::to_string(size);
-  }
-  return Error{ErrorKind::Manifest, "/topology",
-               "program_io runs one GPU without ranks, but the manifest declares a topology "
-               "(groups " + groups + ")",
-               0, 0};
-}
-
 std::string format_vars(const std::map<std::string, uint64_t>& vars) {
   std::ostringstream out;
   out << '{';

@@ -84,9 +84,6 @@ Files real_files();
 // whose path is the file.
 Result<Plan> make_plan(const manifest::Manifest& m, const Flags& flags, const Files& files);
 
-// "program_io runs one GPU without ranks" for a manifest that declares a topology.
-std::optional<Error> refuse_topology(const manifest::Manifest& m);
-
 // Names the vars for the summary line: "{n=37, t=2}" in manifest (sorted) order.
 std::string format_vars(const std::map<std::string, uint64_t>& vars);
 

@@ -18,6 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -50,8 +53,22 @@ struct Options {
   uint64_t tokens = 0;  // token capacity of paged states; 0 = the runtime's default
   bool json = false;
   uint64_t max_bytes = kernrt::kDefaultMaxManifestBytes;
+  std::map<std::string, uint64_t> ranks;  // --rank GROUP=I
+  std::string rendezvous;
   kernrt::program_io::Flags flags;
 };
+
+// GROUP=I with I a whole number: one rank of --rank.
+std::optional<std::pair<std::string, uint64_t>> parse_rank(const std::string& s) {
+  const size_t eq = s.find('=');
+  if (eq == 0 || eq == std::string::npos || eq + 1 == s.size()) return std::nullopt;
+  uint64_t v = 0;
+  for (size_t i = eq + 1; i < s.size(); ++i) {
+    if (s[i] < '0' || s[i] > '9' || v > (UINT64_MAX - 9) / 10) return std::nullopt;
+    v = v * 10 + static_cast<uint64_t>(s[i] - '0');
+  }
+  return std::make_pair(s.substr(0, eq), v);
+}
 
 // Errors kept per report; the rest are counted ("… and N more").
 constexpr size_t kMaxErrors = 100;
@@ -136,6 +153,8 @@ int run_plan(const Options& o, const kernrt::manifest::Verified& verified,
   lo.gpu = o.gpu;
   lo.weight_files = o.flags.weights;
   lo.token_capacity = o.tokens;
+  lo.ranks = o.ranks;
+  lo.rendezvous = o.rendezvous;
   auto loaded = kernrt::Runtime::load(verified, lo);
   if (!loaded) return fail(o, o.manifest, loaded.errors);
   kernrt::Runtime& rt = **loaded.value;
@@ -250,6 +269,17 @@ int run_cli(Options& o, int argc, char** argv) {
       ->check(count_at_least(1))->type_name("N");
   app.add_option("--weights", o.flags.weights, "Bind weights by name from this safetensors file")
       ->type_name("FILE");
+  std::vector<std::string> ranks;
+  app.add_option("--rank", ranks, "This process's index in a topology group (repeatable; one "
+                                  "process per rank)")
+      ->check(CLI::Validator(
+          [](const std::string& s) {
+            return parse_rank(s) ? std::string() : "expected GROUP=INDEX such as tp=1, found `" + s + "`";
+          },
+          "", "rank"))
+      ->type_name("GROUP=I");
+  app.add_option("--rendezvous", o.rendezvous, "Directory shared by the ranks of one job (fresh per job)")
+      ->check(CLI::Validator(CLI::ExistingDirectory).description(""))->type_name("DIR");
   std::string max_bytes = "64M";
   app.add_option("--max-bytes", max_bytes, "Refuse a manifest larger than N bytes (K/M/G suffixes)")
       ->check(CLI::Validator(
@@ -271,6 +301,14 @@ int run_cli(Options& o, int argc, char** argv) {
     return code == 0 ? kOk : kCannotRun;
   }
   o.max_bytes = *kernrt::parse_byte_count(max_bytes);
+  for (const auto& r : ranks) {
+    const auto [group, index] = *parse_rank(r);
+    if (!o.ranks.emplace(group, index).second) {
+      std::cerr << "--rank " << kernrt::printable(r) << ": group `" << kernrt::printable(group)
+                << "` was given twice\nRun with --help for more information.\n";
+      return kCannotRun;
+    }
+  }
 
   auto text = kernrt::read_regular_file(o.manifest, o.max_bytes, "--max-bytes");
   if (!text) return fail(o, o.manifest, text.errors);
@@ -279,7 +317,10 @@ int run_cli(Options& o, int argc, char** argv) {
   auto verified = kernrt::manifest::verify(std::move(*parsed.value));
   if (!verified) return fail(o, o.manifest, verified.errors, verified.omitted);
   const auto& m = verified.value->manifest();
-  if (auto e = kernrt::program_io::refuse_topology(m)) return fail(o, o.manifest, {*e});
+  kernrt::LoadOptions place;
+  place.ranks = o.ranks;
+  place.rendezvous = o.rendezvous;
+  if (auto e = kernrt::check_ranks(m, place); !e.empty()) return fail(o, o.manifest, e);
   auto plan = kernrt::program_io::make_plan(m, o.flags, kernrt::program_io::real_files());
   if (!plan) return fail(o, o.manifest, plan.errors);
   return run_plan(o, *verified.value, *plan.value);

@@ -57,6 +57,14 @@ typedef struct kernrt_load_options {
   const char* const* weight_files; /* safetensors files */
   size_t n_weight_files;
   size_t graph_cache_capacity;   /* 0 = default (64) */
+  /* A topology manifest, one process per rank: this process's index in each named group
+   * (groups of one rank may be left out), and a directory every rank of the job reaches,
+   * fresh per job; each wait there gives up after rendezvous_timeout_s (0 = 120 s). */
+  const char* const* rank_groups;
+  const uint64_t* rank_indices;
+  size_t n_ranks;
+  const char* rendezvous;
+  double rendezvous_timeout_s;
 } kernrt_load_options;
 
 /* Fills `options` with the defaults (struct_size, no dirs, gpu 0, default capacities). */

@@ -35,6 +35,14 @@ struct LoadOptions {
   uint64_t seq_slots = 0;               // 0 = seqs.max + 2 (slot 0 never leased, one pad slot)
   std::vector<std::string> weight_files;  // safetensors files; weights bound by buffer name
   size_t graph_cache_capacity = kDefaultGraphCacheCapacity;  // LRU bound, >= 1
+  // A topology manifest runs one process per rank. `ranks`: this process's index in each
+  // group of more than one rank (one-rank groups are 0). `rendezvous`: a directory every
+  // rank of the job reaches, fresh per job, where the ranks compare the manifest's hash,
+  // pass NCCL's unique ids and hand over their exported allocations (unix sockets, so the
+  // ranks share a host); each wait there gives up after `rendezvous_timeout_s`.
+  std::map<std::string, uint64_t> ranks;
+  std::string rendezvous;
+  double rendezvous_timeout_s = 120.0;
 };
 
 // Device time per iteration, from CUDA events around each iteration.
@@ -69,15 +77,23 @@ struct BufferInfo {
 // Otherwise false, with `why` (if non-null) set to the reason. For GTEST_SKIP.
 bool device_available(std::string* why);
 
+// The part of a load that needs neither a GPU nor any file: this process's ranks in a
+// topology manifest (LoadOptions::ranks, rendezvous), each problem at its pointer. load
+// runs it first; a tool can run it before looking for a device.
+Errors check_ranks(const manifest::Manifest& m, const LoadOptions& options);
+
 class Runtime {
  public:
   // Opens the driver, resolves modules by hash, allocates everything at var maxima,
   // encodes tensormaps, lowers every program and binds weights, then runs every `once`
   // program one time, eagerly, with each var at its max (its failure fails the load).
-  // One process is one rank: a topology group of more than one rank, `export` and peer
-  // buffers, and externs other than the GEMM and NCCL built-ins are refused, each at its
-  // JSON pointer with what is missing. The NCCL collectives of one-rank groups run on a
-  // one-rank communicator (libnccl.so.2 opened at load; NCCL_NVLS_ENABLE=0 unless set).
+  // One process is one rank (LoadOptions::ranks): the ranks of every multi-rank group meet
+  // in the rendezvous directory, compare the manifest's hash, join one NCCL communicator per
+  // group the collectives name (libnccl.so.2 opened at load; NCCL_NVLS_ENABLE=0 unless set),
+  // and fill the peer buffers with every member's address of the exported objects (the
+  // virtual-memory API, POSIX descriptors: ranks on one host). Externs other than the GEMM
+  // and NCCL built-ins, and missing or out-of-range ranks, are refused at their JSON pointer
+  // before the driver is touched.
   static Result<std::unique_ptr<Runtime>> load(const manifest::Verified& verified,
                                                const LoadOptions& options);
   ~Runtime();

@@ -73,11 +73,13 @@ def verify(manifest):
 
 
 def load(manifest, cubins=None, gpu=0, weights=(), tokens=0, seq_slots=0, cache_dir=None,
-         graph_cache=0):
+         graph_cache=0, ranks=None, rendezvous=None, rendezvous_timeout_s=0.0):
     """Parses, verifies and loads a manifest (dict, JSON text or path) on GPU `gpu`.
     cubins: directories of cubins (default: the build's, kernrt.cubin_dir()); weights:
     safetensors files; tokens / seq_slots: capacities of paged and per-sequence states
-    (0 = defaults). Raises the kernrt.Error subclass of the first problem."""
+    (0 = defaults). A topology manifest runs one process per rank: ranks = {group: index}
+    for this process, rendezvous = a directory shared by the job's ranks (fresh per job).
+    Raises the kernrt.Error subclass of the first problem."""
     lib = _native.lib()
     if cubins is None:
         found = cubin_dir()
@@ -94,6 +96,12 @@ def load(manifest, cubins=None, gpu=0, weights=(), tokens=0, seq_slots=0, cache_
     opts.gpu, opts.token_capacity, opts.seq_slots = int(gpu), int(tokens), int(seq_slots)
     if graph_cache:
         opts.graph_cache_capacity = int(graph_cache)
+    ranks = dict(ranks or {})
+    groups = (ctypes.c_char_p * max(1, len(ranks)))(*[str(g).encode() for g in ranks])
+    indices = (ctypes.c_uint64 * max(1, len(ranks)))(*[int(i) for i in ranks.values()])
+    opts.rank_groups, opts.rank_indices, opts.n_ranks = groups, indices, len(ranks)
+    opts.rendezvous = str(rendezvous).encode() if rendezvous else None
+    opts.rendezvous_timeout_s = float(rendezvous_timeout_s)
     handle = ctypes.c_void_p()
     text, path = manifest_text(manifest)
     if text is not None:

@@ -61,7 +61,10 @@ class LoadOptions(ctypes.Structure):
                 ("n_cubin_dirs", ctypes.c_size_t), ("cache_dir", ctypes.c_char_p),
                 ("gpu", ctypes.c_int), ("token_capacity", ctypes.c_uint64),
                 ("seq_slots", ctypes.c_uint64), ("weight_files", ctypes.POINTER(ctypes.c_char_p)),
-                ("n_weight_files", ctypes.c_size_t), ("graph_cache_capacity", ctypes.c_size_t)]
+                ("n_weight_files", ctypes.c_size_t), ("graph_cache_capacity", ctypes.c_size_t),
+                ("rank_groups", ctypes.POINTER(ctypes.c_char_p)),
+                ("rank_indices", ctypes.POINTER(ctypes.c_uint64)), ("n_ranks", ctypes.c_size_t),
+                ("rendezvous", ctypes.c_char_p), ("rendezvous_timeout_s", ctypes.c_double)]
 
 
 class Binding(ctypes.Structure):

@@ -83,7 +83,8 @@ TEST(ProgramIoCli, HelpListsEveryOptionOnOneLine) {
   auto o = run_cli("--help");
   EXPECT_EQ(o.code, 0) << o.err;
   for (const char* opt : {"--manifest", "--cubins", "--gpu", "--program", "--env", "--graph",
-                          "--iters", "--in", "--out", "--dump", "--fill", "--tokens", "--weights", "--json",
+                          "--iters", "--in", "--out", "--dump", "--fill", "--tokens", "--weights", "--rank",
+                          "--rendezvous", "--json",
                           "--version"}) {
     std::regex line(std::string("\\n\\s*") + opt + "[^\\n]*[A-Z][a-z]+[^\\n]*\\n");
     EXPECT_TRUE(std::regex_search(o.out, line)) << opt << " in:\n" << o.out;
@@ -109,12 +110,38 @@ TEST(ProgramIoCli, ManifestFailingVerificationExitsOne) {
       << o.err;
 }
 
-TEST(ProgramIoCli, TopologyManifestRefusedBeforeTheDriver) {
+TEST(ProgramIoCli, TopologyManifestWithoutItsRanksRefusedBeforeTheDriver) {
   auto o = run_cli(manifest_arg(fake_pinned("topology")), "CUDA_VISIBLE_DEVICES=-1");
   EXPECT_EQ(o.code, 1);
-  EXPECT_NE(o.err.find("/topology: program_io runs one GPU without ranks"), std::string::npos)
+  EXPECT_NE(o.err.find("/topology/groups/tp: topology group `tp` has 2 ranks and this process was "
+                       "given no index in it"),
+            std::string::npos)
       << o.err;
+  EXPECT_NE(o.err.find("/topology: a multi-rank load needs a rendezvous directory"), std::string::npos) << o.err;
   EXPECT_EQ(o.err.find("no CUDA"), std::string::npos) << o.err;
+  // An index outside the group, with a rendezvous: still before the driver.
+  auto out = run_cli(manifest_arg(fake_pinned("topology")) + " --rank tp=2 --rendezvous '" + temp_dir() + "'",
+                     "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(out.code, 1);
+  EXPECT_NE(out.err.find("rank 2 is outside topology group `tp` of 2 rank(s)"), std::string::npos) << out.err;
+  // With a valid rank the checks pass and the missing device decides.
+  auto ok = run_cli(manifest_arg(fake_pinned("topology")) + " --rank tp=1 --rendezvous '" + temp_dir() + "'",
+                    "CUDA_VISIBLE_DEVICES=-1");
+  EXPECT_EQ(ok.code, 2) << ok.err;
+  EXPECT_NE(ok.err.find("no CUDA"), std::string::npos) << ok.err;
+}
+
+TEST(ProgramIoCli, RankFlagsSayWhatTheyExpect) {
+  const std::string m = manifest_arg(fake_pinned("topology"));
+  auto bad = run_cli(m + " --rank tp");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.err.find("expected GROUP=INDEX such as tp=1, found `tp`"), std::string::npos) << bad.err;
+  EXPECT_EQ(run_cli(m + " --rank tp=x").code, 2);
+  EXPECT_EQ(run_cli(m + " --rank =1").code, 2);
+  auto twice = run_cli(m + " --rank tp=1 --rank tp=0");
+  EXPECT_EQ(twice.code, 2);
+  EXPECT_NE(twice.err.find("group `tp` was given twice"), std::string::npos) << twice.err;
+  EXPECT_EQ(run_cli(m + " --rank tp=1 --rendezvous /nonexistent/kernrt-job").code, 2);
 }
 
 TEST(ProgramIoCli, OversizedInputRejectedBeforeTheDriver) {

@@ -222,14 +222,4 @@ TEST(ProgramIoPlan, CollectsEveryProblem) {
   EXPECT_EQ(plan.errors.size(), 4u);
 }
 
-TEST(ProgramIoPlan, RefusesTopology) {
-  auto m = manifest();
-  EXPECT_FALSE(kernrt::program_io::refuse_topology(m));
-  m.topology = kernrt::manifest::Topology{{{"tp", 2}}};
-  auto e = kernrt::program_io::refuse_topology(m);
-  ASSERT_TRUE(e);
-  EXPECT_EQ(e->path, "/topology");
-  EXPECT_NE(e->message.find("groups `tp` of 2"), std::string::npos) << e->message;
-}
-
 }  // namespace
