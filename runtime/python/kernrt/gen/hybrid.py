@@ -5,7 +5,7 @@ Owns: the description (`Desc`: layer kinds, hidden size, KDA heads, attention pr
 max sequences / tokens / context, page size, verify steps) and its refusals, the buffer
 names, and `manifest(desc)`, which composes the ops of the families' generators (gemm
 built-ins, kernrt.gen.conv, kernrt.gen.kda_ops, kernrt.gen.kv_append, kernrt.gen.attention)
-and examples/hybrid/serve_io.cu (embedding rows in, greedy argmax out) into one manifest.
+and kernels/serve/serve_io.cu (embedding rows in, greedy argmax out) into one manifest.
 Per step:  hidden = embed[token];  per KDA layer l:
     proj = hidden . in_projᵀ  [rows, q 2048 | k 2048 | v 2048 | g 2048 | beta 16]  (gemm)
     qkv  = silu(causal_conv1d_W4(proj[:, :6144]))  one depthwise conv over q|k|v    (conv)
