@@ -67,6 +67,19 @@ class Verifier(unittest.TestCase):
             kernrt.load(d)
         self.assertIn("is a directory, expected a regular file", cm.exception.message)
 
+    def test_ranks_reach_the_load(self):
+        tray = os.path.join(_env.REPO, "..", "shared", "corpus", "kern", "tray.json")
+        if not os.path.exists(tray):
+            self.skipTest("the specification folder ../shared is not here")
+        with self.assertRaises(kernrt.CallerError) as cm:
+            kernrt.load(tray)
+        self.assertEqual(cm.exception.path, "/topology/groups/ep")
+        self.assertIn("has 4 ranks and this process was given no index", cm.exception.message)
+        # With its ranks and a rendezvous, what is left of the tray is its unsupported externs.
+        with self.assertRaises(kernrt.ManifestError) as cm:
+            kernrt.load(tray, ranks={"ep": 3, "tp": 1}, rendezvous="/tmp/kernrt-unused")
+        self.assertIn("unsupported extern `extern:x`", cm.exception.message)
+
     def test_every_class_is_a_kernrt_error(self):
         for c in (kernrt.ParseError, kernrt.ManifestError, kernrt.ArtifactError,
                   kernrt.DriverError, kernrt.CallerError, kernrt.IoError, kernrt.InternalError):
