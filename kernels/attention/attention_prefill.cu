@@ -68,110 +68,82 @@ namespace kernrt::attention::prefill {
 // entry; kBatched, the merge issues a batch of partial loads at once (merge_rows);
 // kOneWave, a launch whose items all fit one wave merges without claims (chunk c merges row
 // part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
-// unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates.
-template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT>
+// unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates;
+// kThin, a launch whose sequences all have <= 10 new rows runs the Thin layout (Q 32 KiB, a
+// 6-tile ring, prefill_shape.cuh) instead of Wide; kSerialThin, Thin items run their pages
+// one after the other (P V of page j before Q K^T of page j+1).
+template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
+          bool kThinT, bool kSerialThinT = false>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
   static constexpr bool kOneWave = kOneWaveT;
   static constexpr bool kTailSplit = kTailSplitT;
   static constexpr int kSplitCap = kSplitCapT;
+  static constexpr bool kThin = kThinT;
+  static constexpr bool kSerialThin = kSerialThinT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit>;
-using Base = Tuning<false, false, false, false, kMaxSplit>;  // the run-3 kernel (ca12330)
-using Cap8 = Tuning<true, true, true, true, 8>;
-using Late = Tuning<false, true, true, true, kMaxSplit>;
+using Shipped = Tuning<true, true, true, true, kMaxSplit, true>;
+using Base = Tuning<false, false, false, false, kMaxSplit, false>;  // run 3's kernel (ca12330)
+using WideOnly = Tuning<true, true, true, true, kMaxSplit, false>;  // run 5's kernel (463732f)
+using ThinSerial = Tuning<true, true, true, true, kMaxSplit, true, true>;
 
 #if KERNRT_WGMMA
-// The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
-template <class Cfg>
-__device__ __forceinline__ void prefill_body(const KernelParams& p) {
+constexpr int kThinWord = 5;  // words[5]: the launch runs the Thin layout
+
+// gridDim.x read afresh (volatile: not merged with the schedule's read, whose value ptxas
+// otherwise keeps alive, and spills, across the whole item loop).
+__device__ __forceinline__ int grid_ctas() {
+  int n;
+  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(n));
+  return n;
+}
+
+// Before the P V of an item's last page `vt` (when `last`): if that is the sequence's last page,
+// its V rows past the length hold stale data that could be NaN, and P = 0 times NaN is NaN.
+// Each warpgroup zeroes them before its own P V (both write the same zeros, so neither can
+// read a row before it is zero).
+__device__ __forceinline__ void zero_tail_v(const ItemInfo& it, uint8_t* vt, bool last, int ct,
+                                            int w) {
+  const int tail = it.kv_len % kPage;
+  if (last && tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
+    for (int x = (ct & 127); x < (kPage - tail) * kBoxesPerTile * 8; x += 128) {
+      const int row = tail + x / (kBoxesPerTile * 8);
+      const int rest = x % (kBoxesPerTile * 8);
+      reinterpret_cast<uint4*>(vt + (rest >> 3) * kBoxBytes + row * 128)[rest & 7] =
+          make_uint4(0, 0, 0, 0);
+    }
+    ptx::fence_proxy_async_shared();
+    ptx::named_bar_sync(kBarWarpgroup + w, 128);
+  }
+}
+
+// The item loops of one layout L (Wide or Thin): the producer warp's feed, or a consumer
+// warpgroup's items, then the end of the launch.
+template <class Cfg, class L>
+__device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) {
+  // Everything from the pack, the grid and shared memory again: values carried over from the
+  // setup would stay live into the consumer loop (ptxas spilled two of them).
   const int tid = threadIdx.x;
-  // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
-  // divergent, which wgmma needs to stay asynchronous.
   const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
   const int lane = tid & 31;
-
-  // ---- smem layout ------------------------------------------------------------------------
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
-  uint8_t* q_tile = smem + kQOffset;
-  uint8_t* ring = smem + kRingOffset;
+  const int ctas = grid_ctas();
+  int* counters = p.ptr_multi_ctas_kv_counter;
+  const int slots = p.max_num_ctas_kv;
+  CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
   uint8_t* small = smem + kSmallOffset;
   uint64_t* full = reinterpret_cast<uint64_t*>(small + kBarFullAt);
   uint64_t* empty = reinterpret_cast<uint64_t*>(small + kBarEmptyAt);
   uint64_t* q_full = reinterpret_cast<uint64_t*>(small + kBarQFullAt);
   uint64_t* q_empty = reinterpret_cast<uint64_t*>(small + kBarQEmptyAt);
-  CUtensorMap* q_stage = reinterpret_cast<CUtensorMap*>(small + kTmapAt);
   ItemInfo* info = reinterpret_cast<ItemInfo*>(small + kInfoAt);
-  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..4] schedule, [8..10] merge
-  Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
-                 reinterpret_cast<int*>(small + kPrefixAt)};
-  int* counters = p.ptr_multi_ctas_kv_counter;
-  const int slots = p.max_num_ctas_kv;
-  CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
-
-  // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
-  if (Cfg::kEarly && warp == 2 && lane == 0) {
-    // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
-    // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
-    // bytes share the table's first and last 16-byte granules, so they are mapped.
-    const int ctas = static_cast<int>(gridDim.x);
-    const uintptr_t at = reinterpret_cast<uintptr_t>(p.ptr_page_idx_kv);
-    const uintptr_t base = at & ~uintptr_t{15};
-    const int64_t span = static_cast<int64_t>(at - base) +
-                         static_cast<int64_t>(p.batch_size) * p.max_num_pages_per_seq_kv * 4;
-    const int64_t share = ((span + ctas - 1) / ctas + 15) & ~int64_t{15};
-    const int64_t from = share * blockIdx.x;
-    if (from < span) {
-      const int64_t size = min(share, (span - from + 15) & ~int64_t{15});
-      ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(base + from),
-                            static_cast<uint32_t>(size));
-    }
-  }
-  if (tid == 0) {
-    for (int i = 0; i < kStages; ++i) {
-      ptx::mbarrier_init(&full[i], 1);
-      ptx::mbarrier_init(&empty[i], kConsumerWarps);
-    }
-    ptx::mbarrier_init(q_full, 1);
-    ptx::mbarrier_init(q_empty, kConsumerWarps);
-    ptx::fence_mbarrier_init();
-    ptx::prefetch_tensormap(&p.tma_k);
-    ptx::prefetch_tensormap(&p.tma_v);
-  }
-  if (tid >= 64 && tid < 128) {  // rows 126, 127 of each Q chunk: TMA never writes them
-    const int i = tid - 64;
-    reinterpret_cast<uint4*>(q_tile + (i >> 4) * kQChunkBytes + kItemRows * 128)[i & 15] =
-        make_uint4(0, 0, 0, 0);
-    ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
-  }
-  if (warp == (Cfg::kEarly ? 3 : 0)) {
-    // The pack's Q map loads 128 tokens of one head; ours loads 21 tokens x 6 heads, rows
-    // ordered token-major (r = 6 t + h), exactly the item's rows. kEarly: warp 3 edits and
-    // releases it while warp 0 loads the lengths; warp 0 acquires it after the schedule's
-    // barriers.
-    if (lane < 8) {
-      reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
-    }
-    __syncwarp();
-    if (lane == 0) {
-      ptx::tensormap_replace_box_dim<2>(q_stage, kGroup);
-      ptx::tensormap_replace_box_dim<3>(q_stage, kBlockTokens);
-    }
-    __syncwarp();
-    ptx::tensormap_cp_fenceproxy(q_map, q_stage);
-    if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
-  }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(ring), tid);
-  // (build ends with __syncthreads)
-  if (Cfg::kEarly && warp == 0 && lane == 0) {
-    ptx::fence_proxy_tensormap_acquire(q_map);
-    ptx::prefetch_tensormap(q_map);
-  }
-  const int n_items = sched.items();
-  const int ctas = static_cast<int>(gridDim.x);
+  int* words = reinterpret_cast<int*>(small + kSchedAt);
+  const Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
+                       reinterpret_cast<int*>(small + kPrefixAt)};
+  uint8_t* q_tile = smem + kQOffset;
+  uint8_t* ring = smem + L::kRingOffset;
+  constexpr int kStages = L::kStages;
+  constexpr bool kSerial = Cfg::kSerialThin && L::kStages == Thin::kStages;
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -182,7 +154,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     for (int k = 0;; ++k) {
       ItemInfo it;
       bool ok = false;
-      while (i < n_items) {
+      while (i < sched.items()) {  // read at each use: a register copy is spilled
         ok = sched.decode(p, i, it);
         if (ok) break;
         int next = 0;
@@ -201,10 +173,10 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       int next = 0;
       if (lane == 0) {
         info[k & 1] = it;
-        ptx::mbarrier_arrive_expect_tx(q_full, kBoxesPerTile * kQBoxBytes);
+        ptx::mbarrier_arrive_expect_tx(q_full, kBoxesPerTile * L::kQBoxBytes);
         for (int j = 0; j < kBoxesPerTile; ++j) {
-          ptx::tma_load_4d(q_tile + j * kQChunkBytes, q_map, q_full, j * 64, 0, kGroup * it.kvh,
-                           it.tok_abs);
+          ptx::tma_load_4d(q_tile + j * L::kQChunkBytes, q_map, q_full, j * 64, 0,
+                           kGroup * it.kvh, it.tok_abs);
         }
         next = atomicAdd(counters + kQueueAt, 1);  // claimed now, used after the pages
       }
@@ -241,7 +213,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 
   // ---- consumers ----------------------------------------------------------------------------
   ptx::setmaxnreg_inc<kConsumerRegs>();
-  const bool one_wave = Cfg::kOneWave && n_items <= ctas;  // CTA c runs item c, nothing else
+  const bool one_wave = Cfg::kOneWave && sched.items() <= ctas;  // CTA c runs item c alone
   const int ct = tid - 128;         // 0..255
   const int w = (warp - 4) >> 2;    // rows 64w..64w+63 of the tile
   const int wi = warp & 3;          // warp within the warpgroup: rows +16wi
@@ -279,12 +251,43 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     tile = __shfl_sync(0xffffffffu, tile, 0);  // uniform for the compiler: descriptors stay in
                                                // uniform registers between the wgmma
     if (kWgRows * w >= rows) {
-      // No real row in this warpgroup's half (items of <= 10 tokens: verify): pass the tiles
-      // through without math, releasing each once it has landed.
+      // No real row in this warpgroup's half (items of <= 10 tokens: verify; always in the
+      // Thin layout): pass the tiles through without math, releasing each once it has landed.
       ptx::mbarrier_arrive_if(q_empty, lane == 0);
       for (int x = 0; x < 2 * np; ++x) {
         ptx::mbarrier_wait_converged(&full[(tile + x) % kStages], ((tile + x) / kStages) & 1);
         ptx::mbarrier_arrive_if(&empty[(tile + x) % kStages], lane == 0);
+      }
+      tile += 2 * np;
+    } else if (kSerial && np > 0) {
+      // ---- serial pages (Thin, kSerialThin): P V of page j right after its softmax, so V(j)
+      // goes back as soon as it is used instead of waiting for K(j+1) ----------------------
+      for (int j = 0; j < np; ++j) {
+        const int tk = tile + 2 * j;
+        const int tv = tk + 1;
+        const int sk = tk % kStages;
+        const int sv = tv % kStages;
+        ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
+        ptx::wgmma_fence();
+        issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + sk * kTileDesc);
+        ptx::wgmma_commit_group();
+        ptx::wgmma_wait_group<0>();
+        ptx::fence_registers(s);
+        ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
+        ptx::mbarrier_arrive_if(q_empty, lane == 0 && j == np - 1);
+        const int page = it.page0 + j;
+        softmax_page(s, pa, m, l, alpha, scale, page >= mask_from, page * kPage + 2 * t, lim_a,
+                     lim_b);
+        rescale(o, alpha);  // alpha = 0 on the first page: O is zero anyway
+        ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
+        zero_tail_v(it, ring + sv * kTileBytes, j == np - 1, ct, w);
+        ptx::wgmma_fence();
+        issue_pv(o, pa, v_desc + sv * kTileDesc);
+        ptx::wgmma_commit_group();
+        ptx::wgmma_wait_group<0>();
+        ptx::fence_registers(o);
+        ptx::fence_registers(pa);
+        ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
       }
       tile += 2 * np;
     } else if (np > 0) {
@@ -293,7 +296,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         const int slot = tile % kStages;
         ptx::mbarrier_wait_converged(&full[slot], (tile / kStages) & 1);
         ptx::wgmma_fence();
-        issue_qk(s, q_desc, k_desc + slot * kTileDesc);
+        issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + slot * kTileDesc);
         ptx::wgmma_commit_group();
         ptx::wgmma_wait_group<0>();
         ptx::fence_registers(s);
@@ -315,7 +318,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
         ptx::wgmma_fence();
-        issue_qk(s, q_desc, k_desc + sk * kTileDesc);
+        issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + sk * kTileDesc);
         ptx::wgmma_commit_group();
         ptx::wgmma_fence();  // ptxas would insert this warpgroup.arrive itself (C7519)
         issue_pv(o, pa, v_desc + sv * kTileDesc);
@@ -341,21 +344,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         const int sv = tv % kStages;
         ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && np > 1);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
-        const int tail = it.kv_len % kPage;
-        if (tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
-          // The sequence's last page: V rows past its length hold stale data that could be
-          // NaN, and P = 0 times NaN is NaN. Each warpgroup zeroes them before its own P V
-          // (both write the same zeros, so neither can read a row before it is zero).
-          uint8_t* vt = ring + sv * kTileBytes;
-          for (int x = (ct & 127); x < (kPage - tail) * kBoxesPerTile * 8; x += 128) {
-            const int row = tail + x / (kBoxesPerTile * 8);
-            const int rest = x % (kBoxesPerTile * 8);
-            reinterpret_cast<uint4*>(vt + (rest >> 3) * kBoxBytes + row * 128)[rest & 7] =
-                make_uint4(0, 0, 0, 0);
-          }
-          ptx::fence_proxy_async_shared();
-          ptx::named_bar_sync(kBarWarpgroup + w, 128);
-        }
+        zero_tail_v(it, ring + sv * kTileBytes, true, ct, w);
         ptx::wgmma_fence();
         issue_pv(o, pa, v_desc + sv * kTileDesc);
         ptx::wgmma_commit_group();
@@ -441,6 +430,119 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
   }
 }
+
+// The whole kernel: setup, then the item loops of the launch's layout.
+template <class Cfg>
+__device__ __forceinline__ void prefill_body(const KernelParams& p) {
+  const int tid = threadIdx.x;
+  // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
+  // divergent, which wgmma needs to stay asynchronous.
+  const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
+  const int lane = tid & 31;
+
+  // ---- smem layout ------------------------------------------------------------------------
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  uint8_t* q_tile = smem + kQOffset;
+  uint8_t* small = smem + kSmallOffset;
+  uint64_t* full = reinterpret_cast<uint64_t*>(small + kBarFullAt);
+  uint64_t* empty = reinterpret_cast<uint64_t*>(small + kBarEmptyAt);
+  uint64_t* q_full = reinterpret_cast<uint64_t*>(small + kBarQFullAt);
+  uint64_t* q_empty = reinterpret_cast<uint64_t*>(small + kBarQEmptyAt);
+  CUtensorMap* q_stage = reinterpret_cast<CUtensorMap*>(small + kTmapAt);
+  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..4] schedule, [5] layout,
+                                                          // [8..10] merge
+  Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
+                 reinterpret_cast<int*>(small + kPrefixAt)};
+  int* counters = p.ptr_multi_ctas_kv_counter;
+  const int slots = p.max_num_ctas_kv;
+  CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
+
+  // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
+  if (Cfg::kEarly && warp == 2 && lane == 0) {
+    // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
+    // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
+    // bytes share the table's first and last 16-byte granules, so they are mapped.
+    const int ctas = static_cast<int>(gridDim.x);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p.ptr_page_idx_kv);
+    const uintptr_t base = at & ~uintptr_t{15};
+    const int64_t span = static_cast<int64_t>(at - base) +
+                         static_cast<int64_t>(p.batch_size) * p.max_num_pages_per_seq_kv * 4;
+    const int64_t share = ((span + ctas - 1) / ctas + 15) & ~int64_t{15};
+    const int64_t from = share * blockIdx.x;
+    if (from < span) {
+      const int64_t size = min(share, (span - from + 15) & ~int64_t{15});
+      ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(base + from),
+                            static_cast<uint32_t>(size));
+    }
+  }
+  if (tid == 0) {
+    for (int i = 0; i < kMaxStages; ++i) {
+      ptx::mbarrier_init(&full[i], 1);
+      ptx::mbarrier_init(&empty[i], kConsumerWarps);
+    }
+    ptx::mbarrier_init(q_full, 1);
+    ptx::mbarrier_init(q_empty, kConsumerWarps);
+    ptx::fence_mbarrier_init();
+    ptx::prefetch_tensormap(&p.tma_k);
+    ptx::prefetch_tensormap(&p.tma_v);
+  }
+  if (tid >= 64 && tid < 128) {  // Wide: rows 126, 127 of each Q chunk, never written by TMA
+    const int i = tid - 64;
+    reinterpret_cast<uint4*>(q_tile + (i >> 4) * Wide::kQChunkBytes + kItemRows * 128)[i & 15] =
+        make_uint4(0, 0, 0, 0);
+    ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
+  }
+  if (Cfg::kThin && tid >= 128 && tid < 256) {  // Thin: rows 60-63 of each Q chunk
+    const int i = tid - 128;
+    reinterpret_cast<uint4*>(q_tile + (i >> 5) * Thin::kQChunkBytes + Thin::kQBoxBytes)[i & 31] =
+        make_uint4(0, 0, 0, 0);
+    ptx::fence_proxy_async_shared();
+  }
+  if (warp == (Cfg::kEarly ? 3 : 0)) {
+    // The pack's Q map loads 128 tokens of one head; ours loads 21 (Wide) or 10 (Thin) tokens
+    // x 6 heads, rows ordered token-major (r = 6 t + h), exactly the item's rows. The layout
+    // is Thin when no sequence has more than 10 new rows (this warp reads the row counts; the
+    // rest of the CTA reads its decision in words[5] after the schedule). kEarly: warp 3
+    // edits and releases the map while warp 0 loads the lengths; warp 0 acquires it after the
+    // schedule's barriers.
+    bool thin = false;
+    if (Cfg::kThin) {
+      int most = 0;
+      for (int b = lane; b < min(p.batch_size, kMaxSeqs); b += 32) {
+        most = max(most, p.ptr_cum_seq_lens_q[b + 1] - p.ptr_cum_seq_lens_q[b]);
+      }
+      thin = __reduce_max_sync(0xffffffffu, most) <= kThinTokens;
+    }
+    if (lane < 8) {
+      reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
+    }
+    __syncwarp();
+    if (lane == 0) {
+      ptx::tensormap_replace_box_dim<2>(q_stage, kGroup);
+      ptx::tensormap_replace_box_dim<3>(q_stage, thin ? Thin::kTokens : Wide::kTokens);
+      words[kThinWord] = thin;
+    }
+    __syncwarp();
+    ptx::tensormap_cp_fenceproxy(q_map, q_stage);
+    if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
+  }
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(smem + Wide::kRingOffset),
+                                               tid);
+  // (build ends with __syncthreads)
+  if (Cfg::kEarly && warp == 0 && lane == 0) {
+    ptx::fence_proxy_tensormap_acquire(q_map);
+    ptx::prefetch_tensormap(q_map);
+  }
+  // Broadcast: uniform for the compiler, so that the layout branch is not divergent.
+  const int thin = Cfg::kThin ? __shfl_sync(0xffffffffu, words[kThinWord], 0) : 0;
+  if (thin) {
+    run_items<Cfg, Thin>(p, smem);
+  } else {
+    run_items<Cfg, Wide>(p, smem);
+  }
+}
 #endif  // KERNRT_WGMMA
 
 // ---- entry ---------------------------------------------------------------------------------------
@@ -468,14 +570,13 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_cap8_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Cap8>(p);
+    attention_prefill_wide_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<WideOnly>(p);
 }
 
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_late_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Late>(p);
+    attention_prefill_serial_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<ThinSerial>(p);
 }
-
 
 }  // namespace kernrt::attention::prefill

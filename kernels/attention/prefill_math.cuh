@@ -27,16 +27,18 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-// S (64 x 64) = Q rows (K-major, 4 chunks of 64 dims) x K tile^T (64 tokens x 256 dims): 16
+// S (64 x 64) = Q rows (K-major, 4 chunks of 64 dims, kQChunk bytes apart: the layout's) x
+// K tile^T (64 tokens x 256 dims): 16
 // k-steps of 16 dims, advancing 32 bytes inside a 128-byte swizzled row, then a chunk. The
 // descriptors are a base plus compile-time offsets (address field in 16-byte units, no carry
 // out of its 14 bits below 256 KiB), so nothing but uniform adds sits between the wgmma.
+template <int kQChunk>
 __device__ __forceinline__ void issue_qk(float (&s)[32], uint64_t q_base, uint64_t k_base) {
   const uint64_t q_desc = ptx::wgmma_desc_uniform(q_base);
   const uint64_t k_desc = ptx::wgmma_desc_uniform(k_base);
 #pragma unroll
   for (int kk = 0; kk < 16; ++kk) {
-    const uint32_t qa = ((kk >> 2) * kQChunkBytes + (kk & 3) * 32) >> 4;
+    const uint32_t qa = ((kk >> 2) * kQChunk + (kk & 3) * 32) >> 4;
     const uint32_t kb = ((kk >> 2) * kBoxBytes + (kk & 3) * 32) >> 4;
     ptx::wgmma_m64n64k16_ss(s, q_desc + qa, k_desc + kb, kk > 0);
   }
