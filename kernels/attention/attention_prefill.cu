@@ -30,10 +30,17 @@
 //   Q K^T of page j+1 is issued before P V of page j and the softmax of j+1 runs while P V of
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
+//   Thin launches (every sequence <= 10 new rows: verify; prefill_shape.cuh's Thin layout):
+//   an item's <= 60 rows fit one warpgroup, so both warpgroups take rows 0-63 over alternate
+//   pages (page j to warpgroup j % 2, each page Q K^T, softmax, P V in turn, the two
+//   warpgroups' products interleaving on the tensor cores) and merge their halves through
+//   shared memory at the item's end. In the Wide layout a verify item kept the second
+//   warpgroup idle and one warpgroup's dependent chain set the pace of the page stream.
 // Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
-// Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
+// Shared memory (prefill_shape.cuh): Q 64 KiB (Thin: Q 32 KiB + the 32 KiB exchange) + 5 x
+// 32 KiB ring + 1280 B = 231679 B.
 // Output: an item that is its unit's only chunk normalises and stores O (bf16x2 per thread and
 // row); a chunk of a split unit stores its partial and (max, sum) rows and arrives on the
 // unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). The last
@@ -69,11 +76,10 @@ namespace kernrt::attention::prefill {
 // kOneWave, a launch whose items all fit one wave merges without claims (chunk c merges row
 // part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
 // unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates;
-// kThin, a launch whose sequences all have <= 10 new rows runs the Thin layout (Q 32 KiB, a
-// 6-tile ring, prefill_shape.cuh) instead of Wide; kSerialThin, Thin items run their pages
-// one after the other (P V of page j before Q K^T of page j+1).
+// kThin, a launch whose sequences all have <= 10 new rows runs the Thin layout (both
+// warpgroups on the same 64 rows, alternate pages, prefill_shape.cuh) instead of Wide.
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
-          bool kThinT, bool kSerialThinT = false>
+          bool kThinT>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
@@ -81,12 +87,10 @@ struct Tuning {
   static constexpr bool kTailSplit = kTailSplitT;
   static constexpr int kSplitCap = kSplitCapT;
   static constexpr bool kThin = kThinT;
-  static constexpr bool kSerialThin = kSerialThinT;
 };
 using Shipped = Tuning<true, true, true, true, kMaxSplit, true>;
 using Base = Tuning<false, false, false, false, kMaxSplit, false>;  // run 3's kernel (ca12330)
 using WideOnly = Tuning<true, true, true, true, kMaxSplit, false>;  // run 5's kernel (463732f)
-using ThinSerial = Tuning<true, true, true, true, kMaxSplit, true, true>;
 
 #if KERNRT_WGMMA
 constexpr int kThinWord = 5;  // words[5]: the launch runs the Thin layout
@@ -97,25 +101,6 @@ __device__ __forceinline__ int grid_ctas() {
   int n;
   asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(n));
   return n;
-}
-
-// Before the P V of an item's last page `vt` (when `last`): if that is the sequence's last page,
-// its V rows past the length hold stale data that could be NaN, and P = 0 times NaN is NaN.
-// Each warpgroup zeroes them before its own P V (both write the same zeros, so neither can
-// read a row before it is zero).
-__device__ __forceinline__ void zero_tail_v(const ItemInfo& it, uint8_t* vt, bool last, int ct,
-                                            int w) {
-  const int tail = it.kv_len % kPage;
-  if (last && tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
-    for (int x = (ct & 127); x < (kPage - tail) * kBoxesPerTile * 8; x += 128) {
-      const int row = tail + x / (kBoxesPerTile * 8);
-      const int rest = x % (kBoxesPerTile * 8);
-      reinterpret_cast<uint4*>(vt + (rest >> 3) * kBoxBytes + row * 128)[rest & 7] =
-          make_uint4(0, 0, 0, 0);
-    }
-    ptx::fence_proxy_async_shared();
-    ptx::named_bar_sync(kBarWarpgroup + w, 128);
-  }
 }
 
 // The item loops of one layout L (Wide or Thin): the producer warp's feed, or a consumer
@@ -141,9 +126,8 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
   const Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
                        reinterpret_cast<int*>(small + kPrefixAt)};
   uint8_t* q_tile = smem + kQOffset;
-  uint8_t* ring = smem + L::kRingOffset;
-  constexpr int kStages = L::kStages;
-  constexpr bool kSerial = Cfg::kSerialThin && L::kStages == Thin::kStages;
+  uint8_t* ring = smem + kRingOffset;
+  constexpr bool kDual = L::kSplitPages;  // Thin: both warpgroups on rows 0-63, pages j % 2
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -213,22 +197,24 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
 
   // ---- consumers ----------------------------------------------------------------------------
   ptx::setmaxnreg_inc<kConsumerRegs>();
-  const bool one_wave = Cfg::kOneWave && sched.items() <= ctas;  // CTA c runs item c alone
   const int ct = tid - 128;         // 0..255
-  const int w = (warp - 4) >> 2;    // rows 64w..64w+63 of the tile
+  const int w = (warp - 4) >> 2;    // Wide: rows 64w..64w+63 of the tile; Thin: pages j % 2
   const int wi = warp & 3;          // warp within the warpgroup: rows +16wi
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int row_a = kWgRows * w + 16 * wi + g;
+  const int row0 = kDual ? 0 : kWgRows * w;  // the warpgroup's first row
+  const int row_a = row0 + 16 * wi + g;
   const int row_b = row_a + 8;
-  const uint64_t q_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(q_tile) + kWgRows * w * 128, 16, 1024);
+  const bool owner = !kDual || w == 0;  // stores the rows (Thin: after the exchange)
+  const uint64_t q_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(q_tile) + row0 * 128, 16, 1024);
   const uint64_t k_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(ring), 16, 1024);
   const uint64_t v_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(ring), kBoxBytes, 1024);
   constexpr uint32_t kTileDesc = kTileBytes >> 4;  // one ring tile in descriptor units
   const float scale = p.scale_softmax_log2;
   int tile = 0;
-  ItemInfo pending;
-  bool helps = false;  // the last split chunk this CTA wrote without completing its unit
+  // The last split chunk this CTA wrote without completing its unit: its record in shared
+  // memory (ntok 0: none; set at the setup), as a record kept in registers is spilled.
+  ItemInfo* pending = reinterpret_cast<ItemInfo*>(small + kPendingAt);
   for (int k = 0;; ++k) {
     ptx::mbarrier_wait_converged(q_full, k & 1);
     const ItemInfo it = uniform(info[k & 1]);
@@ -237,7 +223,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
     // Key limits of the thread's rows; padding rows take the last real row's (finite math).
     const int lim_a = it.lim0 + min(row_a, rows - 1) / kGroup;
     const int lim_b = it.lim0 + min(row_b, rows - 1) / kGroup;
-    const int lim_min = it.lim0 + min(kWgRows * w, rows - 1) / kGroup;
+    const int lim_min = it.lim0 + min(row0, rows - 1) / kGroup;
     const int mask_from = lim_min <= 0 ? 0 : lim_min / kPage;  // pages from here need masks
     float o[128];
 #pragma unroll
@@ -250,19 +236,19 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
     const int np = it.page1 - it.page0;
     tile = __shfl_sync(0xffffffffu, tile, 0);  // uniform for the compiler: descriptors stay in
                                                // uniform registers between the wgmma
-    if (kWgRows * w >= rows) {
-      // No real row in this warpgroup's half (items of <= 10 tokens: verify; always in the
-      // Thin layout): pass the tiles through without math, releasing each once it has landed.
+    if (!kDual && row0 >= rows) {
+      // No real row in this warpgroup's half (items of <= 10 tokens in a launch that is not
+      // Thin): pass the tiles through without math, releasing each once it has landed.
       ptx::mbarrier_arrive_if(q_empty, lane == 0);
       for (int x = 0; x < 2 * np; ++x) {
         ptx::mbarrier_wait_converged(&full[(tile + x) % kStages], ((tile + x) / kStages) & 1);
         ptx::mbarrier_arrive_if(&empty[(tile + x) % kStages], lane == 0);
       }
       tile += 2 * np;
-    } else if (kSerial && np > 0) {
-      // ---- serial pages (Thin, kSerialThin): P V of page j right after its softmax, so V(j)
-      // goes back as soon as it is used instead of waiting for K(j+1) ----------------------
-      for (int j = 0; j < np; ++j) {
+    } else if (kDual && np > 0) {
+      // ---- Thin: this warpgroup's pages j = w, w + 2, ... one after the other (the other
+      // warpgroup's Q K^T / softmax run beside its P V), each tile released once used ------
+      for (int j = w; j < np; j += 2) {
         const int tk = tile + 2 * j;
         const int tv = tk + 1;
         const int sk = tk % kStages;
@@ -274,7 +260,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         ptx::wgmma_wait_group<0>();
         ptx::fence_registers(s);
         ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
-        ptx::mbarrier_arrive_if(q_empty, lane == 0 && j == np - 1);
+        ptx::mbarrier_arrive_if(q_empty, lane == 0 && j + 2 >= np);
         const int page = it.page0 + j;
         softmax_page(s, pa, m, l, alpha, scale, page >= mask_from, page * kPage + 2 * t, lim_a,
                      lim_b);
@@ -289,6 +275,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         ptx::fence_registers(pa);
         ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
       }
+      ptx::mbarrier_arrive_if(q_empty, lane == 0 && w >= np);  // one page: none for w = 1
       tile += 2 * np;
     } else if (np > 0) {
       // ---- first page: S, softmax (O is zero, nothing to rescale) -------------------------
@@ -358,6 +345,8 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       ptx::mbarrier_arrive(q_empty);  // no key at all: Q unused, the rows get zeros
     }
 
+    if (kDual) exchange(smem, o, m, l, alpha, w, ct);
+
     // ---- epilogue -------------------------------------------------------------------------------
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -368,12 +357,12 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       const float inv_a = l[0] > 0.f ? 1.f / l[0] : 0.f;
       const float inv_b = l[1] > 0.f ? 1.f / l[1] : 0.f;
       // Every lane shuffles (the quad shares rows); only real rows store.
-      store_row(out_row(p, it, min(row_a, rows - 1)), o, 0, inv_a, t, row_a < rows);
-      store_row(out_row(p, it, min(row_b, rows - 1)), o, 1, inv_b, t, row_b < rows);
+      store_row(out_row(p, it, min(row_a, rows - 1)), o, 0, inv_a, t, owner && row_a < rows);
+      store_row(out_row(p, it, min(row_b, rows - 1)), o, 1, inv_b, t, owner && row_b < rows);
     } else {
       float* po = p.ptr_partial_o + static_cast<int64_t>(it.slot) * kPartialFloats + 2 * t;
       float* ps = p.ptr_partial_stats + static_cast<int64_t>(it.slot) * kStatsFloats;
-      if (row_a < rows) {
+      if (owner && row_a < rows) {
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
           *reinterpret_cast<float2*>(po + row_a * kHeadDim + 8 * j) =
@@ -381,7 +370,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         }
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_a) = make_float2(m[0], l[0]);
       }
-      if (row_b < rows) {
+      if (owner && row_b < rows) {
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
           *reinterpret_cast<float2*>(po + row_b * kHeadDim + 8 * j) =
@@ -390,7 +379,8 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
       const bool last = arrive_chunk(p, it, words + 8, ct);
-      if (one_wave) {
+      // One wave (CTA c runs item c alone): read here, a flag kept from the start is spilled.
+      if (Cfg::kOneWave && sched.items() <= grid_ctas()) {
         // Every chunk of the unit is running now: chunk c merges row part c, no claims.
         const int c = it.slot - it.first_slot;
         if (c < min(it.nchunks, kMaxParts)) {
@@ -400,16 +390,17 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       } else if (last) {
         merge_claims<Cfg::kBatched>(p, it, words + 9, ct);
       } else {
-        pending = it;
-        helps = true;
+        if (ct == 0) copy_record(pending, it);
       }
     }
   }
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
-  if (helps) {
-    wait_unit(p, pending, ct);
-    merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
+  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);  // ct 0's record write
+  if (pending->ntok > 0) {
+    const ItemInfo pd = uniform(*pending);
+    wait_unit(p, pd, ct);
+    merge_claims<Cfg::kBatched>(p, pd, words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
   if (ct == 0) {
@@ -478,13 +469,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
   }
   if (tid == 0) {
-    for (int i = 0; i < kMaxStages; ++i) {
-      ptx::mbarrier_init(&full[i], 1);
-      ptx::mbarrier_init(&empty[i], kConsumerWarps);
-    }
-    ptx::mbarrier_init(q_full, 1);
-    ptx::mbarrier_init(q_empty, kConsumerWarps);
-    ptx::fence_mbarrier_init();
+    reinterpret_cast<ItemInfo*>(small + kPendingAt)->ntok = 0;  // no pending merge yet
     ptx::prefetch_tensormap(&p.tma_k);
     ptx::prefetch_tensormap(&p.tma_v);
   }
@@ -523,12 +508,20 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       ptx::tensormap_replace_box_dim<2>(q_stage, kGroup);
       ptx::tensormap_replace_box_dim<3>(q_stage, thin ? Thin::kTokens : Wide::kTokens);
       words[kThinWord] = thin;
+      // Here, once the layout is known: a Thin ring tile is released by one warpgroup.
+      for (int i = 0; i < kStages; ++i) {
+        ptx::mbarrier_init(&full[i], 1);
+        ptx::mbarrier_init(&empty[i], thin ? kThinTileWarps : kConsumerWarps);
+      }
+      ptx::mbarrier_init(q_full, 1);
+      ptx::mbarrier_init(q_empty, kConsumerWarps);
+      ptx::fence_mbarrier_init();
     }
     __syncwarp();
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
     if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(smem + Wide::kRingOffset),
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(smem + kRingOffset),
                                                tid);
   // (build ends with __syncthreads)
   if (Cfg::kEarly && warp == 0 && lane == 0) {
@@ -574,9 +567,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<WideOnly>(p);
 }
 
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_serial_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<ThinSerial>(p);
-}
 
 }  // namespace kernrt::attention::prefill

@@ -81,7 +81,8 @@ def check_cases(quick=False):
                                                                   70]),
         Case("verify 2-64 rows", [2, 8, 16, 21, 22, 64], [4096, 20000, 777, 64000, 131, 9000]),
         Case("verify split 100k", [8], [100000]),
-        # every sequence <= 10 rows: the Thin layout (60-row Q, 6-tile ring), 10 its boundary
+        # every sequence <= 10 rows: the Thin layout (both warpgroups on 60 rows, alternate
+        # pages), 10 its boundary; 1 page (a warpgroup without pages) and 313 pages
         Case("verify 1-10 rows, thin", [10, 1, 4, 9], [64, 3000, 129, 20000]),
         Case("peaky softmax (Q x 8)", [29, 8], [5000, 3000], q_scale=8.0),
         Case("a sequence with no new rows", [5, 0, 7], [100, 50, 7]),
@@ -113,12 +114,10 @@ def bench_cases(quick=False):
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
 # entry of prefill_geometry.json (attention_prefill.cu's Tuning): base = run 3's kernel
 # (ca12330: late setup, two-round merge with claims, every unit split alike), wide = run 5's
-# kernel (463732f: the shipped one without the Thin layout, every launch in the Wide one),
-# serial = the shipped one with a serial page loop in the Thin layout.
+# kernel (463732f: the shipped one without the Thin layout, every launch in the Wide one).
 VARIANTS = {
     "base": "attention_prefill_base_sm90a_bf16_q24kv4d256p64",
     "wide": "attention_prefill_wide_sm90a_bf16_q24kv4d256p64",
-    "serial": "attention_prefill_serial_sm90a_bf16_q24kv4d256p64",
 }
 
 
