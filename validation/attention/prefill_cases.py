@@ -112,11 +112,9 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json (attention_prefill.cu's Tuning): base = run 3's kernel
-# (ca12330: late setup, two-round merge with claims, every unit split alike), wide = run 5's
-# kernel (463732f: the shipped one without the Thin layout, every launch in the Wide one).
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning): wide = run 5's kernel
+# (463732f: the shipped one without the Thin layout, every launch in the Wide one).
 VARIANTS = {
-    "base": "attention_prefill_base_sm90a_bf16_q24kv4d256p64",
     "wide": "attention_prefill_wide_sm90a_bf16_q24kv4d256p64",
 }
 
