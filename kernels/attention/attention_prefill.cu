@@ -247,13 +247,22 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       tile += 2 * np;
     } else if (kDual && np > 0) {
       // ---- Thin: this warpgroup's pages j = w, w + 2, ... one after the other (the other
-      // warpgroup's Q K^T / softmax run beside its P V), each tile released once used ------
-      for (int j = w; j < np; j += 2) {
+      // warpgroup's Q K^T / softmax run beside its P V). The other's pages pass through:
+      // waited for (landed) and released, so that both warpgroups wait for every tile in
+      // order. A warpgroup that skipped them would wait on a slot's parity while the slot's
+      // previous tile had not landed, and pass at once (the parity of two phases back).
+      for (int j = 0; j < np; ++j) {
         const int tk = tile + 2 * j;
         const int tv = tk + 1;
         const int sk = tk % kStages;
         const int sv = tv % kStages;
         ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
+        if ((j & 1) != w) {
+          ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
+          ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
+          ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
+          continue;
+        }
         ptx::wgmma_fence();
         issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + sk * kTileDesc);
         ptx::wgmma_commit_group();
@@ -469,6 +478,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
   }
   if (tid == 0) {
+    for (int i = 0; i < kStages; ++i) {
+      ptx::mbarrier_init(&full[i], 1);
+      ptx::mbarrier_init(&empty[i], kConsumerWarps);
+    }
+    ptx::mbarrier_init(q_full, 1);
+    ptx::mbarrier_init(q_empty, kConsumerWarps);
+    ptx::fence_mbarrier_init();
     reinterpret_cast<ItemInfo*>(small + kPendingAt)->ntok = 0;  // no pending merge yet
     ptx::prefetch_tensormap(&p.tma_k);
     ptx::prefetch_tensormap(&p.tma_v);
@@ -508,14 +524,6 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       ptx::tensormap_replace_box_dim<2>(q_stage, kGroup);
       ptx::tensormap_replace_box_dim<3>(q_stage, thin ? Thin::kTokens : Wide::kTokens);
       words[kThinWord] = thin;
-      // Here, once the layout is known: a Thin ring tile is released by one warpgroup.
-      for (int i = 0; i < kStages; ++i) {
-        ptx::mbarrier_init(&full[i], 1);
-        ptx::mbarrier_init(&empty[i], thin ? kThinTileWarps : kConsumerWarps);
-      }
-      ptx::mbarrier_init(q_full, 1);
-      ptx::mbarrier_init(q_empty, kConsumerWarps);
-      ptx::fence_mbarrier_init();
     }
     __syncwarp();
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);

@@ -91,11 +91,10 @@ static_assert(kSmemBytes <= 232448, "227 KiB opt-in shared memory per block on s
 static_assert(kTileBytes == 32768 && kRingOffset == 65536, "tile arithmetic");
 
 // ---- barrier arrival counts ---------------------------------------------------------------------
-// Each of the 8 consumer warps releases the Q tile, and (Wide) every ring tile, once it has
-// waited for its own wgmma reading them, so a release never precedes any warp's reads. Thin:
-// a ring tile is read by one warpgroup only, so its 4 warps release it.
+// Each of the 8 consumer warps releases a ring tile and the Q tile once it has waited for its
+// own wgmma reading them (or, a tile it does not read, once it has landed), so a release never
+// precedes any warp's reads and every warp waits for every tile in order.
 constexpr uint32_t kConsumerWarps = kConsumerThreads / 32;
-constexpr uint32_t kThinTileWarps = kConsumerWarps / 2;
 
 // ---- schedule limits and cost model -------------------------------------------------------------
 constexpr int kMaxSplit = 32;         // KV chunks per unit (one lane of warp 0 rates each count)
