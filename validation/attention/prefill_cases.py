@@ -81,9 +81,9 @@ def check_cases(quick=False):
                                                                   70]),
         Case("verify 2-64 rows", [2, 8, 16, 21, 22, 64], [4096, 20000, 777, 64000, 131, 9000]),
         Case("verify split 100k", [8], [100000]),
-        # every sequence <= 10 rows: the Thin layout (both warpgroups on 60 rows, alternate
-        # pages), 10 its boundary; 1 page (a warpgroup without pages) and 313 pages
-        Case("verify 1-10 rows, thin", [10, 1, 4, 9], [64, 3000, 129, 20000]),
+        # every sequence <= 10 rows, 10 the largest: items of one warpgroup's 60 rows (a Thin
+        # path would take these launches); 1 page and 313 pages
+        Case("verify 1-10 rows", [10, 1, 4, 9], [64, 3000, 129, 20000]),
         Case("peaky softmax (Q x 8)", [29, 8], [5000, 3000], q_scale=8.0),
         Case("a sequence with no new rows", [5, 0, 7], [100, 50, 7]),
         # 136 units: the first 132 unsplit, the last 4 split in 9 (the tail split)
@@ -112,10 +112,13 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json (attention_prefill.cu's Tuning): wide = run 5's kernel
-# (463732f: the shipped one without the Thin layout, every launch in the Wide one).
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning): base = run 3's kernel
+# (ca12330: late setup, two-round merge with claims, every unit split alike), cap8 = the
+# shipped one rating at most 8 chunks per unit, late = the shipped one without the early setup.
 VARIANTS = {
-    "wide": "attention_prefill_wide_sm90a_bf16_q24kv4d256p64",
+    "base": "attention_prefill_base_sm90a_bf16_q24kv4d256p64",
+    "cap8": "attention_prefill_cap8_sm90a_bf16_q24kv4d256p64",
+    "late": "attention_prefill_late_sm90a_bf16_q24kv4d256p64",
 }
 
 
