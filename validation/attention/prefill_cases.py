@@ -81,6 +81,11 @@ def check_cases(quick=False):
                                                                   70]),
         Case("verify 2-64 rows", [2, 8, 16, 21, 22, 64], [4096, 20000, 777, 64000, 131, 9000]),
         Case("verify split 100k", [8], [100000]),
+        # every sequence <= 10 rows, 10 the largest: items of one warpgroup's 60 rows (a Thin
+        # path would take these launches); 1 page and 313 pages
+        Case("verify 1-10 rows", [10, 1, 4, 9], [64, 3000, 129, 20000]),
+        # 8-row verify, ragged long prefixes: several items per CTA (more items than CTAs)
+        Case("verify 8x8 over 20k-41k", [8] * 8, [20000 + 3000 * i for i in range(8)]),
         Case("peaky softmax (Q x 8)", [29, 8], [5000, 3000], q_scale=8.0),
         Case("a sequence with no new rows", [5, 0, 7], [100, 50, 7]),
         # 136 units: the first 132 unsplit, the last 4 split in 9 (the tail split)

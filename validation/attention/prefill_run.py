@@ -161,6 +161,8 @@ def phase_bench(args):
         bench.log(f"flashinfer unavailable: {fi_reason}")
     stream = torch.cuda.current_stream()
     for case in pc.bench_cases(args.quick):
+        if args.bench and not any(part in case.name for part in args.bench.split(",")):
+            continue
         rt, inputs = load_case(kernrt, gen, args, case)
         kv = rt.buffer("kv")
         index, ref = pc.reference(case, inputs, kv, rows=pc.sample_rows(case))
@@ -361,6 +363,9 @@ def main(argv=None):
     ap.add_argument("--dry-run", action="store_true", help="CPU only: verify the manifests")
     ap.add_argument("--no-variants", action="store_true",
                     help="time only the shipped entry (not the live alternatives beside it)")
+    ap.add_argument("--bench", default="",
+                    help="time only the bench cases whose name holds one of these comma-separated "
+                         "parts (an experiment; a record times every case)")
     ap.add_argument("--phase", choices=("checks", "bench", "program_io"), help=argparse.SUPPRESS)
     ap.add_argument("--timeouts", default="150,300,120", help="seconds per phase")
     args = ap.parse_args(argv)
