@@ -1,22 +1,27 @@
-// Prep role of the KDA / GDN chunked forward (kda_chunk.cu): the four prep warps turn one
+// Prep role of the KDA / GDN chunked forward (kda_chunk.cu): the eight prep warps turn one
 // chunk of 16 tokens into the tensor-core operands the state warps consume (chunk_smem.cuh
 // Operands), everything that does not depend on the recurrent state:
 //   1. cp.async of q, k, v, g (and a register prefetch of beta / GDN's g) two chunks ahead;
-//   2. per token: q, k l2norm (eps inside the sqrt) and scale, the log decay (gate in the
-//      kernel or given) and alpha = exp(log decay), beta (sigmoid); past the span q = k = 0,
-//      alpha = 1, beta = 0, so padded tokens change nothing;
-//   3. per key channel: the cumulative products a_t = prod_{u<=t} alpha_u, b_t = prod_{u>t}
-//      alpha_u (never exp of a cumulative sum: every factor is <= 1, so no gate overflows),
-//      and the f16 operands q^ a, k^ a, k^ b, gamma = a_15, v^T in fp32;
+//   2. per token (16 threads a token, 8 channels a thread): q, k l2norm (eps inside the sqrt)
+//      and scale, the log decay (gate in the kernel or given) and alpha = exp(log decay), beta
+//      (sigmoid); past the span q = k = 0, alpha = 1, beta = 0, so padded tokens change nothing;
+//   3. per key channel, two threads (prep threads c and 128 + c): the cumulative products
+//      a_t = prod_{u<=t} alpha_u, b_t = prod_{u>t} alpha_u (never exp of a cumulative sum:
+//      every factor is <= 1, so no gate overflows) and the f16 operands q^ a, k^ a, k^ b,
+//      gamma = a_15, v^T in fp32 (the f16 half); KDA's tf32 intra operands (the tf32 half);
 //   4. Aqk[i][j] = sum_c q^_i k^_j prod_{t=j+1..i} alpha_t (i >= j) and Akk (i > j, times
 //      beta_i). KDA: on tensor cores (tf32) as (q f)(k / f)^T with f = exp(G - G_7) when
 //      every channel's factors stay in fp32 range (fla-init and bounded gates), else pair by
-//      pair in fp32 (kernel-fun's harsh gates; warp w takes columns j in {w, 7-w, 8+w,
-//      15-w}, 34 pairs each, lane l channels 4l..4l+3, one reduce-scatter of 32 partial sums
-//      per column). GDN: bf16 Gram matrices on tensor cores times fp32 norms and decays;
+//      pair in fp32 (kernel-fun's harsh gates; warp w takes columns j in {w, 15-w}, 17 pairs
+//      each, lane l channels 4l..4l+3, one reduce-scatter of 32 partial sums per column).
+//      GDN: bf16 Gram matrices on tensor cores times fp32 norms and decays;
 //   5. Tm = (I + Akk)^-1 by forward substitution (warp 0, lane j = column j), Tm Diag(beta).
 //
-// Not checked here: what kda_chunk.cu guarantees (128 prep threads, span and stage indices).
+// Eight prep warps rather than four (the profile at 856ee7a: the four prep warps, one per
+// scheduler, were the critical path, issuing ~1 instruction per 10 cycles each while the state
+// warps waited 74 % of the time; 512 threads fit 128 registers without spills).
+//
+// Not checked here: what kda_chunk.cu guarantees (256 prep threads, span and stage indices).
 #pragma once
 
 #include "common/ptx/ldst.cuh"
@@ -26,14 +31,17 @@
 
 namespace kernrt::kda {
 
-// Per-thread constants of the prep role: its token row and channels for step 2, the gate's
-// exp(A_log) and dt_bias of those channels.
+// Per-thread constants of the prep role: its token row (tid / 16) and channels (sub = tid % 16:
+// 64 j + 4 sub + e, j 0..1, e 0..3) for step 2, the gate's exp(A_log) and dt_bias of those
+// channels.
+constexpr int kTokCh = 8;   // key channels per prep thread in step 2
 template <bool kKda>
 struct PrepThread {
   int tid, lane, warp, row, sub;
   float a;                  // exp(A_log[hv])
-  float dtb[16];            // dt_bias of channels 32c + 4 sub + e (KDA), dtb[0] (GDN)
+  float dtb[kTokCh];        // dt_bias of channels 64 j + 4 sub + e (KDA), dtb[0] (GDN)
 };
+__device__ __forceinline__ int tok_channel(int i, int sub) { return 64 * (i / 4) + 4 * sub + i % 4; }
 
 // Element offsets of token 0 of the block's span (its head and value tile included) for every
 // input, computed once per block: a chunk's loads then add only tok * stride_tok (the
@@ -62,10 +70,10 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
                                            const PrepThread<kKda>& th, float& beta_raw,
                                            float& gs_raw, bool zero_v) {
   const int tok0 = c * kChunk;
-  // q, k, v: 16 rows x 16 vectors of 16 bytes each; thread i does rows (i / 16) + 8 r.
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    const int t = th.tid / 16 + 8 * r, col = (th.tid % 16) * 8;
+  // q, k, v: 16 rows x 16 vectors of 16 bytes each; thread i does row i / 16.
+  static_assert(kChunk * 16 == kPrepThreads, "one q, k, v vector per prep thread");
+  {
+    const int t = th.tid / 16, col = (th.tid % 16) * 8;
     const bool ok = tok0 + t < sp.len;
     const int64_t tt = ok ? tok0 + t : 0;
     const int64_t qk = sb.qk + tt * p.qk_stride_tok + col;
@@ -83,7 +91,7 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
     // g: 16 rows x 512 (f32) or 256 (bf16) bytes.
     const int vecs = gf32 ? 32 : 16;
 #pragma unroll
-    for (int r = 0; r < 4; ++r) {
+    for (int r = 0; r < kChunk * 32 / kPrepThreads; ++r) {
       const int i = th.tid + kPrepThreads * r;
       const int t = i / vecs, col = (i % vecs) * (gf32 ? 4 : 8);
       if (t < kChunk) {
@@ -115,17 +123,24 @@ __device__ __forceinline__ void prep_issue(const KdaChunkParams& p, const Span& 
 // product rather than a select, which the compiler would turn into a branch per element.
 template <int kGate, bool kGF32>
 __device__ __forceinline__ void token_alphas(const RawStage& st, int t, int sub,
-                                             const float (&dtb)[16], float a, float lb,
-                                             float live, float (&al)[16]) {
+                                             const float (&dtb)[kTokCh], float a, float lb,
+                                             float live, float (&al)[kTokCh]) {
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
-    const int ch = 32 * (i / 4) + 4 * sub + i % 4;
+  for (int i = 0; i < kTokCh; ++i) {
+    const int ch = tok_channel(i, sub);
     const float g = kGF32 ? st.g[t][ch] : bf16_f32(reinterpret_cast<const uint16_t*>(&st.g[t][0])[ch]);
     float x = g;
     if (kGate == 1) x = -a * softplus(g + dtb[i]);
     if (kGate == 2) x = __fdividef(lb, 1.f + __expf(-a * (g + dtb[i])));
     al[i] = __expf(x * live);
   }
+}
+
+// Sum over the 16 threads of one token (a half warp; every lane ends with the same bits).
+__device__ __forceinline__ float token16_sum(float x) {
+#pragma unroll
+  for (int w = 1; w < 16; w <<= 1) x += __shfl_xor_sync(0xffffffffu, x, w);
+  return x;
 }
 
 // Step 2: normalize q, k, gate -> alpha, beta; writes prep.qh / kh / al / beta.
@@ -135,22 +150,22 @@ __device__ __forceinline__ void prep_tokens(const KdaChunkParams& p, const Span&
                                             const PrepThread<kKda>& th) {
   const int t = th.row;
   const bool ok = c * kChunk + t < sp.len;
-  float q[16], k[16];
+  float q[kTokCh], k[kTokCh];
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const uint2 x = *reinterpret_cast<const uint2*>(&st.q[t][32 * j + 4 * th.sub]);
-    const uint2 y = *reinterpret_cast<const uint2*>(&st.k[t][32 * j + 4 * th.sub]);
+  for (int j = 0; j < kTokCh / 4; ++j) {
+    const uint2 x = *reinterpret_cast<const uint2*>(&st.q[t][tok_channel(4 * j, th.sub)]);
+    const uint2 y = *reinterpret_cast<const uint2*>(&st.k[t][tok_channel(4 * j, th.sub)]);
     q[4 * j] = bf16_lo(x.x), q[4 * j + 1] = bf16_hi(x.x), q[4 * j + 2] = bf16_lo(x.y), q[4 * j + 3] = bf16_hi(x.y);
     k[4 * j] = bf16_lo(y.x), k[4 * j + 1] = bf16_hi(y.x), k[4 * j + 2] = bf16_lo(y.y), k[4 * j + 3] = bf16_hi(y.y);
   }
   float qs = 0.f, ks = 0.f;
 #pragma unroll
-  for (int i = 0; i < 16; ++i) qs = fmaf(q[i], q[i], qs), ks = fmaf(k[i], k[i], ks);
+  for (int i = 0; i < kTokCh; ++i) qs = fmaf(q[i], q[i], qs), ks = fmaf(k[i], k[i], ks);
   float rq = 1.f, rk = 1.f;
-  if (p.flags & kFlagL2norm) rq = l2_rscale(group8_sum(qs)), rk = l2_rscale(group8_sum(ks));
+  if (p.flags & kFlagL2norm) rq = l2_rscale(token16_sum(qs)), rk = l2_rscale(token16_sum(ks));
   rq = ok ? rq * p.scale : 0.f;
   rk = ok ? rk : 0.f;
-  float al[16];
+  float al[kTokCh];
   if constexpr (kKda) {
     // one uniform branch per chunk instead of one per element
     const bool gf32 = (p.flags & kFlagGF32) != 0;
@@ -169,11 +184,11 @@ __device__ __forceinline__ void prep_tokens(const KdaChunkParams& p, const Span&
   } else {
     const float gs = __expf(log_decay(st.gs[t], th.dtb[0], th.a, p.flags, p.lower_bound));
 #pragma unroll
-    for (int i = 0; i < 16; ++i) al[i] = ok ? gs : 1.f;
+    for (int i = 0; i < kTokCh; ++i) al[i] = ok ? gs : 1.f;
   }
 #pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const int ch = 32 * j + 4 * th.sub;
+  for (int j = 0; j < kTokCh / 4; ++j) {
+    const int ch = tok_channel(4 * j, th.sub);
     *reinterpret_cast<float4*>(&ps.qh[t][ch]) =
         make_float4(q[4 * j] * rq, q[4 * j + 1] * rq, q[4 * j + 2] * rq, q[4 * j + 3] * rq);
     *reinterpret_cast<float4*>(&ps.kh[t][ch]) =
@@ -187,24 +202,19 @@ __device__ __forceinline__ void prep_tokens(const KdaChunkParams& p, const Span&
   }
 }
 
-// Step 3: thread = key channel (and value column) `th.tid`: cumulative products, the f16
-// operands of its column, gamma, v^T. KDA also writes the tf32 operands of the tensor-core
-// intra terms, with f_t = exp(G_t - G_ref) as products of alphas from the reference token
-// (forward: f_t = prod_{ref<u<=t} alpha_u <= 1; backward: f_t = 1 / prod_{t<u<=ref} alpha_u
-// >= 1), and returns whether both stay within [1e-30, 1e30] (then q f and k / f hold every
-// pair's exp(G_i - G_j) in fp32 range; alpha_0 enters no pair).
-template <bool kKda>
-__device__ __forceinline__ bool prep_channel(const RawStage& st, PrepScratch& ps, Operands& op,
-                                             int ch) {
-  float al[kChunk], a[kChunk], b[kChunk];
+// Step 3, the f16 half (prep threads 0..127, `ch` = key channel and value column): cumulative
+// products, the f16 operands of its column, gamma, v^T.
+__device__ __forceinline__ void prep_channel_f16(const RawStage& st, const PrepScratch& ps,
+                                                 Operands& op, int ch) {
+  float a[kChunk], b[kChunk];
   float run = 1.f;
 #pragma unroll
-  for (int t = 0; t < kChunk; ++t) al[t] = ps.al[t][ch], run *= al[t], a[t] = run;
+  for (int t = 0; t < kChunk; ++t) run *= ps.al[t][ch], a[t] = run;
   run = 1.f;
 #pragma unroll
   for (int t = kChunk - 1; t >= 0; --t) {
     b[t] = run;
-    run *= al[t];
+    run *= ps.al[t][ch];
   }
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) {
@@ -219,17 +229,24 @@ __device__ __forceinline__ bool prep_channel(const RawStage& st, PrepScratch& ps
   for (int t = 0; t < kChunk; t += 4)
     vt[t / 4] = make_float4(bf16_f32(st.v[t][ch]), bf16_f32(st.v[t + 1][ch]),
                             bf16_f32(st.v[t + 2][ch]), bf16_f32(st.v[t + 3][ch]));
-  if (!kKda) return false;
+}
+
+// Step 3, the tf32 half (prep threads 128..255, KDA only): the tf32 operands of the
+// tensor-core intra terms, with f_t = exp(G_t - G_ref) as products of alphas from the
+// reference token (forward: f_t = prod_{ref<u<=t} alpha_u <= 1; backward: f_t = 1 /
+// prod_{t<u<=ref} alpha_u >= 1); returns whether both stay within [1e-30, 1e30] (then q f
+// and k / f hold every pair's exp(G_i - G_j) in fp32 range; alpha_0 enters no pair).
+__device__ __forceinline__ bool prep_channel_tf32(PrepScratch& ps, int ch) {
   constexpr int kRef = 7;
   float f[kChunk], inv[kChunk];
   float P = 1.f;
   f[kRef] = inv[kRef] = 1.f;
 #pragma unroll
-  for (int t = kRef - 1; t >= 0; --t) P *= al[t + 1], inv[t] = P, f[t] = __fdividef(1.f, P);
+  for (int t = kRef - 1; t >= 0; --t) P *= ps.al[t + 1][ch], inv[t] = P, f[t] = __fdividef(1.f, P);
   const float p0 = P;
   float F = 1.f;
 #pragma unroll
-  for (int t = kRef + 1; t < kChunk; ++t) F *= al[t], f[t] = F, inv[t] = __fdividef(1.f, F);
+  for (int t = kRef + 1; t < kChunk; ++t) F *= ps.al[t][ch], f[t] = F, inv[t] = __fdividef(1.f, F);
   const bool safe = p0 >= 1e-30f && F >= 1e-30f;
 #pragma unroll
   for (int t = 0; t < kChunk; ++t) {
@@ -241,34 +258,35 @@ __device__ __forceinline__ bool prep_channel(const RawStage& st, PrepScratch& ps
   return safe;
 }
 
-// Step 4, KDA when every channel is in range: Aqk = (q f)(k / f)^T (warp 0) and Akk = beta
-// (k f)(k / f)^T (warp 1), 16 x 16 x 128 on tensor cores (tf32, fp32 sums; 32 mma each).
+// Step 4, KDA when every channel is in range: Aqk = (q f)(k / f)^T (warps 0, 1) and Akk =
+// beta (k f)(k / f)^T (warps 2, 3), 16 x 16 x 128 on tensor cores (tf32, fp32 sums); warp w
+// takes the 8 columns 8 (w % 2) .. + 7 (16 mma in two chains).
 __device__ __forceinline__ void prep_intra_tf32(PrepScratch& ps, Operands& op, int warp, int lane) {
-  if (warp > 1) return;
-  const float (*A)[kRowF] = warp == 0 ? ps.qf : ps.kf;
+  if (warp > 3) return;
+  const bool qk = warp < 2;
+  const int n = warp & 1;
+  const float (*A)[kRowF] = qk ? ps.qf : ps.kf;
   const int g = lane >> 2, q = lane & 3;
-  float acc[2][4] = {};
+  float acc[2][4] = {};  // two chains (even / odd k steps) of 8 mma each
 #pragma unroll
   for (int ks = 0; ks < kHeadDim / 8; ++ks) {
     const int c = 8 * ks + q;
-    const uint32_t a[4] = {__float_as_uint(A[g][c]), __float_as_uint(A[g + 8][c]),
-                           __float_as_uint(A[g][c + 4]), __float_as_uint(A[g + 8][c + 4])};
-#pragma unroll
-    for (int n = 0; n < 2; ++n)
-      ptx::mma_m16n8k8_tf32(acc[n], a[0], a[1], a[2], a[3], __float_as_uint(ps.ki[8 * n + g][c]),
-                            __float_as_uint(ps.ki[8 * n + g][c + 4]));
+    ptx::mma_m16n8k8_tf32(acc[ks & 1], __float_as_uint(A[g][c]), __float_as_uint(A[g + 8][c]),
+                          __float_as_uint(A[g][c + 4]), __float_as_uint(A[g + 8][c + 4]),
+                          __float_as_uint(ps.ki[8 * n + g][c]), __float_as_uint(ps.ki[8 * n + g][c + 4]));
   }
-#pragma unroll
-  for (int n = 0; n < 2; ++n)
+  {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
       const int i = g + 8 * (e >> 1), j = 8 * n + 2 * q + (e & 1);
-      if (warp == 0) {
-        op.aqk[i][j] = __float2half_rn(i >= j ? acc[n][e] : 0.f);
+      const float v = acc[0][e] + acc[1][e];
+      if (qk) {
+        op.aqk[i][j] = __float2half_rn(i >= j ? v : 0.f);
       } else {
-        ps.akk[i][j] = i > j ? acc[n][e] * ps.beta[i] : 0.f;
+        ps.akk[i][j] = i > j ? v * ps.beta[i] : 0.f;
       }
     }
+  }
 }
 
 // One step of the reduce-scatter below: values x[0 .. 2S) -> x[0 .. S).
@@ -324,12 +342,15 @@ __device__ __forceinline__ void prep_column(const PrepScratch& ps, int j, int la
 
 // Step 4 for GDN (one decay per head): the Gram matrices of the raw bf16 q, k on tensor cores
 // (exact products, fp32 sums; warp 0: q k^T, warp 1: k k^T), then per element the l2norm
-// factors, beta and E[i][j] = prod_{t=j+1..i} alpha_t in fp32.
+// factors, beta and E[i][j] = prod_{t=j+1..i} alpha_t in fp32. Warps 0, 1: q k^T, warps 2, 3:
+// k k^T; warp w the 8 columns 8 (w % 2) .. + 7.
 __device__ __forceinline__ void prep_gram(const RawStage& st, PrepScratch& ps, Operands& op,
                                           int warp, int lane) {
-  if (warp > 1) return;
-  const uint16_t* a_tile = warp == 0 ? &st.q[0][0] : &st.k[0][0];
-  float acc[2][4] = {};
+  if (warp > 3) return;
+  const bool qk = warp < 2;
+  const int nn = warp & 1;
+  const uint16_t* a_tile = qk ? &st.q[0][0] : &st.k[0][0];
+  float acc[4] = {};
 #pragma unroll
   for (int ks = 0; ks < 8; ++ks) {
     uint32_t a[4], b[4];
@@ -337,24 +358,23 @@ __device__ __forceinline__ void prep_gram(const RawStage& st, PrepScratch& ps, O
     ptx::ldmatrix_x4(a[0], a[1], a[2], a[3], ptx::smem_u32(a_tile + r * kRowH + c));
     ptx::ldmatrix_x4(b[0], b[1], b[2], b[3], ptx::smem_u32(&st.k[0][0] + r * kRowH + c));
     // A fragment (lo,lo) (hi,lo) (lo,hi) (hi,hi): ldmatrix registers 0, 2, 1, 3.
-    ptx::mma_m16n8k16_bf16(acc[0], a[0], a[2], a[1], a[3], b[0], b[1]);
-    ptx::mma_m16n8k16_bf16(acc[1], a[0], a[2], a[1], a[3], b[2], b[3]);
+    ptx::mma_m16n8k16_bf16(acc, a[0], a[2], a[1], a[3], nn ? b[2] : b[0], nn ? b[3] : b[1]);
   }
   const int g = lane >> 2, q = lane & 3;
-#pragma unroll
-  for (int n = 0; n < 2; ++n)
+  {
 #pragma unroll
     for (int e = 0; e < 4; ++e) {
-      const int i = g + 8 * (e >> 1), j = 8 * n + 2 * q + (e & 1);
+      const int i = g + 8 * (e >> 1), j = 8 * nn + 2 * q + (e & 1);
       float E = 1.f;
       for (int t = j + 1; t <= i; ++t) E *= ps.al[t][0];
-      const float base = acc[n][e] * ps.rk[j] * E;
-      if (warp == 0) {
+      const float base = acc[e] * ps.rk[j] * E;
+      if (qk) {
         op.aqk[i][j] = __float2half_rn(i >= j ? base * ps.rq[i] : 0.f);
       } else {
         ps.akk[i][j] = i > j ? base * ps.rk[i] * ps.beta[i] : 0.f;
       }
     }
+  }
 }
 
 // Step 5: column j = lane (< 16) of (I + Akk)^-1 by forward substitution, times beta_j.

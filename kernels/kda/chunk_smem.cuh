@@ -2,12 +2,15 @@
 // (kda_chunk.cu). Owns the layout every role reads and writes, the named-barrier ids and the
 // mapping of a block to its sequence (or context-parallel segment), head and value tile.
 //
-// Layout per block (dynamic shared memory, 171600 bytes):
+// Layout per block (dynamic shared memory, 171664 bytes):
 //   raw[3]   the inputs of one chunk as loaded by cp.async (three chunks in flight)
 //   prep     the prep warps' fp32 scratch: normalized q, k, alpha = exp(log decay), Akk,
 //            the tf32 operands of KDA's tensor-core intra terms
 //   op[2]    one chunk's tensor-core operands, double buffered between prep and state warps
 //   ostage   per state warp, its 16 x 16 bf16 output tile on the way to a coalesced store
+//   obase    the element offset of the block's output columns at token 0 of the span (read
+//            at a fixed address after each chunk's barrier: held in registers through the
+//            chunk it was the one spilled value of the state role at 128 registers)
 // Rows are padded so that ldmatrix (8 rows of 16 bytes) and the prep's row accesses hit
 // distinct banks: f16 rows of 128 channels are 272 bytes, fp32 rows 528 bytes, 16 x 16 f16
 // tiles 48-byte rows.
@@ -28,18 +31,30 @@ constexpr int kRowF = kHeadDim + 4;   // fp32 row, padded (528 B)
 constexpr int kTileH = kChunk + 8;    // 16 x 16 f16 tile row (48 B)
 constexpr int kVtRow = kChunk + 4;    // fp32 row of the transposed values (80 B)
 constexpr int kStateWarps = 8;
-constexpr int kPrepWarps = 4;
+constexpr int kPrepWarps = 8;
 constexpr int kPrepThreads = 32 * kPrepWarps;
 constexpr int kRawStages = 3;
 constexpr int kOpStages = 2;
 static_assert(kChunkThreads == 32 * (kStateWarps + kPrepWarps), "block = state + prep warps");
 static_assert(kVTile == 16 * kStateWarps, "a state warp owns 16 value rows");
-static_assert(kPrepThreads == kHeadDim && kPrepThreads == kVTile, "a prep thread per channel");
+static_assert(kPrepThreads == 2 * kHeadDim && kHeadDim == kVTile,
+              "two prep threads per key channel (and value column)");
+constexpr int kStateThreads = 32 * kStateWarps;
+// setmaxnreg per warpgroup (launched at 128 each): the state role's 128 registers left one
+// value spilled, the prep role fits in fewer. 256 x 136 + 256 x 120 = 65536.
+constexpr int kStateRegs = 136;
+constexpr int kPrepRegs = 120;
+static_assert(kStateThreads * kStateRegs + kPrepThreads * kPrepRegs <= 65536, "register file");
 
 // Named barriers (0 is __syncthreads).
 constexpr uint32_t kBarPrep = 1;                // the 128 prep threads
 constexpr uint32_t kBarFull = 2;                // + stage: prep -> state, operands ready
 constexpr uint32_t kBarEmpty = 2 + kOpStages;   // + stage: state -> prep, operands consumed
+// EMPTY[s] joins the state threads (arrive) and the prep threads that write the stage's
+// operands first (the f16 half of prep_channel, threads 0..127 of the prep role; the tf32
+// half writes only the prep scratch and passes a prep barrier after them before it touches
+// op[s]).
+constexpr int kEmptyCount = kStateThreads + kHeadDim;
 
 struct RawStage {
   uint16_t q[kChunk][kRowH];        // bf16
@@ -63,7 +78,7 @@ struct PrepScratch {
   float qf[kChunk][kRowF];          // q^_t f_t
   float kf[kChunk][kRowF];          // k^_t f_t
   float ki[kChunk][kRowF];          // k^_t / f_t
-  int32_t safe[kPrepWarps];         // per prep warp: all its channels' factors in range
+  int32_t safe[kHeadDim / 32];      // per tf32-half prep warp: its channels' factors in range
 };
 
 struct Operands {
@@ -81,10 +96,12 @@ struct ChunkSmem {
   PrepScratch prep;
   Operands op[kOpStages];
   uint16_t ostage[kStateWarps][kChunk][kChunk];
+  int64_t obase;
+  int64_t pad;
 };
 // The manifests' shared_mem (kernrt/gen/kda.py CHUNK_SMEM, checked against this line by
 // the generator's ctest).
-constexpr int kChunkSmemBytes = 171600;
+constexpr int kChunkSmemBytes = 171616;
 static_assert(sizeof(ChunkSmem) == kChunkSmemBytes, "dynamic shared memory of the chunk kernel");
 static_assert(kChunkSmemBytes <= 227 * 1024, "227 KiB of opt-in shared memory on sm_90");
 static_assert(sizeof(RawStage) % 16 == 0 && sizeof(PrepScratch) % 16 == 0 &&

@@ -2,17 +2,18 @@
 // every sequence, from q, k, v, g, beta and an initial state (kernels/kda/README.md "Chunked
 // forward"). One block per (value tile of 128 rows, value head, sequence or segment); it walks
 // its span 16 tokens at a time with two roles:
-//   prep warps (4, threads 256..383)  chunk_prep.cuh: loads, l2norm, gate, cumulative decays,
+//   prep warps (8, threads 256..511)  chunk_prep.cuh: loads, l2norm, gate, cumulative decays,
 //                                     the intra-chunk matrices and their solve, two chunks
 //                                     ahead of the state;
 //   state warps (8, threads 0..255)   chunk_state.cuh: 16 value rows of the fp32 state each,
 //                                     the state-dependent products on tensor cores, the outputs.
 // Hand-off through named barriers: FULL[s] (prep arrives, state waits) and EMPTY[s] (state
-// arrives, prep waits) per operand stage s of two.
+// arrives, the prep threads that write the stage first wait) per operand stage s of two.
 //
 // Entries: kda_chunk_sm90a_bf16_k128 (a decay per key channel) and gdn_chunk_sm90a_bf16_k128
 // (one per head), one `const __grid_constant__ KdaChunkParams`. Grid (V / 128, HV, seqs *
-// segments), block 384, dynamic shared memory kChunkSmemBytes (168 KiB, one block per SM).
+// segments), block 512 (128 registers), dynamic shared memory kChunkSmemBytes (168 KiB, one
+// block per SM).
 // Graph-safe: lengths come from cu_seqlens in device memory; a span of 0 tokens copies the
 // initial state to the final state.
 //
@@ -21,6 +22,7 @@
 // reads its rows of h0 before it writes the same rows of ht, so in place is safe).
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/sync.cuh"
+#include "common/ptx/warpgroup.cuh"
 #include "kda/chunk_prep.cuh"
 #include "kda/chunk_smem.cuh"
 #include "kda/chunk_state.cuh"
@@ -69,6 +71,8 @@ __device__ __forceinline__ void state_role(const KdaChunkParams& p, const Span& 
 
   // ---- chunks ------------------------------------------------------------------------------
   uint16_t (&ost)[kChunk][kChunk] = sm.ostage[sw.warp];
+  if (threadIdx.x == 0)  // read by every state warp after its first FULL barrier
+    sm.obase = sp.off(p.o_stride_seq, p.o_stride_tok, 0) + int64_t(hv) * p.dim_v + blockIdx.x * kVTile;
   for (int c = 0; c < nchunks; ++c) {
     const int s = c % kOpStages;
     ptx::bar_sync(kBarFull + s, kChunkThreads);
@@ -78,15 +82,15 @@ __device__ __forceinline__ void state_role(const KdaChunkParams& p, const Span& 
       const int t = sw.lane >> 1, half = sw.lane & 1;
       if (c * kChunk + t < sp.len) {
         const uint4 v = *reinterpret_cast<const uint4*>(&ost[t][8 * half]);
-        uint16_t* o = static_cast<uint16_t*>(p.o) + sp.off(p.o_stride_seq, p.o_stride_tok, c * kChunk + t) +
-                      int64_t(hv) * p.dim_v + blockIdx.x * kVTile + 16 * sw.warp + 8 * half;
+        uint16_t* o = static_cast<uint16_t*>(p.o) + sm.obase + int64_t(c * kChunk + t) * p.o_stride_tok +
+                      16 * sw.warp + 8 * half;
         *reinterpret_cast<uint4*>(o) = v;
       }
       __syncwarp();
     } else {
       sw.apply<false>(sm.op[s], ost);
     }
-    if (c + kOpStages < nchunks) ptx::bar_arrive(kBarEmpty + s, kChunkThreads);
+    if (c + kOpStages < nchunks) ptx::bar_arrive(kBarEmpty + s, kEmptyCount);
   }
 
   // ---- final state ---------------------------------------------------------------------------
@@ -107,8 +111,9 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
                                           int nchunks, const PrepThread<kKda>& th, bool zero_v) {
   if (nchunks == 0) return;
   const int hv = blockIdx.y, vt = blockIdx.x;
-  // Column sets of the pairwise step: 34 pairs per warp.
-  const int cols[4] = {th.warp, 7 - th.warp, 8 + th.warp, 15 - th.warp};
+  // Column sets of the pairwise step: 17 pairs per warp.
+  const int cols[2] = {th.warp, 15 - th.warp};
+  const bool f16_half = th.tid < kHeadDim;  // prep_channel_f16; the others prep_channel_tf32
   float b_pend = 0.f, g_pend = 0.f, b_new = 0.f, g_new = 0.f;
   const SpanBase sb = span_base(p, sp, hv, vt, kKda);
   prep_issue<kKda>(p, sp, sb, 0, sm.raw[0], th, b_new, g_new, zero_v);
@@ -129,21 +134,24 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
     ptx::bar_sync(kBarPrep, kPrepThreads);
     prep_tokens<kKda>(p, sp, c, sm.raw[st], sm.prep, th);
     ptx::bar_sync(kBarPrep, kPrepThreads);
-    if (c >= kOpStages) ptx::bar_sync(kBarEmpty + s, kChunkThreads);
     Operands& op = sm.op[s];
-    const bool safe = prep_channel<kKda>(sm.raw[st], sm.prep, op, th.tid);
+    if (f16_half) {
+      if (c >= kOpStages) ptx::bar_sync(kBarEmpty + s, kEmptyCount);
+      prep_channel_f16(sm.raw[st], sm.prep, op, th.tid);
+    } else if constexpr (kKda) {
+      const bool wsafe = __all_sync(0xffffffffu, prep_channel_tf32(sm.prep, th.tid - kHeadDim));
+      if (th.lane == 0) sm.prep.safe[th.warp - kHeadDim / 32] = wsafe;
+    }
     if constexpr (kKda) {
-      const bool wsafe = __all_sync(0xffffffffu, safe);
-      if (th.lane == 0) sm.prep.safe[th.warp] = wsafe;
-      ptx::bar_sync(kBarPrep, kPrepThreads);  // the tf32 operands and the flags
+      ptx::bar_sync(kBarPrep, kPrepThreads);  // the operands of both halves and the flags
       bool fast = true;
 #pragma unroll
-      for (int w = 0; w < kPrepWarps; ++w) fast = fast && sm.prep.safe[w] != 0;
+      for (int w = 0; w < kHeadDim / 32; ++w) fast = fast && sm.prep.safe[w] != 0;
       if (fast) {
         prep_intra_tf32(sm.prep, op, th.warp, th.lane);
       } else {
 #pragma unroll
-        for (int jj = 0; jj < 4; ++jj) {
+        for (int jj = 0; jj < 2; ++jj) {
           const int j = cols[jj];
           float v;
           prep_column(sm.prep, j, th.lane, v);
@@ -237,19 +245,19 @@ __device__ __forceinline__ void kda_chunk(const KdaChunkParams& p) {
     th.tid = threadIdx.x - 32 * kStateWarps;
     th.lane = threadIdx.x & 31;
     th.warp = th.tid >> 5;
-    th.row = th.tid >> 3;
-    th.sub = th.tid & 7;
+    th.row = th.tid >> 4;
+    th.sub = th.tid & 15;
     th.a = 1.f;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) th.dtb[i] = 0.f;
+    for (int i = 0; i < kTokCh; ++i) th.dtb[i] = 0.f;
     if (p.flags & kFlagGate) {
       const int hv = blockIdx.y;
       if (p.A_log != nullptr) th.a = __expf(p.A_log[hv]);
       if (p.dt_bias != nullptr) {
         if (kKda) {
 #pragma unroll
-          for (int j = 0; j < 4; ++j) {
-            const uint4 x = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + 32 * j + 4 * th.sub);
+          for (int j = 0; j < kTokCh / 4; ++j) {
+            const uint4 x = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + tok_channel(4 * j, th.sub));
             th.dtb[4 * j] = __uint_as_float(x.x), th.dtb[4 * j + 1] = __uint_as_float(x.y);
             th.dtb[4 * j + 2] = __uint_as_float(x.z), th.dtb[4 * j + 3] = __uint_as_float(x.w);
           }
@@ -266,8 +274,10 @@ __device__ __forceinline__ void kda_chunk(const KdaChunkParams& p) {
   if (plan.exit) return;
   const int nchunks = (sp.len + kChunk - 1) / kChunk;
   if (prep) {
+    ptx::setmaxnreg_dec<kPrepRegs>();
     prep_role<kKda>(p, sp, sm, nchunks, th, plan.zero_v);
   } else {
+    ptx::setmaxnreg_inc<kStateRegs>();
     state_role(p, sp, sm, nchunks, plan);
   }
   ptx::griddepcontrol_launch_dependents();

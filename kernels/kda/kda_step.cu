@@ -71,6 +71,57 @@ __device__ __forceinline__ float group16_sum(float x) {
   return x;
 }
 
+// The global inputs of one thread's share of the token preparation (below), loaded before the
+// state rows so that they arrive first and the preparation overlaps the state's latency
+// (decode: the preparation's chain after its loads was on every block's critical path).
+struct TokenLoads {
+  uint4 q, k;                  // bf16 x 8
+  uint4 g0, g1;                // KDA: f32 x 8 (g0, g1) or bf16 x 8 (g0); GDN: g0.x
+  float dtb[8];
+  float braw, A;
+};
+
+// Thread i loads token i / 16, key channels 8 (i % 16) .. + 7; threads of tokens >= steps
+// load nothing (whole half warps).
+template <bool kKda>
+__device__ __forceinline__ void load_token_inputs(const KdaStepParams& p, int n, int steps, int h,
+                                                  int hv, TokenLoads& in) {
+  const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
+  in.g0 = in.g1 = make_uint4(0u, 0u, 0u, 0u);
+#pragma unroll
+  for (int i = 0; i < 8; ++i) in.dtb[i] = 0.f;
+  in.A = 1.f, in.braw = 0.f;
+  if (t >= steps) return;
+  const int64_t qk = n * p.qk_stride_seq + t * p.qk_stride_tok + int64_t(h) * kHeadDim + c0;
+  in.q = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.q) + qk);
+  in.k = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.k) + qk);
+  const int64_t gb = n * p.g_stride_seq + t * p.g_stride_tok;
+  const bool gf32 = (p.flags & kFlagGF32) != 0;
+  const bool gate = (p.flags & kFlagGate) != 0;
+  if (gate && p.A_log != nullptr) in.A = p.A_log[hv];  // exp below, after the loads
+  if constexpr (kKda) {
+    const int64_t e = gb + int64_t(hv) * kHeadDim + c0;
+    if (gf32) {
+      in.g0 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
+      in.g1 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e + 4);
+    } else {
+      in.g0 = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.g) + e);
+    }
+    if (gate && p.dt_bias != nullptr) {
+      const uint4 d0 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0);
+      const uint4 d1 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0 + 4);
+      const uint32_t w[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
+#pragma unroll
+      for (int i = 0; i < 8; ++i) in.dtb[i] = __uint_as_float(w[i]);
+    }
+  } else {
+    in.g0.x = __float_as_uint(load1(p.g, gb + hv, gf32));
+    if (gate && p.dt_bias != nullptr) in.dtb[0] = p.dt_bias[hv];
+  }
+  in.braw = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
+                  (p.flags & kFlagBetaF32) != 0);
+}
+
 // Gate, beta, l2norm and scale of the block's tokens, computed once per block (every lane
 // group used to redo all 128 channels of every token: verify's 8 tokens were ~90 % of its
 // instructions): thread i prepares token i / 16, key channels 8 (i % 16) .. + 7, into `sm`;
@@ -78,51 +129,30 @@ __device__ __forceinline__ float group16_sum(float x) {
 // block per q head), alpha and beta (one block per value head) from here. Decode and verify
 // run this same code, so their tokens are bit-identical (commit replays verify's record).
 template <bool kKda, bool kRecord>
-__device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int n, int steps, int h,
-                                               int hv, char* rec, const StepRecord& lay,
-                                               bool write_k, bool write_a, StepSmem<kKda>& sm) {
+__device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int steps, int h, int hv,
+                                               const TokenLoads& in, char* rec,
+                                               const StepRecord& lay, bool write_k, bool write_a,
+                                               StepSmem<kKda>& sm) {
   const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
   if (t >= steps) return;  // whole half warps: the 16-lane sums below stay in step
-  const int64_t qk = n * p.qk_stride_seq + t * p.qk_stride_tok + int64_t(h) * kHeadDim + c0;
-  const uint4 xq = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.q) + qk);
-  const uint4 xk = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.k) + qk);
-  const int64_t gb = n * p.g_stride_seq + t * p.g_stride_tok;
   const bool gf32 = (p.flags & kFlagGF32) != 0;
-  float g[8], dtb[8];
-#pragma unroll
-  for (int i = 0; i < 8; ++i) dtb[i] = 0.f;
-  float A = 1.f;
-  const bool gate = (p.flags & kFlagGate) != 0;
-  if (gate && p.A_log != nullptr) A = __expf(p.A_log[hv]);
+  float g[8];
   if constexpr (kKda) {
-    const int64_t e = gb + int64_t(hv) * kHeadDim + c0;
     if (gf32) {
-      const uint4 x0 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
-      const uint4 x1 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e + 4);
-      const uint32_t w[8] = {x0.x, x0.y, x0.z, x0.w, x1.x, x1.y, x1.z, x1.w};
+      const uint32_t w[8] = {in.g0.x, in.g0.y, in.g0.z, in.g0.w, in.g1.x, in.g1.y, in.g1.z, in.g1.w};
 #pragma unroll
       for (int i = 0; i < 8; ++i) g[i] = __uint_as_float(w[i]);
     } else {
-      const uint4 x = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.g) + e);
-      const uint32_t w[4] = {x.x, x.y, x.z, x.w};
+      const uint32_t w[4] = {in.g0.x, in.g0.y, in.g0.z, in.g0.w};
 #pragma unroll
       for (int i = 0; i < 4; ++i) g[2 * i] = bf16_lo(w[i]), g[2 * i + 1] = bf16_hi(w[i]);
     }
-    if (gate && p.dt_bias != nullptr) {
-      const uint4 d0 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0);
-      const uint4 d1 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0 + 4);
-      const uint32_t w[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) dtb[i] = __uint_as_float(w[i]);
-    }
   } else {
-    g[0] = load1(p.g, gb + hv, gf32);
-    if (gate && p.dt_bias != nullptr) dtb[0] = p.dt_bias[hv];
+    g[0] = __uint_as_float(in.g0.x);
   }
-  const float braw = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
-                           (p.flags & kFlagBetaF32) != 0);
+  const float A = (p.flags & kFlagGate) != 0 && p.A_log != nullptr ? __expf(in.A) : 1.f;
   float q[8], k[8];
-  const uint32_t wq[4] = {xq.x, xq.y, xq.z, xq.w}, wk[4] = {xk.x, xk.y, xk.z, xk.w};
+  const uint32_t wq[4] = {in.q.x, in.q.y, in.q.z, in.q.w}, wk[4] = {in.k.x, in.k.y, in.k.z, in.k.w};
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     q[2 * i] = bf16_lo(wq[i]), q[2 * i + 1] = bf16_hi(wq[i]);
@@ -141,8 +171,8 @@ __device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int n, in
   float a[8];
 #pragma unroll
   for (int i = 0; i < (kKda ? 8 : 1); ++i)
-    a[i] = __expf(log_decay(g[i], dtb[i], A, p.flags, p.lower_bound));
-  const float beta = beta_of(braw, p.flags);
+    a[i] = __expf(log_decay(g[i], in.dtb[i], A, p.flags, p.lower_bound));
+  const float beta = beta_of(in.braw, p.flags);
 #pragma unroll
   for (int j = 0; j < 2; ++j) {
     const float4 qv = make_float4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3]);
@@ -167,15 +197,52 @@ __device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int n, in
   }
 }
 
-// A lane's 16 key channels of prepared token t (element i = channel 32 (i / 4) + 4 sub + i % 4).
+// commit: the first `keep` tokens of the replay record into `sm` in one pass (thread i: token
+// i / 16, key channels 8 (i % 16) .. + 7), issued with the state rows; the token loop then
+// reads shared memory (a record load per token inside the loop put one L2 round trip per
+// accepted token on every block's path). The values are the record's bits: commit(a) still
+// equals a decode steps bit for bit.
 template <bool kKda>
+__device__ __forceinline__ void stage_record(const KdaStepParams& p, int keep, int h, int hv,
+                                             const char* rec, const StepRecord& lay,
+                                             StepSmem<kKda>& sm) {
+  const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
+  if (t >= keep) return;
+  const char* kh = rec + ((int64_t(t) * p.heads + h) * kHeadDim + c0) * 4;
+  const float4 k0 = ld_f4(kh), k1 = ld_f4(kh + 16);
+  float4 a0, a1;
+  float a_head = 1.f;
+  if constexpr (kKda) {
+    const char* al = rec + lay.alpha + ((int64_t(t) * p.value_heads + hv) * kHeadDim + c0) * 4;
+    a0 = ld_f4(al), a1 = ld_f4(al + 16);
+  } else {
+    a_head = *reinterpret_cast<const float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4);
+  }
+  const float beta = *reinterpret_cast<const float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4);
+  *reinterpret_cast<float4*>(&sm.k[t][c0]) = k0;
+  *reinterpret_cast<float4*>(&sm.k[t][c0 + 4]) = k1;
+  if constexpr (kKda) {
+    *reinterpret_cast<float4*>(&sm.a[t][c0]) = a0;
+    *reinterpret_cast<float4*>(&sm.a[t][c0 + 4]) = a1;
+  }
+  if ((threadIdx.x & 15) == 0) {
+    if (!kKda) sm.a[t][0] = a_head;
+    sm.beta[t] = beta;
+  }
+}
+
+// A lane's 16 key channels of prepared token t (element i = channel 32 (i / 4) + 4 sub + i % 4);
+// q only for tokens whose output is computed (decode, verify).
+template <bool kKda, bool kQ>
 __device__ __forceinline__ void load_token(const StepSmem<kKda>& sm, int t, int sub, uint32_t v2,
                                            Token<kKda>& tk) {
 #pragma unroll
   for (int c = 0; c < 4; ++c) {
-    const float4 q = *reinterpret_cast<const float4*>(&sm.q[t][32 * c + 4 * sub]);
+    if constexpr (kQ) {
+      const float4 q = *reinterpret_cast<const float4*>(&sm.q[t][32 * c + 4 * sub]);
+      tk.q[4 * c] = q.x, tk.q[4 * c + 1] = q.y, tk.q[4 * c + 2] = q.z, tk.q[4 * c + 3] = q.w;
+    }
     const float4 k = *reinterpret_cast<const float4*>(&sm.k[t][32 * c + 4 * sub]);
-    tk.q[4 * c] = q.x, tk.q[4 * c + 1] = q.y, tk.q[4 * c + 2] = q.z, tk.q[4 * c + 3] = q.w;
     tk.k[4 * c] = k.x, tk.k[4 * c + 1] = k.y, tk.k[4 * c + 2] = k.z, tk.k[4 * c + 3] = k.w;
     if constexpr (kKda) {
       const float4 a = *reinterpret_cast<const float4*>(&sm.a[t][32 * c + 4 * sub]);
@@ -188,10 +255,11 @@ __device__ __forceinline__ void load_token(const StepSmem<kKda>& sm, int t, int 
 }
 
 // The state update of one token on the group's two rows; returns S' q + beta r (k.q) per row
-// when kOut. Shared by decode, verify and commit (bit-identical states).
+// when kOut. Shared by decode, verify and commit (bit-identical states). `update` false skips
+// the rank-1 update (verify's last token: the state is not kept, only the output is needed).
 template <bool kKda, bool kOut>
 __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>& tk, float kq,
-                                      float (&o)[2]) {
+                                      float (&o)[2], bool update = true) {
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
     float dk = 0.f, dq = 0.f;
@@ -204,8 +272,10 @@ __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>&
     dk = group8_sum(dk);
     const float v = w == 0 ? bf16_lo(tk.v2) : bf16_hi(tk.v2);
     const float br = __fmul_rn(tk.beta, __fsub_rn(v, dk));
+    if (update) {
 #pragma unroll
-    for (int i = 0; i < kLaneCh; ++i) s[w][i] = __fmaf_rn(br, tk.k[i], s[w][i]);
+      for (int i = 0; i < kLaneCh; ++i) s[w][i] = __fmaf_rn(br, tk.k[i], s[w][i]);
+    }
     if (kOut) o[w] = __fmaf_rn(br, kq, group8_sum(dq));
   }
 }
@@ -218,16 +288,18 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int row = blockIdx.x * kStepRows + warp * 8 + grp * 2;
   const int h = hv / (p.value_heads / p.heads);
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
+  __shared__ StepSmem<kKda> sm;
 
   ptx::griddepcontrol_wait();
 
-  // ---- the line, the record and the state rows ---------------------------------------
+  // ---- the line, the record, the token inputs and the state rows -----------------------
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
   const bool live = p.lines == nullptr || line != 0;
   char* base = static_cast<char*>(p.state) + line * p.state_stride;
   char* rec = base + p.record_offset;
   const StepRecord lay = step_record(kKda, p.heads, p.value_heads, p.dim_v);
   int keep = steps;
+  TokenLoads in;
   if (kMode == kCommit) {
     keep = live ? p.accepted[n] : 0;
     keep = keep < steps ? keep : steps;
@@ -235,6 +307,8 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
       ptx::griddepcontrol_launch_dependents();
       return;
     }
+  } else {
+    load_token_inputs<kKda>(p, n, steps, h, hv, in);  // first: they arrive before the state
   }
   char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
@@ -246,62 +320,49 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
                             : make_float4(0.f, 0.f, 0.f, 0.f);
       s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
     }
+  // the values of the group's two rows for every token (commit: from the record)
+  uint32_t v2[kMaxSteps];
+#pragma unroll
+  for (int t = 0; t < kMaxSteps; ++t) {
+    v2[t] = 0u;
+    if (t < keep) {
+      if (kMode == kCommit)
+        v2[t] = *reinterpret_cast<const uint32_t*>(
+            rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2);
+      else
+        v2[t] = ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
+                                      t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
+    }
+  }
 
   // ---- tokens ----------------------------------------------------------------------------
   if (kMode == kCommit) {
-    for (int t = 0; t < keep; ++t) {
-      Token<kKda> tk;
-      const char* kh = rec + (int64_t(t) * p.heads + h) * kHeadDim * 4;
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        const float4 x = ld_f4(kh + (32 * c + 4 * sub) * 4);
-        tk.k[4 * c] = x.x, tk.k[4 * c + 1] = x.y, tk.k[4 * c + 2] = x.z, tk.k[4 * c + 3] = x.w;
-      }
-      if constexpr (kKda) {
-        const char* al = rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * kHeadDim * 4;
-#pragma unroll
-        for (int c = 0; c < 4; ++c) {
-          const float4 x = ld_f4(al + (32 * c + 4 * sub) * 4);
-          tk.a[4 * c] = x.x, tk.a[4 * c + 1] = x.y, tk.a[4 * c + 2] = x.z, tk.a[4 * c + 3] = x.w;
-        }
-      } else {
-        tk.a[0] = *reinterpret_cast<const float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4);
-      }
-      tk.beta = *reinterpret_cast<const float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4);
-      tk.v2 = *reinterpret_cast<const uint32_t*>(
-          rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2);
-      float unused[2];
-      apply<kKda, false>(s, tk, 0.f, unused);
-    }
+    stage_record<kKda>(p, keep, h, hv, rec, lay, sm);
   } else {
-    __shared__ StepSmem<kKda> sm;
-    // the values of the group's two rows for every token, issued before the prepare
-    uint32_t v2[kMaxSteps];
-#pragma unroll
-    for (int t = 0; t < kMaxSteps; ++t)
-      v2[t] = t < steps ? ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
-                                                t * p.v_stride_tok + int64_t(hv) * p.dim_v + row)
-                        : 0u;
     const bool rec_on = kMode == kVerify && live && blockIdx.x == 0;
-    prepare_tokens<kKda, kMode == kVerify>(p, n, steps, h, hv, rec, lay,
+    prepare_tokens<kKda, kMode == kVerify>(p, steps, h, hv, in, rec, lay,
                                            rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
-    __syncthreads();
-    ptx::griddepcontrol_launch_dependents();
+  }
+  __syncthreads();
+  ptx::griddepcontrol_launch_dependents();
 #pragma unroll
-    for (int t = 0; t < kMaxSteps; ++t) {  // unrolled: v2[t] stays in registers
-      if (t >= steps) break;
-      Token<kKda> tk;
-      load_token<kKda>(sm, t, sub, v2[t], tk);
-      if (kMode == kVerify && live && sub == 0)  // the replay record's values of token t
-        *reinterpret_cast<uint32_t*>(
-            rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2) = tk.v2;
-      float o[2];
-      apply<kKda, true>(s, tk, sm.kq[t], o);
-      if (sub == 0)
-        *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + n * p.o_stride_seq +
-                                     t * p.o_stride_tok + int64_t(hv) * p.dim_v + row) =
-            pack_bf16x2(o[0], o[1]);
+  for (int t = 0; t < kMaxSteps; ++t) {  // unrolled: v2[t] stays in registers
+    if (t >= keep) break;
+    Token<kKda> tk;
+    load_token<kKda, kMode != kCommit>(sm, t, sub, v2[t], tk);
+    float o[2];
+    if (kMode == kCommit) {
+      apply<kKda, false>(s, tk, 0.f, o);
+      continue;
     }
+    if (kMode == kVerify && live && sub == 0)  // the replay record's values of token t
+      *reinterpret_cast<uint32_t*>(
+          rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2) = tk.v2;
+    apply<kKda, true>(s, tk, sm.kq[t], o, kMode != kVerify || t + 1 < steps);
+    if (sub == 0)
+      *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + n * p.o_stride_seq +
+                                   t * p.o_stride_tok + int64_t(hv) * p.dim_v + row) =
+          pack_bf16x2(o[0], o[1]);
   }
 
   // ---- the state, in place (decode, commit) ------------------------------------------------

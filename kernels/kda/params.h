@@ -139,7 +139,7 @@ static_assert(step_record(false, 16, 32, 128).v == 8 * (16 * 128 * 4 + 32 * 4 + 
 // ---- chunked forward (prefill) -----------------------------------------------------------
 constexpr int kChunk = 16;         // tokens per chunk
 constexpr int kVTile = 128;        // value rows (of V) per block
-constexpr int kChunkThreads = 384; // 8 state warps (16 value rows each) + 4 prep warps
+constexpr int kChunkThreads = 512; // 8 state warps (16 value rows each) + 8 prep warps
 
 // Flag bits of KdaChunkParams::flags beyond the shared kFlag* above.
 constexpr int32_t kFlagNoOutput = 128;    // o is not written (context-parallel transitions)
