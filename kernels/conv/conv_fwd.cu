@@ -35,7 +35,6 @@
 // initial and final states do not overlap (a tile reading an initial state may run after
 // the tile that writes the final state).
 #include "common/ptx/sync.cuh"
-#include "common/ptx/tma.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/conv_walk.cuh"
 #include "conv/params.h"
@@ -43,24 +42,8 @@
 namespace kernrt::conv {
 
 constexpr int kThreads = 128;  // block.x the manifests launch with
+constexpr int kChannels = 4;   // channels per thread: one 8-byte vector per row
 constexpr int kGroup = 8;      // rows loaded together (4-row groups: 0.1-2.5 % slower)
-
-// Before griddepcontrol.wait: asks L2 for this block's rows of x, one bulk prefetch per row
-// (threads 0 .. span-1), so that under PDL they stream in while the previous grid drains
-// (such entries let the next grid launch at block start, so its prefetches fill this
-// grid's last wave).
-// A prefetch returns nothing: a row the previous grid still writes is read again after the
-// wait (L2 is the coherence point), so only the timing depends on it.
-template <int N>
-__device__ __forceinline__ void prefetch_rows(const ConvFwdParams& p) {
-  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
-  const int r = threadIdx.x, t = blockIdx.y * span + r;
-  const int cb = blockIdx.x * blockDim.x * N;
-  if (r >= span || t >= p.tokens) return;
-  const int64_t seq = p.cu_seqlens != nullptr ? 0 : blockIdx.z * p.x_stride_seq;
-  const uint16_t* x = static_cast<const uint16_t*>(p.x) + seq + t * p.x_stride_tok + cb;
-  ptx::bulk_prefetch_l2(x, 2u * static_cast<uint32_t>(min(static_cast<int>(blockDim.x) * N, p.dim - cb)));
-}
 
 // ---- strip -----------------------------------------------------------------------------
 // Rows tc .. tc+G-1 (those before stop) of this thread's channels into registers.
@@ -82,13 +65,9 @@ __device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, in
 // rows need no check, so the hot loop holds only loads, math and stores, and the sequence
 // switch and the final state happen between segments.
 // The next group's loads (v's successor, nv) are issued before this group's math.
-template <typename E, int W, int N, int G, bool kPrefetch>
+template <typename E, int W, int N, int G>
 __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   const E tag{};
-  if constexpr (kPrefetch) {  // and the next grid may start its prefetch now
-    prefetch_rows<N>(p);
-    ptx::griddepcontrol_launch_dependents();
-  }
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
   if (c0 >= p.dim) return;  // no barrier below
   Walk<W, N> k;
@@ -111,7 +90,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
 #pragma unroll 1
   for (int tc = t0;;) {
-    if (!kPrefetch && tc + G >= stop) ptx::griddepcontrol_launch_dependents();
+    if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
     if (tc + G < seg) load_group<N, G>(nv, x, p.x_stride_tok, tc + G, seg);
     if (res == nullptr && tc + G <= seg) {
       // The common group: whole, no residual. Straight-line rows, so the window slides by
@@ -157,24 +136,17 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
 // Register budget (bf16 W4, sm_90a, no spills): 5 blocks of 128 per SM (<= 102 registers;
 // 96 used: 20 warps, up to 16 rows of 8 bytes per lane between issue and use). f16 entries
 // get one block per SM less: their conversions need more registers (f16 is not a timed shape).
-// conv_fwd_<loader>: (channels per thread, rows per group, L2 prefetch before the wait,
-// blocks per SM for bf16 / f16).
-#define KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, blocks, dtype, tag, w)                \
+#define KERNRT_CONV_FWD_ENTRY(blocks, dtype, tag, w)                                  \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
-      conv_fwd_##loader##_sm90a_##dtype##_w##w(                                     \
+      conv_fwd_strip4p_sm90a_##dtype##_w##w(                                        \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
-    kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, n, g, pf>(p);                \
+    kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
+                                 kernrt::conv::kGroup>(p);                          \
   }
-#define KERNRT_CONV_FWD_ENTRIES(loader, n, g, pf, bf16_blocks, f16_blocks)    \
-  KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, bf16_blocks, bf16, Bf16, 2)         \
-  KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, bf16_blocks, bf16, Bf16, 3)         \
-  KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, bf16_blocks, bf16, Bf16, 4)         \
-  KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, f16_blocks, f16, F16, 2)            \
-  KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, f16_blocks, f16, F16, 3)            \
-  KERNRT_CONV_FWD_ENTRY(loader, n, g, pf, f16_blocks, f16, F16, 4)
 
-KERNRT_CONV_FWD_ENTRIES(strip4p, 4, kernrt::conv::kGroup, false, 5, 4)
-KERNRT_CONV_FWD_ENTRIES(strip4f, 4, kernrt::conv::kGroup, true, 5, 4)
-KERNRT_CONV_FWD_ENTRIES(strip2p, 2, kernrt::conv::kGroup, false, 8, 8)
-KERNRT_CONV_FWD_ENTRIES(strip2f, 2, kernrt::conv::kGroup, true, 8, 8)
-KERNRT_CONV_FWD_ENTRIES(strip2q, 2, 16, false, 6, 6)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)

@@ -129,16 +129,27 @@ __device__ __forceinline__ void slide(Chunk<N, L>& s, const Vec<N>& x) {
   s = o;
 }
 
-// Before griddepcontrol.wait: asks L2 for this block's x rows and state chunks (threads
-// 0 .. kSeqs-1, one bulk prefetch each), so that under PDL they stream in while the previous
-// grid drains. A prefetch returns nothing and L2 is the coherence point: every byte is read
-// again after the wait, so only the timing depends on it. The line index is read here with
-// ld.global.cg (no L1 copy survives to the real read after the wait); a stale index only
-// prefetches the wrong line.
-template <int N, int L, int kSeqs>
+// Before griddepcontrol.wait: asks L2 for x rows and state chunks (one bulk prefetch per
+// sequence, threads 0 .. kSeqs*kAhead-1), so that under PDL they stream in while the
+// previous grid drains: this block's sequences and those of the blocks kAhead-1 strides of
+// ceil(grid.y / kAhead) rows further on, which may not be resident yet (the first wave
+// prefetches the whole grid). A prefetch returns nothing and L2 is the coherence point:
+// every byte is read again after the wait, so only the timing depends on it. The line index
+// is read here with ld.global.cg (no L1 copy survives to the real read after the wait); a
+// stale index only prefetches the wrong line.
+template <int N, int L, int kSeqs, int kAhead>
 __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
-  const int k = threadIdx.x, n = blockIdx.y * kSeqs + k;
-  if (k >= kSeqs || n >= p.seqs) return;
+  const int k = threadIdx.x;
+  int n;
+  if constexpr (kAhead == 1) {
+    n = blockIdx.y * kSeqs + k;
+    if (k >= kSeqs || n >= p.seqs) return;
+  } else {
+    const int stride = (static_cast<int>(gridDim.y) + kAhead - 1) / kAhead;
+    const int row = static_cast<int>(blockIdx.y) + (k / kSeqs) * stride;
+    n = row * kSeqs + k % kSeqs;
+    if (k >= kSeqs * kAhead || row >= static_cast<int>(gridDim.y) || n >= p.seqs) return;
+  }
   const int cb = blockIdx.x * blockDim.x * N;
   const uint32_t ch = static_cast<uint32_t>(min(static_cast<int>(blockDim.x) * N, p.dim - cb));
   ptx::bulk_prefetch_l2(static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + cb, 2u * ch);
@@ -151,13 +162,14 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch = false>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, int kAhead = 0>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
   const E tag{};
+  constexpr bool kPrefetch = kAhead > 0;
   if constexpr (kPrefetch) {  // and the next grid may start its prefetch now
-    prefetch_lines<N, L, kSeqs>(p);
+    prefetch_lines<N, L, kSeqs, kAhead>(p);
     ptx::griddepcontrol_launch_dependents();
   }
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
@@ -242,13 +254,13 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, launch bounds
-// (block.x[, blocks per SM]), L2 prefetch before the wait).
-#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, bounds, pf, suffix, full, dtype, tag, w)      \
-  extern "C" __global__ void __launch_bounds__ bounds                                             \
-      conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                         \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                              \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, pf>(p);                      \
+// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x, block
+// rows each block prefetches for before the wait, 0: none).
+#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, ahead, suffix, full, dtype, tag, w)  \
+  extern "C" __global__ void __launch_bounds__(threads)                                         \
+      conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                       \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, ahead>(p);                 \
   }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                  \
@@ -256,13 +268,11 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                          \
     kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false>(p);  \
   }
-#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                                  \
-  KERNRT_CONV_UPDATE_ENTRY(c4s2, 4, 2, (128), false, , false, dtype, tag, w)      \
-  KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, (128), true, , false, dtype, tag, w)      \
-  KERNRT_CONV_UPDATE_ENTRY(c4s4, 4, 4, (128, 8), false, , false, dtype, tag, w)      \
-  KERNRT_CONV_UPDATE_ENTRY(c4s4p, 4, 4, (128, 8), true, , false, dtype, tag, w)      \
-  KERNRT_CONV_UPDATE_ENTRY(c4, 4, 1, (128), false, _fla, true, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, (128), true, _fla, true, dtype, tag, w)     \
+#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                            \
+  KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, 1, , false, dtype, tag, w)      \
+  KERNRT_CONV_UPDATE_ENTRY(c4s2q, 4, 2, 128, 2, , false, dtype, tag, w)      \
+  KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, 1, _fla, true, dtype, tag, w)     \
+  KERNRT_CONV_UPDATE_ENTRY(c4q, 4, 1, 128, 4, _fla, true, dtype, tag, w)     \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

@@ -1,13 +1,12 @@
 // Vector helpers of the conv kernels: a thread owns N consecutive channels (N = 8: one
-// 16-byte vector of 16-bit floats per row; N = 4: one 8-byte vector; N = 2: one 32-bit
-// word), loads and stores them
+// 16-byte vector of 16-bit floats per row; N = 4: one 8-byte vector), loads and stores them
 // as one vector, and converts between the packed 16-bit floats (bf16 or f16) and fp32
 // registers. Also the weights, the state-line chunks and the per-output arithmetic
 // (`conv_dot`, `activate`) every entry shares, so that all of them round alike. Every index
 // below is a compile-time constant after unrolling, so the arrays stay in registers.
 //
 // Not checked here: alignment (callers pass addresses aligned to the vector size; see
-// README.md) and N in {2, 4, 8}.
+// README.md) and N in {4, 8}.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -32,10 +31,6 @@ template <>
 struct VecOf<4> {
   using type = uint2;
 };
-template <>
-struct VecOf<2> {
-  using type = uint32_t;
-};
 template <int N>
 using Vec = typename VecOf<N>::type;
 
@@ -43,7 +38,6 @@ __device__ __forceinline__ uint32_t word(const uint4& v, int k) {
   return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
 }
 __device__ __forceinline__ uint32_t word(const uint2& v, int k) { return k == 0 ? v.x : v.y; }
-__device__ __forceinline__ uint32_t word(const uint32_t& v, int) { return v; }
 __device__ __forceinline__ void set_word(uint4& v, int k, uint32_t w) {
   if (k == 0) v.x = w;
   else if (k == 1) v.y = w;
@@ -54,7 +48,6 @@ __device__ __forceinline__ void set_word(uint2& v, int k, uint32_t w) {
   if (k == 0) v.x = w;
   else v.y = w;
 }
-__device__ __forceinline__ void set_word(uint32_t& v, int, uint32_t w) { v = w; }
 
 // Read-only vector load (x rows, weights: never written by the grid that reads them):
 // plain ld.global.nc (LDG.E.CONSTANT). On the H200 it ran 2.5-2.9 % faster than with the
@@ -72,7 +65,6 @@ __device__ __forceinline__ Vec<N> ld(const void* p) {
 // st.global.cs for y on the H200 (notes.md).
 __device__ __forceinline__ void st_vec(void* p, const uint4& v) { ptx::st_global_v4_b32(p, v); }
 __device__ __forceinline__ void st_vec(void* p, const uint2& v) { ptx::st_global_v2_b32(p, v); }
-__device__ __forceinline__ void st_vec(void* p, const uint32_t& v) { ptx::st_global_b32(p, v); }
 template <int N>
 __device__ __forceinline__ void st(void* p, const Vec<N>& v) {
   st_vec(p, v);
@@ -119,46 +111,34 @@ __device__ __forceinline__ Vec<N> pack(E tag, const float (&in)[N]) {
 }
 
 // Weights [D, W] for channels c0 .. c0+N-1 -> w[j][c] in fp32; bias [D] -> b[c] (0 without
-// a bias). f32: N*W floats, as N*W/4 16-byte vectors (N = 2: W 8-byte ones, since 4*c0*W
-// bytes is then only 8-byte aligned); bf16: W vectors of N.
+// a bias). f32: N*W floats = N*W/4 16-byte vectors; bf16: W vectors of N.
 template <int W, int N>
 __device__ __forceinline__ void load_weights(const void* weight, const void* bias, bool f32,
                                              int c0, float (&w)[W][N], float (&b)[N]) {
-#pragma unroll
-  for (int c = 0; c < N; ++c) b[c] = 0.f;
   if (f32) {
-    const float* wf = static_cast<const float*>(weight) + c0 * W;
-    const float* bf = static_cast<const float*>(bias) + c0;
-    if constexpr (N == 2) {
-      uint2 v[W];
+    constexpr int kVec = N * W / 4;
+    const uint4* p = reinterpret_cast<const uint4*>(static_cast<const float*>(weight) + c0 * W);
+    uint4 v[kVec];
 #pragma unroll
-      for (int i = 0; i < W; ++i) v[i] = __ldg(reinterpret_cast<const uint2*>(wf) + i);
+    for (int i = 0; i < kVec; ++i) v[i] = __ldg(p + i);
 #pragma unroll
-      for (int c = 0; c < N; ++c)
+    for (int c = 0; c < N; ++c)
 #pragma unroll
-        for (int j = 0; j < W; ++j) w[j][c] = __uint_as_float(word(v[(c * W + j) >> 1], (c * W + j) & 1));
-      if (bias != nullptr) {
-        const uint2 bv = __ldg(reinterpret_cast<const uint2*>(bf));
+      for (int j = 0; j < W; ++j) {
+        const int e = c * W + j;
+        w[j][c] = __uint_as_float(word(v[e >> 2], e & 3));
+      }
+    if (bias != nullptr) {
+      const uint4* q = reinterpret_cast<const uint4*>(static_cast<const float*>(bias) + c0);
 #pragma unroll
-        for (int c = 0; c < N; ++c) b[c] = __uint_as_float(word(bv, c));
+      for (int i = 0; i < N / 4; ++i) {
+        const uint4 bv = __ldg(q + i);
+#pragma unroll
+        for (int c = 0; c < 4; ++c) b[4 * i + c] = __uint_as_float(word(bv, c));
       }
     } else {
-      constexpr int kVec = N * W / 4;
-      uint4 v[kVec];
 #pragma unroll
-      for (int i = 0; i < kVec; ++i) v[i] = __ldg(reinterpret_cast<const uint4*>(wf) + i);
-#pragma unroll
-      for (int c = 0; c < N; ++c)
-#pragma unroll
-        for (int j = 0; j < W; ++j) w[j][c] = __uint_as_float(word(v[(c * W + j) >> 2], (c * W + j) & 3));
-      if (bias != nullptr) {
-#pragma unroll
-        for (int i = 0; i < N / 4; ++i) {
-          const uint4 bv = __ldg(reinterpret_cast<const uint4*>(bf) + i);
-#pragma unroll
-          for (int c = 0; c < 4; ++c) b[4 * i + c] = __uint_as_float(word(bv, c));
-        }
-      }
+      for (int c = 0; c < N; ++c) b[c] = 0.f;
     }
   } else {
     const char* p = static_cast<const char*>(weight) + 2 * c0 * W;
@@ -169,7 +149,12 @@ __device__ __forceinline__ void load_weights(const void* weight, const void* bia
     for (int c = 0; c < N; ++c)
 #pragma unroll
       for (int j = 0; j < W; ++j) w[j][c] = to_f32(Bf16{}, elem16<N, W>(v, c * W + j));
-    if (bias != nullptr) unpack(Bf16{}, ld_nc<N>(static_cast<const char*>(bias) + 2 * c0), b);
+    if (bias != nullptr) {
+      unpack(Bf16{}, ld_nc<N>(static_cast<const char*>(bias) + 2 * c0), b);
+    } else {
+#pragma unroll
+      for (int c = 0; c < N; ++c) b[c] = 0.f;
+    }
   }
 }
 

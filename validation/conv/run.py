@@ -44,10 +44,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4p", "strip4f", "strip2p", "strip2f", "strip2q"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2", "c4s2p", "c4s4", "c4s4p"], "fla": ["c4", "c4p"]}  # and UPDATE_KERNELS, per state layout
-FWD_TIMED = [("strip4p", 32), ("strip4f", 32), ("strip2p", 32), ("strip2f", 32), ("strip2q", 32),
-             ("strip2p", 64), ("strip2f", 64)]  # (loader, span) of every forward timing
+FWD_LOADERS = ["strip4p"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2p", "c4s2q"], "fla": ["c4p", "c4q"]}  # and UPDATE_KERNELS, per state layout
+FWD_TIMED = [("strip4p", 32), ("strip4p", 48), ("strip4p", 64)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):

@@ -5,7 +5,7 @@
 // the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
 // bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
 // global loads through the non-coherent path (one with cache hints), a 32-bit load cached in
-// L2 only, plain 4-, 8- and 16-byte global stores and streaming 16-byte global stores.
+// L2 only, plain 8- and 16-byte global stores and streaming 16-byte global stores.
 // Deliberately does not check: alignment (16 bytes for every address here, 8 for the 8-byte
 // store), that a pointer given as shared really points into shared memory, or that data read
 // through the non-coherent path is not written by the same grid (the caller's contract).
@@ -120,7 +120,7 @@ __device__ __forceinline__ uint4 ld_global_nc_na_l2_256_v4(const void* p) {
   return v;
 }
 
-// st.global.v4.b32 / st.global.v2.b32 / st.global.b32: one plain 16- / 8- / 4-byte store. Written out because NVVM
+// st.global.v4.b32 / st.global.v2.b32: one plain 16- / 8-byte store. Written out because NVVM
 // split the conv strip's y stores (a uint16_t pointer advanced by a runtime stride, cast to
 // uint4*) into four 32-bit stores.
 __device__ __forceinline__ void st_global_v4_b32(void* p, uint4 v) {
@@ -130,9 +130,6 @@ __device__ __forceinline__ void st_global_v4_b32(void* p, uint4 v) {
 }
 __device__ __forceinline__ void st_global_v2_b32(void* p, uint2 v) {
   asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(v.x), "r"(v.y) : "memory");
-}
-__device__ __forceinline__ void st_global_b32(void* p, uint32_t v) {
-  asm volatile("st.global.b32 [%0], %1;" ::"l"(p), "r"(v) : "memory");
 }
 
 // st.global.cs.v4.u32: 16 bytes with the streaming (evict-first) hint: written once, not re-read.

@@ -35,15 +35,13 @@ from .conv_params import FWD, UPDATE, field
 # group's loads before this group's math) at spans of 32 rows in blocks of 128 was the
 # fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
 # slower, shorter spans slower still; notes.md).
-FWD_KERNELS = {"strip4p": (4, 128, 32), "strip4f": (4, 128, 32), "strip2p": (2, 128, 32),
-               "strip2f": (2, 128, 32), "strip2q": (2, 128, 32)}
+FWD_KERNELS = {"strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2": (2, 128, 4, "lines"), "c4s2p": (2, 128, 4, "lines"),
-                  "c4s4": (4, 128, 4, "lines"), "c4s4p": (4, 128, 4, "lines"),
-                  "c4": (1, 128, 4, "fla"), "c4p": (1, 128, 4, "fla")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4s2q": (2, 128, 4, "lines"),
+                  "c4p": (1, 128, 4, "fla"), "c4q": (1, 128, 4, "fla")}
 FWD_KERNEL = "strip4p"   # what the shipped manifests and the drop-ins launch
-UPDATE_KERNEL = {"lines": "c4s2", "fla": "c4"}  # per state layout
+UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
 LAYOUTS = ("lines", "fla")  # state lines [D, W-1] (ours) or [D, W] (fla's cache)
