@@ -5,19 +5,22 @@
 //                            s <- [s[1..W-2], x_t]
 // Entries, one `const __grid_constant__ ConvUpdateParams` each, dtype in {bf16, f16}, W in
 // {2, 3, 4}:
-//   conv_update_c4s2_sm90a_<dtype>_w<W>  1 token, 4 channels x 2 sequences per thread, block
+//   conv_update_c4s2p_sm90a_<dtype>_w<W> 1 token, 4 channels x 2 sequences per thread, block
 //                                        128, our [D, W-1] lines
-//   conv_update_c4_fla_sm90a_<dtype>_w<W> 1 token, 4 channels x 1 sequence per thread, block
+//   conv_update_c4p_fla_sm90a_<dtype>_w<W> 1 token, 4 channels x 1 sequence per thread, block
 //                                        128, fla's [N, D, W] cache lines
 //   conv_verify_sm90a_<dtype>_w<W>       up to 8 tokens, 8 channels x 1 sequence per thread,
 //                                        block 128, our lines
-// On the H200 (B64 D4096 / B256 D8192, W4 silu, per call in a 64-call graph, one run)
-// c4s2 ran 2.97 / 11.03 us over our lines (fla over its cache 3.12 / 12.19) and c4_fla
-// 2.79 / 12.40; the others of that run, over our lines / fla's cache: c4 3.09 / 11.57,
-// 2.79 / 12.40; c4s2 over fla's 2.83 / 12.53; 8 channels x 4 sequences per thread (block
-// 64, the former s4) 3.44 / 12.43 and 3.42 / 17.11; 8 x 2 3.49 / 13.11 and 3.68 / 16.26
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). Many
-// small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
+// The two update entries ask L2 for their lines and x rows before griddepcontrol.wait and let
+// the next grid launch at block start (prefetch_lines): under PDL the bytes of one call
+// stream in while the previous call drains. On the H200 (B64 D4096 / B256 D8192, W4 silu,
+// per call in a 64-call graph) c4s2p ran 2.22 / 10.16 us over our lines and c4p 2.22 / 11.78
+// over fla's cache, fla 3.07 / 11.97; without the prefetch (same run as the prefetch's
+// first timing) 2.97 / 11.05 and 2.79 / 12.42. Earlier, without prefetch: 4 channels x 4
+// sequences per thread (one wave at B256, 64 registers) 3.25 / 11.62, with it 2.84 / 10.89;
+// 8 x 4 (block 64) 3.44 / 12.43 and 3.42 / 17.11; 8 x 2 3.49 / 13.11 and 3.68 / 16.26
+// (validation/conv/notes.md; those entries are in git tags conv-candidates-2026-12b..d).
+// Many small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
 // (loads, math, stores) interleave, where 8 x 4 at 146-158 registers ran 6 blocks of 64 in
 // lockstep.
 //
@@ -31,6 +34,7 @@
 // Not checked here: D % 8 and 16-byte alignment (manifest and load checks), steps <= 8,
 // distinct lines for distinct sequences (two sequences sharing a line race).
 #include "common/ptx/sync.cuh"
+#include "common/ptx/tma.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/params.h"
 
@@ -128,15 +132,41 @@ __device__ __forceinline__ void slide(Chunk<N, L>& s, const Vec<N>& x) {
   s = o;
 }
 
+// Before griddepcontrol.wait: asks L2 for this block's x rows and state chunks (threads
+// 0 .. kSeqs-1, one bulk prefetch each), so that under PDL they stream in while the previous
+// grid drains. A prefetch returns nothing and L2 is the coherence point: every byte is read
+// again after the wait, so only the timing depends on it. The line index is read here with
+// ld.global.cg (no L1 copy survives to the real read after the wait); a stale index only
+// prefetches the wrong line. On the H200 (64-call graph) it took the update over our lines
+// from 2.97 / 11.05 to 2.22 / 10.18 us at B64 D4096 / B256 D8192 and over fla's cache from
+// 2.79 / 12.42 to 2.23 / 11.85; prefetching also for the blocks of the second half of the grid
+// (the first wave covering all of it) ran 2.27 / 11.69 and, over fla's cache at 4 rows,
+// 2.36 / 15.45 (validation/conv/notes.md).
+template <int N, int L, int kSeqs>
+__device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
+  const int k = threadIdx.x, n = blockIdx.y * kSeqs + k;
+  if (k >= kSeqs || n >= p.seqs) return;
+  const int cb = blockIdx.x * blockDim.x * N;
+  const uint32_t ch = static_cast<uint32_t>(min(static_cast<int>(blockDim.x) * N, p.dim - cb));
+  ptx::bulk_prefetch_l2(static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + cb, 2u * ch);
+  const int32_t l = p.lines != nullptr ? ptx::ld_global_cg_s32(p.lines + n) : n;
+  if (l != 0 || p.lines == nullptr)
+    ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + l * p.state_stride + 2 * cb * L, 2u * L * ch);
+}
+
 // kFull: lines are fla's [D, W] (slot 0 the oldest input, unread by the next output).
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
   const E tag{};
+  if constexpr (kPrefetch) {  // and the next grid may start its prefetch now
+    prefetch_lines<N, L, kSeqs>(p);
+    ptx::griddepcontrol_launch_dependents();
+  }
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
   if (c0 >= p.dim) return;
   const int steps = kSteps == 1 ? 1 : (p.steps < kSteps ? p.steps : kSteps);
@@ -173,7 +203,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
       for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
     }
   }
-  ptx::griddepcontrol_launch_dependents();
+  if constexpr (!kPrefetch) ptx::griddepcontrol_launch_dependents();
 
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
@@ -219,22 +249,24 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x).
-#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)       \
-  extern "C" __global__ void __launch_bounds__(threads)                                      \
-      conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                    \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                         \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full>(p);                     \
+// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x). Both
+// prefetch before the wait (prefetch_lines); verify does not (up to 8 rows per sequence,
+// not a timed shape).
+#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)         \
+  extern "C" __global__ void __launch_bounds__(threads)                                         \
+      conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                       \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-#define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                  \
-      conv_verify_sm90a_##dtype##_w##w(                                                        \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                          \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false>(p);  \
+#define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
+      conv_verify_sm90a_##dtype##_w##w(                                                              \
+          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                                \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false, false>(p); \
   }
-#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                          \
-  KERNRT_CONV_UPDATE_ENTRY(c4s2, 4, 2, 128, , false, dtype, tag, w)        \
-  KERNRT_CONV_UPDATE_ENTRY(c4, 4, 1, 128, _fla, true, dtype, tag, w)       \
+#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
+  KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
+  KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

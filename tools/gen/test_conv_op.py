@@ -45,8 +45,8 @@ class GenerationRefusals(unittest.TestCase):
             g.Profile(2048, update_kernel="s8")
         with self.assertRaisesRegex(g.GenError, r"state layout `dao` is not supported"):
             g.Profile(2048, state_layout="dao")
-        with self.assertRaisesRegex(g.GenError, r"`c4` has entries for the `fla` state layout only"):
-            g.Profile(2048, update_kernel="c4")
+        with self.assertRaisesRegex(g.GenError, r"`c4p` has entries for the `fla` state layout only"):
+            g.Profile(2048, update_kernel="c4p")
 
     def test_rejects_verify_over_fla_lines(self):
         with self.assertRaisesRegex(g.GenError, r"verify entries keep our \[D, W-1\] lines"):
@@ -57,11 +57,11 @@ class Entries(unittest.TestCase):
     def test_names_and_geometry(self):
         p = g.Profile(4096, state_layout="fla")
         self.assertEqual(p.entry("fwd"), "conv_fwd_strip4p_sm90a_bf16_w4")
-        self.assertEqual(p.entry("update"), "conv_update_c4_fla_sm90a_bf16_w4")
+        self.assertEqual(p.entry("update"), "conv_update_c4p_fla_sm90a_bf16_w4")
         self.assertEqual(p.grid_x("fwd"), 8)  # 4 channels x 128 threads
         self.assertEqual(p.grid_x("update"), 8)  # 4 channels x 128 threads
         lines = g.Profile(4096)
-        self.assertEqual(lines.entry("update"), "conv_update_c4s2_sm90a_bf16_w4")
+        self.assertEqual(lines.entry("update"), "conv_update_c4s2p_sm90a_bf16_w4")
         grid = g.update_op(lines)["impl"]["launches"][0]["grid"]
         self.assertEqual(grid, [8, {"ceil_div": ["seqs", 2]}, 1])  # 2 sequences per thread
         grid = g.update_op(p, state="buffer")["impl"]["launches"][0]["grid"]

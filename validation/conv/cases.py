@@ -331,10 +331,12 @@ def dropin_update_case(ck, loaders, *, N, D, W, bias=False, residual=False, bind
 def run_all(ck, fwd_loaders, update_loaders, fla_update_loaders, quick=False):
     """Every case for the given loaders: forward, update/verify over our lines, and the
     drop-ins (fla's cache: fla_update_loaders)."""
-    for i, kw in enumerate(FWD_CASES):
-        ck.guarded(f"fwd case {i}", fwd_case, ck, fwd_loaders, seed=i, **kw)
-    for i, kw in enumerate(UPDATE_CASES):
-        ck.guarded(f"update case {i}", update_case, ck, update_loaders, seed=100 + i, **kw)
+    # forward and decode cases interleaved, so a short budget still checks both paths
+    for i in range(max(len(FWD_CASES), len(UPDATE_CASES))):
+        if i < len(FWD_CASES):
+            ck.guarded(f"fwd case {i}", fwd_case, ck, fwd_loaders, seed=i, **FWD_CASES[i])
+        if i < len(UPDATE_CASES):
+            ck.guarded(f"update case {i}", update_case, ck, update_loaders, seed=100 + i, **UPDATE_CASES[i])
     for i, kw in enumerate(DROPIN_FWD_CASES):
         ck.guarded(f"dropin fwd case {i}", dropin_fwd_case, ck, fwd_loaders, seed=200 + i, **kw)
     for i, kw in enumerate(DROPIN_UPDATE_CASES):

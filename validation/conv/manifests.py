@@ -76,7 +76,7 @@ def fwd_check(loader, *, B, T, D, W, dtype="bf16", wdtype="f32", bias=False, sil
 
 def update_check(loader, *, N, D, W, steps=1, dtype="bf16", wdtype="f32", bias=False, silu=True,
                  step_lines=False, **_):
-    """(manifest, seq_slots) of one decode (a decode loader of our lines: c4s2) or verify (loader "verify")
+    """(manifest, seq_slots) of one decode (a decode loader of our lines: c4s2p) or verify (loader "verify")
     check over pool lines: x/y [N, steps, D], lines [N], step_lines [steps, N]."""
     slots = N + 2 + (steps * N if step_lines else 0)
     p = g.Profile(D, width=W, dtype=dtype, weight=wdtype, bias=bias, act="silu" if silu else "none",

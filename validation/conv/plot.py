@@ -34,7 +34,7 @@ def main():
     ax.bar([x + 0.5 * wd for x in xs], ours, wd, label="kernrt conv (shipped entry)", color="#2a7ab9")
     ax.bar([x + 1.5 * wd for x in xs], peer, wd, label="peer (kernel-fun, else fla)", color="#e07b39")
     for x, o, p, f in zip(xs, ours, peer, floor):
-        ax.text(x + 0.5 * wd, o, f"{100 * f / o:.0f}%", ha="center", va="bottom", fontsize=7)
+        ax.text(x + 0.5 * wd, o, f"{100 * f / o:.1f}%", ha="center", va="bottom", fontsize=7)
         if p:
             ax.text(x + 1.5 * wd, p, f"{p / o:.2f}x", ha="center", va="bottom", fontsize=7)
     ax.set_yscale("log")

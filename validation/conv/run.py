@@ -5,7 +5,7 @@ Usage: python3 validation/conv/run.py --build BUILD --out OUT --commit SHA [--qu
            [--budget SECONDS]
 
 Owns the run order, the floors and the records. 1. timing (timing.py): the decode update
-at B64 D4096 and B256 D8192 (c4s2 over our pool lines, c4 over fla's [N, D, W] cache, the
+at B64 D4096 and B256 D8192 (c4s2p over our pool lines, c4p over fla's [N, D, W] cache, the
 drop-in's form; each also at one sequence, the per-call latency floor) next to fla 0.6.0's
 causal_conv1d_update, then the four forward shapes (B8 T4096 D2048 / D4096, B16 T8192
 D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for the shipped forward (strip4p, span
@@ -45,7 +45,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
 FWD_LOADERS = ["strip4p"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2"], "fla": ["c4"]}  # and UPDATE_KERNELS, per state layout
+UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
 FWD_TIMED = [("strip4p", 32)]  # (loader, span) of every forward timing
 
 

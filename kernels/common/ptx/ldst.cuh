@@ -4,8 +4,8 @@
 // Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
 // the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
 // bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
-// global loads through the non-coherent path (one with cache hints), plain 8- and 16-byte
-// global stores and streaming 16-byte global stores.
+// global loads through the non-coherent path (one with cache hints), a 32-bit load cached in
+// L2 only, plain 8- and 16-byte global stores and streaming 16-byte global stores.
 // Deliberately does not check: alignment (16 bytes for every address here, 8 for the 8-byte
 // store), that a pointer given as shared really points into shared memory, or that data read
 // through the non-coherent path is not written by the same grid (the caller's contract).
@@ -99,6 +99,14 @@ __device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
   asm volatile("ld.global.nc.v4.u32 {%0, %1, %2, %3}, [%4];"
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
+  return v;
+}
+
+// ld.global.cg.s32: 32 bits cached in L2 only, so no L1 line keeps the value (a read that may
+// race with another grid's write, used only as a hint).
+__device__ __forceinline__ int32_t ld_global_cg_s32(const void* p) {
+  int32_t v;
+  asm volatile("ld.global.cg.s32 %0, [%1];" : "=r"(v) : "l"(p));
   return v;
 }
 

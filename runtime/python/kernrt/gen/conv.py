@@ -14,10 +14,11 @@ of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8.
 
 Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `strip4p` (block 128, grid x =
 ceil(D / 512), grid y = ceil(tokens / span), span 32 unless the profile says otherwise);
-decode `c4s2` over our lines and `c4` over fla's cache (block 128, 4 channels per thread,
-grid x = ceil(D / 512), grid y = ceil(seqs / 2) and seqs); verify (block 128, one sequence
-per thread). The candidates they beat on the H200 are in git tags conv-candidates-2026-12
-and conv-candidates-2026-12b (validation/conv/notes.md). Module sha256 =
+decode `c4s2p` over our lines and `c4p` over fla's cache (block 128, 4 channels per thread,
+grid x = ceil(D / 512), grid y = ceil(seqs / 2) and seqs; both prefetch into L2 before
+griddepcontrol.wait); verify (block 128, one sequence per thread). The candidates they beat
+on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12d
+(validation/conv/notes.md). Module sha256 =
 `@SHA256:<cubin>@`, replaced by cmake's kernrt_pin_manifest or kernrt.gen.pin.
 
 Does not check: kernel behaviour, the manifest rules (kernrt-verify does), or sequences
@@ -38,9 +39,9 @@ from .conv_params import FWD, UPDATE, field
 FWD_KERNELS = {"strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2": (2, 128, 4, "lines"), "c4": (1, 128, 4, "fla")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "strip4p"   # what the shipped manifests and the drop-ins launch
-UPDATE_KERNEL = {"lines": "c4s2", "fla": "c4"}  # per state layout
+UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
 LAYOUTS = ("lines", "fla")  # state lines [D, W-1] (ours) or [D, W] (fla's cache)

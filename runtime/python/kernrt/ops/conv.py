@@ -29,8 +29,8 @@ _WEIGHT_DTYPES = {"torch.float32": "f32", "torch.bfloat16": "bf16"}
 _ACTIVATIONS = {None: None, "silu": "silu", "swish": "silu"}
 _FWD_KWARGS = {"cu_seqlens_cpu", "chunk_indices"}  # derived data fla accepts; no effect here
 # True: a supported update goes to fla when fla is installed. kernrt's update over fla's
-# [N, D, W] cache (c4) ran 2.79 us where fla's ran 3.12 at B64 D4096, and 12.40 where fla's
-# ran 12.19 at B256 D8192 (H200, one run, per call in a 64-call graph; validation/conv
+# [N, D, W] cache (c4p) ran 2.22 us where fla's ran 3.07 at B64 D4096, and 11.78 where fla's
+# ran 11.97 at B256 D8192 (H200, one run, per call in a 64-call graph; validation/conv
 # notes.md), so kernrt's kernel runs. Tests set it to False to exercise kernrt's kernel.
 UPDATE_PREFERS_FLA = False
 
