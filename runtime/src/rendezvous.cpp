@@ -43,35 +43,39 @@ void fill_tag(char (&out)[48], const std::string& tag) {
   std::memcpy(out, tag.data(), std::min(tag.size(), sizeof out - 1));
 }
 
-bool send_fd(int sock, const Header& h, int fd) {
-  iovec iov{const_cast<Header*>(&h), sizeof h};
+// One header and room for one descriptor, as sendmsg / recvmsg take them (msg points into
+// the object itself, so it is never copied).
+struct FdMessage {
+  explicit FdMessage(Header* h) : iov{h, sizeof *h} {
+    msg.msg_iov = &iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control;
+    msg.msg_controllen = sizeof control;
+  }
+  FdMessage(const FdMessage&) = delete;
+  FdMessage& operator=(const FdMessage&) = delete;
+  iovec iov;
   alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
   msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+};
+
+bool send_fd(int sock, Header h, int fd) {
+  FdMessage m(&h);
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   c->cmsg_level = SOL_SOCKET;
   c->cmsg_type = SCM_RIGHTS;
   c->cmsg_len = CMSG_LEN(sizeof(int));
   std::memcpy(CMSG_DATA(c), &fd, sizeof(int));
-  return sendmsg(sock, &msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof h);
+  return sendmsg(sock, &m.msg, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof h);
 }
 
 // 1: received; 0: nothing yet; -1: the connection failed or sent something else.
 int recv_fd(int sock, Header* h, int* fd) {
-  iovec iov{h, sizeof *h};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  const ssize_t n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
+  FdMessage m(h);
+  const ssize_t n = recvmsg(sock, &m.msg, MSG_CMSG_CLOEXEC);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
   if (n != static_cast<ssize_t>(sizeof *h)) return -1;
-  cmsghdr* c = CMSG_FIRSTHDR(&msg);
+  cmsghdr* c = CMSG_FIRSTHDR(&m.msg);
   if (c == nullptr || c->cmsg_type != SCM_RIGHTS || c->cmsg_len != CMSG_LEN(sizeof(int))) return -1;
   std::memcpy(fd, CMSG_DATA(c), sizeof(int));
   return 1;
