@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one device run (the lent H200 through the device tool's `run`, from the repository root):
 #
-#   tools/device/run.sh FAMILY...        FAMILY: runtime attention prefill conv kda hybrid
+#   tools/device/run.sh FAMILY...        FAMILY: runtime attention prefill conv kda hybrid nccl
 #
 #   1. configures with the `h200` preset (CMakePresets.json: Release, Ninja, build-h200,
 #      dependencies from the carried .deps/prefix that tools/device/deps.sh makes) and builds
@@ -34,7 +34,7 @@
 set -uo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 cd "$ROOT" || exit 2
-FAMILIES=(runtime attention prefill conv kda hybrid)
+FAMILIES=(runtime attention prefill conv kda hybrid nccl)
 usage() {
   echo "usage: tools/device/run.sh FAMILY... (families: ${FAMILIES[*]})" >&2
   exit 2
