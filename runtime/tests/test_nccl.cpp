@@ -56,11 +56,20 @@ rt::Allocations fake(const rt::MemoryPlan& plan) {
   return testing::fake_allocations(plan, 0x100000000, 4096);
 }
 
-Result<rt::LoweredManifest> lower_it(const manifest::Manifest& m) {
+Result<rt::LoweredManifest> lower_it(const manifest::Manifest& m, const rt::Ranks* ranks = nullptr) {
   auto plan = rt::plan_memory(m, 0, 0);
   EXPECT_TRUE(plan) << testing::all_messages(plan.errors);
   testing::FakeEncoder enc;
-  return rt::lower(m, fake(*plan.value), enc);
+  return rt::lower(m, fake(*plan.value), enc, ranks);
+}
+
+// The NCCL test manifest with group `tp` of two ranks.
+manifest::Manifest two_rank_manifest() {
+  auto parsed = manifest::parse_manifest(testing::kNcclManifest);
+  EXPECT_TRUE(parsed);
+  auto m = *parsed.value;
+  m.topology->groups.at("tp") = 2;
+  return m;
 }
 
 TEST(LowerNccl, OneRankCollectivesLowerWithRankZero) {
@@ -109,10 +118,7 @@ TEST(LowerNccl, ABufferShorterThanTheCollectiveIsRefusedNamingTheArg) {
 }
 
 TEST(LoadNccl, AMultiRankGroupWithoutItsRankIsRefusedBeforeAnyDriverCall) {
-  auto parsed = manifest::parse_manifest(testing::kNcclManifest);
-  ASSERT_TRUE(parsed);
-  auto m = *parsed.value;
-  m.topology->groups.at("tp") = 2;
+  const auto m = two_rank_manifest();
   EXPECT_TRUE(rt::check_supported(m).empty());
   auto v = manifest::verify(m);
   ASSERT_TRUE(v) << testing::all_messages(v.errors);
@@ -131,18 +137,12 @@ TEST(LoadNccl, AMultiRankGroupWithoutItsRankIsRefusedBeforeAnyDriverCall) {
 }
 
 TEST(LoadNccl, RankArgsLowerToThisProcesssIndex) {
-  auto parsed = manifest::parse_manifest(testing::kNcclManifest);
-  ASSERT_TRUE(parsed);
-  auto m = *parsed.value;
-  m.topology->groups.at("tp") = 2;
+  auto m = two_rank_manifest();
   // all_reduce alone: the gather and scatter of 256 elements need twice the room at 2 ranks.
   m.programs.erase("all_gather");
   m.programs.erase("reduce_scatter");
-  auto plan = rt::plan_memory(m, 0, 0);
-  ASSERT_TRUE(plan);
-  testing::FakeEncoder enc;
   const rt::Ranks ranks{{"tp", 1}};
-  auto low = rt::lower(m, fake(*plan.value), enc, &ranks);
+  auto low = lower_it(m, &ranks);
   ASSERT_TRUE(low) << testing::all_messages(low.errors);
   const auto& l = low.value->programs.at("all_reduce").launches.at(0);
   uint64_t rank = 99;
