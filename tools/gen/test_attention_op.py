@@ -279,6 +279,21 @@ class Capacities(unittest.TestCase):
         with self.assertRaises(GenError):
             ao.Capacity(max_rows=1, max_seqs=1, max_context=64, layers=1, splits=1, heads_kv=3)
 
+    def test_the_tensor_parallel_manifest_gathers_every_ranks_rows(self):
+        from kernrt.gen import tp_decode as tp
+        m = tp.tp_manifest(max_seqs=8, max_context=8192)
+        self.assertEqual(m["topology"], {"groups": {"tp": 2}})
+        self.assertEqual(m["buffers"]["q"]["shape"], ["tokens", 12, 256])
+        self.assertEqual(m["states"]["kv"], {"bytes_per_token": 2048})
+        self.assertEqual(m["buffers"]["gathered"]["shape"], [2 * 8 * 12 * 256])
+        calls = m["programs"]["decode_l0"]["calls"]
+        self.assertEqual([c["op"] for c in calls], ["attn_decode", "gather_rows"])
+        self.assertEqual(calls[1]["args"][2], {"expr": {"mul": ["tokens", 12 * 256]}})
+        launch = m["ops"]["attn_decode"]["impl"]["launches"][0]
+        self.assertEqual((launch["entry"], launch["grid"]), (ao.TP2_DECODE_ENTRY, [128, 2, "seqs"]))
+        self.assertEqual(m["ops"]["gather_rows"]["impl"]["launches"][0]["entry"], "extern:nccl_allgather_bf16")
+        self.assertEqual([list(r) for r in tp.rank_heads(1)], [list(range(12, 24)), [2, 3]])
+
     def test_counter_rounds_up_to_eight(self):
         cap = ao.Capacity(max_rows=3, max_seqs=3, max_context=64, layers=1, splits=1)
         body = ao.fragment(["decode"], "gb300-trtllm", cap)["ops"]["attn_decode"]

@@ -46,6 +46,8 @@ TILE_KV = 128  # keys per KV tile of the cubins
 DECODE_TILE_Q = 8  # rows per decode CTA: the 6 grouped query heads padded to the MMA's 8
 PREFILL_TILE_Q = 128  # query tokens per prefill CTA
 GROUP = HEADS_Q // HEADS_KV  # 6 query heads per KV head
+# The decode kernel's entry for one rank of two in tensor parallel (Capacity(heads_kv=2)).
+TP2_DECODE_ENTRY = "attention_decode_sm90a_bf16_q12kv2d256p64"
 
 # Interface param indices, shared by both ops and by every call binding.
 P_OUT, P_Q, P_K, P_V, P_TABLE, P_SEQ_LENS, P_CU_SEQLENS_Q, P_SEQS, P_TOKENS = range(9)
