@@ -326,12 +326,13 @@ __device__ __forceinline__ void stream_segments(const KernelParams& p, const Sch
   } while (sched.next(seq));
 }
 
+template <int kHeadsKv>
 __device__ __forceinline__ void decode(const KernelParams& p) {
   const int warp = threadIdx.x >> 5;
   const int lane = threadIdx.x & 31;
   const int tid = threadIdx.x;
   const int batch = p.batch_size;
-  const int units = Schedule::work_units(p);
+  const int units = Schedule::work_units<kHeadsKv>(p);
   const int linear =
       static_cast<int>(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
   if (linear >= kHeadsKv * units || batch <= 0) return;
@@ -377,7 +378,7 @@ __device__ __forceinline__ void decode(const KernelParams& p) {
   const int len_t = batch <= kMaxRanked && tid < batch ? p.ptr_seq_lens_kv[tid] : 0;
   const int len0 = p.ptr_seq_lens_kv[0];
   const bool equal = batch <= kMaxRanked && !__syncthreads_or(tid < batch && len_t != len0);
-  StaticSchedule st{p, sh, unit, head, tid, 0, 0};
+  StaticSchedule<kHeadsKv> st{p, sh, unit, head, tid, 0, 0};
   if (!equal || !st.init(len0)) {
     if (tid == 0) sched.enter();
     Feed feed;
@@ -396,7 +397,14 @@ __device__ __forceinline__ void decode(const KernelParams& p) {
 // are the op's.
 extern "C" __global__ void __launch_bounds__(kThreads, 2)
     attention_decode_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  decode(p);
+  decode<4>(p);
+}
+
+// One rank of two in tensor parallel: 12 query heads over its 2 KV heads, the pack's Q, K/V
+// and O maps over that rank's heads (grid.y = 2). Not yet run on a device.
+extern "C" __global__ void __launch_bounds__(kThreads, 2)
+    attention_decode_sm90a_bf16_q12kv2d256p64(const __grid_constant__ KernelParams p) {
+  decode<2>(p);
 }
 
 }  // namespace kernrt::attention

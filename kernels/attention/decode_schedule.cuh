@@ -46,6 +46,7 @@ struct Schedule {
   // The workers are the first 4U blocks in launch order, head = linear / U, so the block
   // scheduler spreads them over the SMs (taken from blockIdx.x alone, half the SMs got two at
   // batch 1 and half none); the rest leave at once.
+  template <int kHeadsKv>
   __device__ static __forceinline__ int work_units(const KernelParams& p) {
     const int grid_units = static_cast<int>(gridDim.x * gridDim.z);
     return min(min(grid_units, kCtasPerSm * ptx::nsmid() / kHeadsKv),

@@ -15,7 +15,9 @@ namespace kernrt::attention {
 constexpr int kHeadDim = 256;
 constexpr int kPage = 64;               // tokens per page = rows of one K/V box
 constexpr int kGroup = 6;               // query heads per KV head
-constexpr int kHeadsKv = 4;
+// KV heads are a template parameter of the kernel (the entries: 4 for the whole model, 2 for
+// one rank of two in tensor parallel); the counter scratch's layout has room for 4.
+constexpr int kMaxHeadsKv = 4;
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 constexpr int kTokensPerWarp = kPage / kWarps;
@@ -100,7 +102,7 @@ constexpr int kClaimAt = 4;
 constexpr int kAllocAt = 8;
 constexpr int kSliceAt = 12;
 constexpr int kHeadAt = 20;
-static_assert(kSliceAt + kHeadsKv <= kHeadAt && kHeadAt + kHeadsKv <= kCounterStride,
+static_assert(kSliceAt + kMaxHeadsKv <= kHeadAt && kHeadAt + kMaxHeadsKv <= kCounterStride,
               "counters fit in 24 ints per sequence");
 constexpr int kStarted = 1;
 constexpr int kFinished = 1 << 8;

@@ -91,6 +91,7 @@ struct StaticPlan {
   }
 };
 
+template <int kHeadsKv>
 struct StaticSchedule {
   const KernelParams& p;
   DecodeShared* sh;
@@ -107,7 +108,7 @@ struct StaticSchedule {
 
   // Read again where used, from the parameter block: fewer live registers across the loop.
   __device__ __forceinline__ int batch() const { return p.batch_size; }
-  __device__ __forceinline__ int units() const { return Schedule::work_units(p); }
+  __device__ __forceinline__ int units() const { return Schedule::work_units<kHeadsKv>(p); }
   __device__ __forceinline__ int pages() const { return (len + kPage - 1) / kPage; }
   __device__ static __forceinline__ int split_of(int batch, int units) {
     return StaticPlan::split_of(batch, units);

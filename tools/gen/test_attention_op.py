@@ -251,6 +251,49 @@ class Capacities(unittest.TestCase):
         self.assertEqual(scratch["partial"]["shape"], [32, 4, 16, 8, 256])
         self.assertEqual(body["impl"]["launches"][0]["grid"], [16, 4, "seqs"])
 
+    def test_a_tensor_parallel_rank_covers_its_two_kv_heads(self):
+        # One rank of two: 12 query heads over 2 KV heads, its own pages (2 heads per slot),
+        # the q12kv2 entry; the counters keep the kernel's 24 ints per sequence.
+        geometry = dict(ao.load_geometry(), entry="attention_decode_sm90a_bf16_q12kv2d256p64")
+        cap = ao.Capacity(max_rows=32, max_seqs=32, max_context=131072, layers=2, splits=16,
+                          heads_kv=2)
+        _, launch, body = ao.op("decode", "h200", cap, geometry=geometry)
+        f = fields_by_offset(body)
+        self.assertEqual(f[kp.TMA_Q]["tensormap"]["dims"], [256, 6, 2, 32])
+        self.assertEqual(f[kp.TMA_Q]["tensormap"]["strides"], [512, 6 * 512, 12 * 512])
+        self.assertEqual(f[kp.TMA_O]["tensormap"]["dims"], [256, 32, 2, 6, 1])
+        for at in (kp.TMA_K, kp.TMA_V):
+            self.assertEqual(f[at]["tensormap"]["dims"], [256, 64, 2, 0])
+            self.assertEqual(f[at]["tensormap"]["strides"], [2048, 1024, 2 * 131072])
+        self.assertEqual(f[kp.NUM_HEADS_KV]["i32"], 2)
+        self.assertEqual(f[kp.NUM_HEADS_Q]["i32"], 12)
+        self.assertEqual(f[kp.NUM_HEADS_Q_PER_KV]["i32"], 6)
+        self.assertEqual(f[kp.NUM_HIDDEN_ELTS_O]["i32"], 12 * 256)
+        launch0 = body["impl"]["launches"][0]
+        self.assertEqual(launch0["entry"], "attention_decode_sm90a_bf16_q12kv2d256p64")
+        self.assertEqual(launch0["grid"], [16, 2, "seqs"])
+        self.assertEqual(body["impl"]["scratch"]["counter"]["shape"], [32 * 24])
+        self.assertEqual(body["impl"]["scratch"]["partial"]["shape"], [32, 2, 16, 8, 256])
+        with self.assertRaises(GenError):
+            ao.op("prefill", "h200", cap)
+        with self.assertRaises(GenError):
+            ao.Capacity(max_rows=1, max_seqs=1, max_context=64, layers=1, splits=1, heads_kv=3)
+
+    def test_the_tensor_parallel_manifest_gathers_every_ranks_rows(self):
+        from kernrt.gen import tp_decode as tp
+        m = tp.tp_manifest(max_seqs=8, max_context=8192)
+        self.assertEqual(m["topology"], {"groups": {"tp": 2}})
+        self.assertEqual(m["buffers"]["q"]["shape"], ["tokens", 12, 256])
+        self.assertEqual(m["states"]["kv"], {"bytes_per_token": 2048})
+        self.assertEqual(m["buffers"]["gathered"]["shape"], [2 * 8 * 12 * 256])
+        calls = m["programs"]["decode_l0"]["calls"]
+        self.assertEqual([c["op"] for c in calls], ["attn_decode", "gather_rows"])
+        self.assertEqual(calls[1]["args"][2], {"expr": {"mul": ["tokens", 12 * 256]}})
+        launch = m["ops"]["attn_decode"]["impl"]["launches"][0]
+        self.assertEqual((launch["entry"], launch["grid"]), (ao.TP2_DECODE_ENTRY, [128, 2, "seqs"]))
+        self.assertEqual(m["ops"]["gather_rows"]["impl"]["launches"][0]["entry"], "extern:nccl_allgather_bf16")
+        self.assertEqual([list(r) for r in tp.rank_heads(1)], [list(range(12, 24)), [2, 3]])
+
     def test_counter_rounds_up_to_eight(self):
         cap = ao.Capacity(max_rows=3, max_seqs=3, max_context=64, layers=1, splits=1)
         body = ao.fragment(["decode"], "gb300-trtllm", cap)["ops"]["attn_decode"]

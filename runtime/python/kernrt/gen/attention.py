@@ -46,6 +46,8 @@ TILE_KV = 128  # keys per KV tile of the cubins
 DECODE_TILE_Q = 8  # rows per decode CTA: the 6 grouped query heads padded to the MMA's 8
 PREFILL_TILE_Q = 128  # query tokens per prefill CTA
 GROUP = HEADS_Q // HEADS_KV  # 6 query heads per KV head
+# The decode kernel's entry for one rank of two in tensor parallel (Capacity(heads_kv=2)).
+TP2_DECODE_ENTRY = "attention_decode_sm90a_bf16_q12kv2d256p64"
 
 # Interface param indices, shared by both ops and by every call binding.
 P_OUT, P_Q, P_K, P_V, P_TABLE, P_SEQ_LENS, P_CU_SEQLENS_Q, P_SEQS, P_TOKENS = range(9)
@@ -91,11 +93,19 @@ class Capacity:
     """What the op is sized for: rows (tokens) per call, sequences per call, context, KV layers,
     and the fixed number of KV splits of the decode launch."""
 
-    def __init__(self, max_rows, max_seqs, max_context, layers, splits):
+    def __init__(self, max_rows, max_seqs, max_context, layers, splits, heads_kv=HEADS_KV):
         for name, value in (("max_rows", max_rows), ("max_seqs", max_seqs),
                             ("max_context", max_context), ("layers", layers), ("splits", splits)):
             if not isinstance(value, int) or value < 1:
                 raise GenError(f"`{name}` must be a positive integer, got {value!r}")
+        # The KV heads this op covers: the whole model's 4, or one rank's 2 of a tensor-
+        # parallel pair (the q12kv2 decode entry); the group of 6 query heads stays.
+        if heads_kv not in (HEADS_KV, HEADS_KV // 2):
+            raise GenError(f"`heads_kv` must be {HEADS_KV} or {HEADS_KV // 2}, got {heads_kv!r}")
+        self.heads_kv = heads_kv
+        self.heads_q = GROUP * heads_kv
+        self.slot_bytes = heads_kv * 2 * HEAD_BYTES  # one token slot, every KV head, K and V
+        self.layer_page_bytes = PAGE * self.slot_bytes
         if max_context % PAGE:
             raise GenError(f"`max_context` must be a multiple of the page size {PAGE}, "
                            f"got {max_context}")
@@ -112,7 +122,7 @@ class Capacity:
         self.pool_pages = kp.checked_i32("pool pages", self.max_pages * 2 * max_seqs)
         kp.checked_i32("max_context", max_context)
         kp.checked_i32("max_rows", max_rows)
-        kp.checked_i32("layers * 262144", layers * LAYER_PAGE_BYTES)
+        kp.checked_i32(f"layers * {self.layer_page_bytes}", layers * self.layer_page_bytes)
 
 
 MODEL_CAPACITY = dict(max_rows=2048, max_seqs=128, max_context=262144, layers=16)
@@ -201,16 +211,16 @@ def kv_tensormap(at, param_index, cap):
     # (head dim, slot in page, KV head, page): K and V of one head sit side by side (1024 B),
     # and consecutive pages of one layer are `layers` layer-pages apart. The zero outer dim
     # spans the bound allocation, whose page count belongs to the provider.
-    return kp.tensormap(at, param_index, [HEAD_DIM, PAGE, HEADS_KV, 0],
-                        [SLOT_BYTES, 2 * HEAD_BYTES, cap.layers * LAYER_PAGE_BYTES],
+    return kp.tensormap(at, param_index, [HEAD_DIM, PAGE, cap.heads_kv, 0],
+                        [cap.slot_bytes, 2 * HEAD_BYTES, cap.layers * cap.layer_page_bytes],
                         [TMA_INNER, min(PAGE, TILE_KV), 1, 1])
 
 
 def o_tensormap(cap, rows_per_cta):
     # (head dim, token, KV head, query head within the group, batch of 1); the batch stride is
     # unused (extent 1) and written as 16, the smallest stride the schema accepts.
-    return kp.tensormap(kp.TMA_O, P_OUT, [HEAD_DIM, cap.max_rows, HEADS_KV, GROUP, 1],
-                        [HEADS_Q * HEAD_BYTES, HEAD_BYTES, HEADS_KV * HEAD_BYTES, 16],
+    return kp.tensormap(kp.TMA_O, P_OUT, [HEAD_DIM, cap.max_rows, cap.heads_kv, GROUP, 1],
+                        [cap.heads_q * HEAD_BYTES, HEAD_BYTES, cap.heads_kv * HEAD_BYTES, 16],
                         [TMA_INNER, rows_per_cta, 1, 1, 1])
 
 
@@ -221,13 +231,13 @@ def common_scalars(cap):
         kp.ATTENTION_WINDOW_SIZE: kp.INT32_MAX,  # no sliding window
         kp.MAX_SEQ_LEN_KV: cap.max_context,
         kp.MAX_NUM_PAGES_PER_SEQ_KV: cap.max_pages,
-        kp.NUM_HEADS_KV: HEADS_KV,
-        kp.NUM_HEADS_Q: HEADS_Q,
+        kp.NUM_HEADS_KV: cap.heads_kv,
+        kp.NUM_HEADS_Q: cap.heads_q,
         kp.NUM_HEADS_Q_PER_KV: GROUP,
         kp.NUM_HEADS_Q_PER_KV_DIVISOR: divisor,
         kp.NUM_HEADS_Q_PER_KV_DIVISOR + 4: multiplier,
         kp.NUM_HEADS_Q_PER_KV_DIVISOR + 12: shift,
-        kp.NUM_HIDDEN_ELTS_O: HEADS_Q * HEAD_DIM,
+        kp.NUM_HIDDEN_ELTS_O: cap.heads_q * HEAD_DIM,
         kp.NUM_PAGES_IN_MEM_POOL: cap.pool_pages,
         kp.NUM_TOKENS_PER_PAGE_LOG2: int(math.log2(PAGE)),
         kp.RESHAPE_FACTOR_KV: 1,  # BF16 KV under BF16 Q needs no box reshape
@@ -256,8 +266,8 @@ def decode_op(cap, launch, kv_param):
                     kp.NUM_TOKENS_PER_CTA_Q: 1})
     fields = [
         # Q as (head dim, query head within the group, KV head, token): one box loads a group.
-        kp.tensormap(kp.TMA_Q, P_Q, [HEAD_DIM, GROUP, HEADS_KV, cap.max_rows],
-                     [HEAD_BYTES, GROUP * HEAD_BYTES, HEADS_Q * HEAD_BYTES],
+        kp.tensormap(kp.TMA_Q, P_Q, [HEAD_DIM, GROUP, cap.heads_kv, cap.max_rows],
+                     [HEAD_BYTES, GROUP * HEAD_BYTES, cap.heads_q * HEAD_BYTES],
                      [TMA_INNER, GROUP, 1, 1]),
         kv_tensormap(kp.TMA_K, P_K, cap),
         kv_tensormap(kp.TMA_V, P_V, cap),
@@ -268,16 +278,20 @@ def decode_op(cap, launch, kv_param):
         kp.scratch(kp.PTR_PARTIAL_STATS, "stats"),
     ]
     # One semaphore per (sequence, query head), rounded to 8 so what follows stays 16-B aligned.
+    # (The kernel's counter layout is 24 ints per sequence whatever the heads: sized for 24.)
     counters = -(-cap.max_seqs * HEADS_Q // 8) * 8
-    per_split = [cap.max_seqs, HEADS_KV, splits, DECODE_TILE_Q]
+    per_split = [cap.max_seqs, cap.heads_kv, splits, DECODE_TILE_Q]
     scratch = {"counter": {"dtype": "i32", "shape": [counters]},
                "stats": {"dtype": "f32", "shape": per_split + [2]},  # (max, sum) per row
                "partial": {"dtype": "f32", "shape": per_split + [HEAD_DIM]}}
-    grid = [splits, HEADS_KV, "seqs"]
+    grid = [splits, cap.heads_kv, "seqs"]
     return op_object(kv_param, scratch, launch, grid, fields)
 
 
 def prefill_op(cap, launch, kv_param, target="gb300-trtllm"):
+    if cap.heads_kv != HEADS_KV:
+        raise GenError(f"prefill covers all {HEADS_KV} KV heads; a tensor-parallel rank's "
+                       f"{cap.heads_kv} have a decode entry only")
     ctas_q = {"ceil_div": ["tokens", PREFILL_TILE_Q]}
     scalars = common_scalars(cap)
     scalars.update({kp.MAX_NUM_CTAS_KV: 1, kp.NUM_TOKENS_PER_CTA_Q: PREFILL_TILE_Q})

@@ -22,17 +22,21 @@ KV_BYTES_PER_TOKEN_LAYER = ao.SLOT_BYTES  # K and V of 4 heads, bf16
 
 
 def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None, splits=None,
-                    model="kernrt-paged-decode", variants=None):
+                    model="kernrt-paged-decode", variants=None, heads_kv=ao.HEADS_KV):
     """The manifest as a dict; the h200 module's sha256 is the `@SHA256:<cubin>@` placeholder
-    (kernrt.gen.pin replaces it)."""
+    (kernrt.gen.pin replaces it). heads_kv=2: one rank of two in tensor parallel (its 12
+    query heads, its KV pages of 2 heads, the q12kv2 entry)."""
     if not isinstance(layers, int) or layers < 1:
         raise GenError(f"`layers` must be a positive integer, got {layers!r}")
     if target == "h200" and geometry is None:
         geometry = ao.load_geometry()
+        if heads_kv != ao.HEADS_KV:
+            geometry = dict(geometry, entry=ao.TP2_DECODE_ENTRY)
     cap = ao.Capacity(max_seqs, max_seqs, max_context, layers,
-                      splits if splits is not None else ao.default_splits(target, geometry))
+                      splits if splits is not None else ao.default_splits(target, geometry),
+                      heads_kv=heads_kv)
     op_name, launch, body = ao.op("decode", target, cap, ao.KV_STATE, geometry)
-    rows = ["tokens", ao.HEADS_Q, ao.HEAD_DIM]
+    rows = ["tokens", cap.heads_q, ao.HEAD_DIM]
     names = {"out": "out", "q": "q", "kv": "kv", "table": "table", "seq": "seq", "cuq": "cuq"}
     modules = {launch.module: {"source": launch.source, "sha256": launch.sha256}}
     ops = {op_name: body}
@@ -54,7 +58,7 @@ def decode_manifest(max_seqs, max_context, layers, target="h200", geometry=None,
         "schema_version": 4,
         "model": model,
         "vars": {"tokens": {"max": max_seqs}, "seqs": {"max": max_seqs}},
-        "states": {"kv": {"bytes_per_token": layers * KV_BYTES_PER_TOKEN_LAYER}},
+        "states": {"kv": {"bytes_per_token": layers * cap.slot_bytes}},
         "buffers": {
             "q": {"dtype": "bf16", "shape": rows, "kind": "input"},
             "table": {"dtype": "i32", "shape": ["seqs", cap.max_pages], "kind": "input",
