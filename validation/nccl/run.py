@@ -14,6 +14,7 @@ timing: kernrt's graph replay and torch.distributed.all_reduce on a tensor of th
 = 2 (N - 1) / N x bytes / time, as nccl-tests count it. Rank 0 writes OUT/nccl.jsonl.
 With fewer than 2 GPUs it records that it did not run and exits 0 (this is a two-GPU check);
 --dry-run verifies the manifest on the CPU. NVLink multicast stays off (NCCL_NVLS_ENABLE=0).
+Then runs tp_decode.py (the tensor-parallel decode example; on one GPU its two halves).
 Status: written for the two-GPU machine; not yet run there.
 """
 import argparse
@@ -125,6 +126,15 @@ def main():
         print("nccl manifests: " + ("verified" if not problems else f"{len(problems)} problems"))
         return 1 if problems else 0
     os.makedirs(a.out, exist_ok=True)
+    status = all_reduce(a)
+    # The family's second check: issue 17's tensor-parallel decode example (its own process).
+    tp = subprocess.run([sys.executable, os.path.join(HERE, "tp_decode.py"), "--build", a.build,
+                         "--out", a.out, "--commit", a.commit], timeout=900)
+    return status or tp.returncode
+
+
+def all_reduce(a):
+    """The all-reduce check and benchmark over every visible GPU (a row saying why not on one)."""
     import torch
     gpus = torch.cuda.device_count()
     n = a.ranks or min(gpus, 8)
