@@ -112,7 +112,7 @@ class H200Contract(unittest.TestCase):
             "sha256": "@SHA256:attention_decode.sm90a@"}})
         paths = set(diff_paths(gb["ops"], h2["ops"]))
         allowed = {f"/attn_decode/impl/launches/0/{k}" for k in
-                   ("module", "entry", "block/0", "shared_mem")}
+                   ("module", "entry", "block/0", "shared_mem", "grid/2")}
         self.assertEqual(paths, allowed)
 
     def test_other_splits_also_change_split_constant_grid_and_scratch(self):
@@ -121,7 +121,7 @@ class H200Contract(unittest.TestCase):
         launch = "/attn_decode/impl/launches/0"
         paths = set(diff_paths(gb["ops"], h2["ops"]))
         allowed = {f"{launch}/{k}" for k in ("module", "entry", "block/0", "shared_mem",
-                                             "grid/0")}
+                                             "grid/0", "grid/2")}
         allowed |= {"/attn_decode/impl/scratch/stats/shape/2",
                     "/attn_decode/impl/scratch/partial/shape/2"}
         split_field = [i for i, f in enumerate(
@@ -132,13 +132,13 @@ class H200Contract(unittest.TestCase):
         fields = fields_by_offset(h2["ops"]["attn_decode"])
         self.assertEqual(fields[kp.MAX_NUM_CTAS_KV]["i32"], 33)
         self.assertEqual(h2["ops"]["attn_decode"]["impl"]["launches"][0]["grid"],
-                         [33, 4, "seqs"])
+                         [33, 4, 1])
 
     def test_committed_geometry_keeps_the_contract(self):
         geometry = ao.load_geometry()
         gb, h2 = self.pair(geometry)
         launch = "/attn_decode/impl/launches/0"
-        allowed = {f"{launch}/{k}" for k in ("module", "entry", "shared_mem")}
+        allowed = {f"{launch}/{k}" for k in ("module", "entry", "shared_mem", "grid/2")}
         allowed |= {f"{launch}/block/{i}" for i in range(3)}
         if geometry["splits"] != 38:
             split_field = [i for i, f in enumerate(
@@ -271,7 +271,7 @@ class Capacities(unittest.TestCase):
         self.assertEqual(f[kp.NUM_HIDDEN_ELTS_O]["i32"], 12 * 256)
         launch0 = body["impl"]["launches"][0]
         self.assertEqual(launch0["entry"], "attention_decode_sm90a_bf16_q12kv2d256p64")
-        self.assertEqual(launch0["grid"], [16, 2, "seqs"])
+        self.assertEqual(launch0["grid"], [16, 2, 1])
         self.assertEqual(body["impl"]["scratch"]["counter"]["shape"], [32 * 24])
         self.assertEqual(body["impl"]["scratch"]["partial"]["shape"], [32, 2, 16, 8, 256])
         with self.assertRaises(GenError):
@@ -290,7 +290,7 @@ class Capacities(unittest.TestCase):
         self.assertEqual([c["op"] for c in calls], ["attn_decode", "gather_rows"])
         self.assertEqual(calls[1]["args"][2], {"expr": {"mul": ["tokens", 12 * 256]}})
         launch = m["ops"]["attn_decode"]["impl"]["launches"][0]
-        self.assertEqual((launch["entry"], launch["grid"]), (ao.TP2_DECODE_ENTRY, [128, 2, "seqs"]))
+        self.assertEqual((launch["entry"], launch["grid"]), (ao.TP2_DECODE_ENTRY, [128, 2, 1]))
         self.assertEqual(m["ops"]["gather_rows"]["impl"]["launches"][0]["entry"], "extern:nccl_allgather_bf16")
         self.assertEqual([list(r) for r in tp.rank_heads(1)], [list(range(12, 24)), [2, 3]])
 
