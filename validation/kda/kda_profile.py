@@ -8,6 +8,7 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
   ncu --clock-control none -k 'regex:kda_(decode|verify|commit)' --filter-mode per-launch-config \
       -c 1 --set full -o steps python3 validation/kda/kda_profile.py steps [BUILD]
   python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
+  python3 validation/kda/kda_profile.py step_variants [BUILD]  (decode / verify entry variants)
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
@@ -74,5 +75,64 @@ def times():
         torch.cuda.empty_cache()
 
 
+def _serving(c, B, variant, modes):
+    """fx.Serving with the step entries of `modes` replaced by their `variant` (e.g. _pf0)."""
+    plain = fx.gk.serving_manifest
+
+    def patched(*a, **kw):
+        m = plain(*a, **kw)
+        for mode in modes:
+            for launch in m["ops"][mode]["impl"]["launches"]:
+                launch["entry"] = launch["entry"].replace(f"_{mode}_", f"_{mode}{variant}_")
+        return m
+    fx.gk.serving_manifest = patched
+    try:
+        srv = fx.Serving(c.profile(), BUILD, max_seqs=B, max_tokens=16, steps=8, extra_lines=B,
+                         rotate=True)
+    finally:
+        fx.gk.serving_manifest = plain
+    rt = srv.rt
+    rt.buffer("lines")[0, :B].copy_(torch.arange(1, B + 1, dtype=torch.int32))
+    rt.buffer("lines_b")[0, :B].copy_(torch.arange(B + 1, 2 * B + 1, dtype=torch.int32))
+    rt.buffer("accepted")[:B].copy_(torch.randint(1, 9, (B,), dtype=torch.int32))
+    for ln in range(1, 2 * B + 1):
+        srv.line_state(ln).normal_()
+    return srv
+
+
+def step_variants():
+    """decode_x8 (per call) of the decode entries' prefetch variants, KDA and GDN at B64 and
+    B256, and verify_commit_x4 (per round) with the _pf0 verify / commit, interleaved in one
+    process (the bench's inputs: benches._decode_bench / _verify_bench)."""
+    for kind in ("kda", "gdn"):
+        for B in (64, 256):
+            c = fx.Case(kind=kind, B=B, T=8, H=16, gates="init",
+                        gate="softplus" if kind == "kda" else None, seed=7)
+            runs = {}
+            for v in ("", "_pf0", "_pf512", "_pf1024"):
+                srv = _serving(c, B, v, ["decode"])
+                srv.write_inputs("dec", c, t0=0)
+                runs[v or "base"] = srv
+            cont = {k: (lambda r=r: r.rt.enqueue("decode_x8", graph=True, vars={"seqs": B}))
+                    for k, r in runs.items()}
+            med = bench.interleaved(cont, 60, 3)
+            for k, us in med.items():
+                print(f"TIME decode {kind} B{B} {k}: {us / 8:.2f} us", flush=True)
+            for r in runs.values():
+                r.rt.close()
+            del runs, cont
+            torch.cuda.empty_cache()
+    c = fx.Case(kind="kda", B=64, T=8, H=16, gates="init", seed=8)
+    runs = {}
+    for v in ("", "_pf0"):
+        srv = _serving(c, 64, v, ["verify", "commit"])
+        srv.write_inputs("ver", c, 0, 8)
+        runs[v or "base"] = srv
+    cont = {k: (lambda r=r: r.rt.enqueue("verify_commit_x4", graph=True, vars={"seqs": 64}))
+            for k, r in runs.items()}
+    for k, us in bench.interleaved(cont, 60, 3).items():
+        print(f"TIME verify+commit kda B64 {k}: {us / 4:.2f} us", flush=True)
+
+
 if __name__ == "__main__":
-    {"chunk": chunk, "steps": steps, "times": times}[sys.argv[1]]()
+    {"chunk": chunk, "steps": steps, "times": times, "step_variants": step_variants}[sys.argv[1]]()
