@@ -426,7 +426,9 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kVerify, verify, 3, -1, )       \
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kCommit, commit, 3, -1, )       \
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 0, _pf0)    \
+  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 256, _pf256) \
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 512, _pf512) \
+  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 2048, _pf2048) \
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 1024, _pf1024) \
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kVerify, verify, 3, 0, _pf0)    \
   KERNRT_KDA_STEP_ENTRY(fam, is_kda, kCommit, commit, 3, 0, _pf0)

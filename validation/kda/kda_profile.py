@@ -109,7 +109,7 @@ def step_variants():
             c = fx.Case(kind=kind, B=B, T=8, H=16, gates="init",
                         gate="softplus" if kind == "kda" else None, seed=7)
             runs = {}
-            for v in ("", "_pf0", "_pf512", "_pf1024"):
+            for v in ("", "_pf0", "_pf256", "_pf512", "_pf1024", "_pf2048"):
                 srv = _serving(c, B, v, ["decode"])
                 srv.write_inputs("dec", c, t0=0)
                 runs[v or "base"] = srv
