@@ -22,6 +22,10 @@
 // i takes token i / 16 and 8 key channels) into shared memory, which every lane group reads.
 // decode and commit apply the same update code and decode and verify the same preparation, so
 // verify + commit(a) leaves the state bit for bit where a decode steps would.
+// Under PDL (the manifests launch with it) KDA's entries ask L2 for their block's state tile
+// before griddepcontrol.wait and release the next grid at block start, so the first blocks of
+// the next call stream in while this one drains; KDA's decode also asks L2 for the tile 512
+// blocks ahead (entries below: what each prefetch bought). Prefetches change timing only.
 //
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
@@ -198,137 +202,6 @@ __device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int steps
   }
 }
 
-// ---- warp-level preparation (kWp) ----------------------------------------------------------
-// A warp prepares a whole token: lane j holds key channels 4j .. 4j + 3, the sums of q^2, k^2
-// and k.q reduce over the warp in one 5-level butterfly (every lane ends with the same bits),
-// so one lane computes 4 decays per token where a thread of the 16-lane layout computed 8 and
-// decode's 8 channels of softplus per thread ran in 16 threads of one warp. decode (kSplit):
-// the four warps share the token (each computes its norms, the same bits) and each stores a
-// part: warp 0 q, warp 1 k, warp w the decays of channels 4j + w, warp 2 beta and k.q.
-// verify: warp w prepares tokens w and w + 4 and stores them whole.
-
-// The lane's inputs of one token (loaded before the state rows, as TokenLoads).
-struct WarpTokenLoads {
-  uint2 q, k;  // bf16 x 4
-  uint4 g;     // KDA: f32 x 4, or bf16 x 4 in g.x, g.y; GDN: g.x (the head's g as f32 bits)
-  float braw;
-};
-// Per value head: dt_bias of the lane's channels (GDN: dtb[0]) and A_log.
-struct WarpHeadLoads {
-  float dtb[4];
-  float A;
-};
-
-template <bool kKda>
-__device__ __forceinline__ void load_warp_head(const KdaStepParams& p, int hv, WarpHeadLoads& hd) {
-  const int c0 = 4 * (threadIdx.x & 31);
-  const bool gate = (p.flags & kFlagGate) != 0;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) hd.dtb[i] = 0.f;
-  hd.A = gate && p.A_log != nullptr ? p.A_log[hv] : 0.f;  // exp after the loads
-  if (!gate || p.dt_bias == nullptr) return;
-  if constexpr (kKda) {
-    const uint4 d = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0);
-    hd.dtb[0] = __uint_as_float(d.x), hd.dtb[1] = __uint_as_float(d.y);
-    hd.dtb[2] = __uint_as_float(d.z), hd.dtb[3] = __uint_as_float(d.w);
-  } else {
-    hd.dtb[0] = p.dt_bias[hv];
-  }
-}
-
-template <bool kKda>
-__device__ __forceinline__ void load_warp_token(const KdaStepParams& p, int n, int t, int h, int hv,
-                                                WarpTokenLoads& in) {
-  const int c0 = 4 * (threadIdx.x & 31);
-  const int64_t qk = n * p.qk_stride_seq + t * p.qk_stride_tok + int64_t(h) * kHeadDim + c0;
-  in.q = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.q) + qk);
-  in.k = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.k) + qk);
-  const int64_t gb = n * p.g_stride_seq + t * p.g_stride_tok;
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
-  in.g = make_uint4(0u, 0u, 0u, 0u);
-  if constexpr (kKda) {
-    const int64_t e = gb + int64_t(hv) * kHeadDim + c0;
-    if (gf32) {
-      in.g = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
-    } else {
-      const uint2 u = ptx::ld_global_nc_v2(static_cast<const uint16_t*>(p.g) + e);
-      in.g.x = u.x, in.g.y = u.y;
-    }
-  } else {
-    in.g.x = __float_as_uint(load1(p.g, gb + hv, gf32));
-  }
-  in.braw = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
-                  (p.flags & kFlagBetaF32) != 0);
-}
-
-template <bool kKda, bool kRecord, bool kSplit>
-__device__ __forceinline__ void prepare_warp_token(const KdaStepParams& p, int t, int h, int hv,
-                                                   const WarpTokenLoads& in, const WarpHeadLoads& hd,
-                                                   char* rec, const StepRecord& lay, bool write_k,
-                                                   bool write_a, StepSmem<kKda>& sm) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c0 = 4 * lane;
-  float q[4] = {bf16_lo(in.q.x), bf16_hi(in.q.x), bf16_lo(in.q.y), bf16_hi(in.q.y)};
-  float k[4] = {bf16_lo(in.k.x), bf16_hi(in.k.x), bf16_lo(in.k.y), bf16_hi(in.k.y)};
-  float qs = 0.f, ks = 0.f, kq = 0.f;
-#pragma unroll
-  for (int i = 0; i < 4; ++i) qs = fmaf(q[i], q[i], qs), ks = fmaf(k[i], k[i], ks), kq = fmaf(k[i], q[i], kq);
-#pragma unroll
-  for (int w = 16; w >= 1; w >>= 1) {
-    qs += __shfl_xor_sync(0xffffffffu, qs, w);
-    ks += __shfl_xor_sync(0xffffffffu, ks, w);
-    kq += __shfl_xor_sync(0xffffffffu, kq, w);
-  }
-  float rq = 1.f, rk = 1.f;
-  if (p.flags & kFlagL2norm) rq = l2_rscale(qs), rk = l2_rscale(ks);
-  rq *= p.scale;
-  kq = kq * rq * rk;  // k-hat . q-hat (q-hat scaled)
-#pragma unroll
-  for (int i = 0; i < 4; ++i) q[i] *= rq, k[i] *= rk;
-  const float A = (p.flags & kFlagGate) != 0 && p.A_log != nullptr ? __expf(hd.A) : 1.f;
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
-  float g[4];
-  if (kKda && !gf32) {
-    g[0] = bf16_lo(in.g.x), g[1] = bf16_hi(in.g.x), g[2] = bf16_lo(in.g.y), g[3] = bf16_hi(in.g.y);
-  } else {
-    g[0] = __uint_as_float(in.g.x), g[1] = __uint_as_float(in.g.y);
-    g[2] = __uint_as_float(in.g.z), g[3] = __uint_as_float(in.g.w);
-  }
-  const bool head_lane = lane == 0 && (!kSplit || warp == 2);
-  if constexpr (kKda) {
-    if (kSplit) {
-      const float gw = warp == 0 ? g[0] : warp == 1 ? g[1] : warp == 2 ? g[2] : g[3];
-      const float dw = warp == 0 ? hd.dtb[0] : warp == 1 ? hd.dtb[1] : warp == 2 ? hd.dtb[2] : hd.dtb[3];
-      sm.a[t][c0 + warp] = __expf(log_decay(gw, dw, A, p.flags, p.lower_bound));
-    } else {
-      float a[4];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) a[i] = __expf(log_decay(g[i], hd.dtb[i], A, p.flags, p.lower_bound));
-      const float4 av = make_float4(a[0], a[1], a[2], a[3]);
-      *reinterpret_cast<float4*>(&sm.a[t][c0]) = av;
-      if (kRecord && write_a)
-        st_f4(rec + lay.alpha + ((int64_t(t) * p.value_heads + hv) * kHeadDim + c0) * 4, av);
-    }
-  } else if (head_lane) {
-    const float a0 = __expf(log_decay(g[0], hd.dtb[0], A, p.flags, p.lower_bound));
-    sm.a[t][0] = a0;
-    if (kRecord && write_a)
-      *reinterpret_cast<float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4) = a0;
-  }
-  if (!kSplit || warp == 0)
-    *reinterpret_cast<float4*>(&sm.q[t][c0]) = make_float4(q[0], q[1], q[2], q[3]);
-  if (!kSplit || warp == 1) {
-    const float4 kv = make_float4(k[0], k[1], k[2], k[3]);
-    *reinterpret_cast<float4*>(&sm.k[t][c0]) = kv;
-    if (kRecord && write_k) st_f4(rec + ((int64_t(t) * p.heads + h) * kHeadDim + c0) * 4, kv);
-  }
-  if (head_lane) {
-    const float beta = beta_of(in.braw, p.flags);
-    sm.beta[t] = beta, sm.kq[t] = kq;
-    if (kRecord && write_a)
-      *reinterpret_cast<float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4) = beta;
-  }
-}
-
 // commit: the first `keep` tokens of the replay record into `sm` in one pass (thread i: token
 // i / 16, key channels 8 (i % 16) .. + 7), issued with the state rows; the token loop then
 // reads shared memory (a record load per token inside the loop put one L2 round trip per
@@ -389,27 +262,17 @@ __device__ __forceinline__ void load_token(const StepSmem<kKda>& sm, int t, int 
 // The state update of one token on the group's two rows; returns S' q + beta r (k.q) per row
 // when kOut. Shared by decode, verify and commit (bit-identical states). `update` false skips
 // the rank-1 update (verify's last token: the state is not kept, only the output is needed).
-// kTree: the lane's dots in 4 partial sums (chains of 4 FMA, not 16: each token's update
-// waits on its dot).
-template <bool kKda, bool kOut, bool kTree>
+template <bool kKda, bool kOut>
 __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>& tk, float kq,
                                       float (&o)[2], bool update = true) {
-  constexpr int kParts = kTree ? 4 : 1;
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
-    float pk[kParts], pq[kParts];
-#pragma unroll
-    for (int j = 0; j < kParts; ++j) pk[j] = 0.f, pq[j] = 0.f;
+    float dk = 0.f, dq = 0.f;
 #pragma unroll
     for (int i = 0; i < kLaneCh; ++i) {
       s[w][i] = __fmul_rn(s[w][i], tk.a[kKda ? i : 0]);
-      pk[i % kParts] = __fmaf_rn(s[w][i], tk.k[i], pk[i % kParts]);
-      if (kOut) pq[i % kParts] = __fmaf_rn(s[w][i], tk.q[i], pq[i % kParts]);
-    }
-    float dk = pk[0], dq = pq[0];
-    if constexpr (kTree) {
-      dk = __fadd_rn(__fadd_rn(pk[0], pk[1]), __fadd_rn(pk[2], pk[3]));
-      dq = __fadd_rn(__fadd_rn(pq[0], pq[1]), __fadd_rn(pq[2], pq[3]));
+      dk = __fmaf_rn(s[w][i], tk.k[i], dk);
+      if (kOut) dq = __fmaf_rn(s[w][i], tk.q[i], dq);
     }
     dk = group8_sum(dk);
     const float v = w == 0 ? bf16_lo(tk.v2) : bf16_hi(tk.v2);
@@ -441,9 +304,7 @@ __device__ __forceinline__ void prefetch_state_tile(const KdaStepParams& p, int 
 // releases the next grid (under PDL the first blocks of the next call stream their state in
 // while this call drains); kPf > 0: after its own loads, thread 32 also asks L2 for the tile
 // of the block kPf linear ids ahead (bytes in flight without registers).
-// kWp: the warp-level token preparation and the dots in partial sums (above); decode,
-// verify and commit of one family must agree on it (commit(a) = a decode steps, bit for bit).
-template <bool kKda, int kMode, int kPf, bool kWp>
+template <bool kKda, int kMode, int kPf>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int hv = blockIdx.y, n = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -467,22 +328,12 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const StepRecord lay = step_record(kKda, p.heads, p.value_heads, p.dim_v);
   int keep = steps;
   TokenLoads in;
-  constexpr int kWarpTokens = kMode == kVerify ? kMaxSteps / 4 : 1;
-  WarpHeadLoads hd;
-  WarpTokenLoads wt[kWarpTokens];
   if (kMode == kCommit) {
     keep = live ? p.accepted[n] : 0;
     keep = keep < steps ? keep : steps;
     if (keep <= 0) {
       if constexpr (kPf < 0) ptx::griddepcontrol_launch_dependents();
       return;
-    }
-  } else if constexpr (kWp) {  // first: they arrive before the state
-    load_warp_head<kKda>(p, hv, hd);
-#pragma unroll
-    for (int u = 0; u < kWarpTokens; ++u) {
-      const int t = kMode == kDecode ? 0 : warp + 4 * u;
-      if (t < steps) load_warp_token<kKda>(p, n, t, h, hv, wt[u]);
     }
   } else {
     load_token_inputs<kKda>(p, n, steps, h, hv, in);  // first: they arrive before the state
@@ -522,18 +373,8 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
     stage_record<kKda>(p, keep, h, hv, rec, lay, sm);
   } else {
     const bool rec_on = kMode == kVerify && live && blockIdx.x == 0;
-    const bool rec_k = rec_on && hv % (p.value_heads / p.heads) == 0;
-    if constexpr (kWp) {
-#pragma unroll
-      for (int u = 0; u < kWarpTokens; ++u) {
-        const int t = kMode == kDecode ? 0 : warp + 4 * u;
-        if (t < steps)
-          prepare_warp_token<kKda, kMode == kVerify, kMode == kDecode>(p, t, h, hv, wt[u], hd, rec,
-                                                                      lay, rec_k, rec_on, sm);
-      }
-    } else {
-      prepare_tokens<kKda, kMode == kVerify>(p, steps, h, hv, in, rec, lay, rec_k, rec_on, sm);
-    }
+    prepare_tokens<kKda, kMode == kVerify>(p, steps, h, hv, in, rec, lay,
+                                           rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
   }
   __syncthreads();
   if constexpr (kPf < 0) ptx::griddepcontrol_launch_dependents();
@@ -544,13 +385,13 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
     load_token<kKda, kMode != kCommit>(sm, t, sub, v2[t], tk);
     float o[2];
     if (kMode == kCommit) {
-      apply<kKda, false, kWp>(s, tk, 0.f, o);
+      apply<kKda, false>(s, tk, 0.f, o);
       continue;
     }
     if (kMode == kVerify && live && sub == 0)  // the replay record's values of token t
       *reinterpret_cast<uint32_t*>(
           rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2) = tk.v2;
-    apply<kKda, true, kWp>(s, tk, sm.kq[t], o, kMode != kVerify || t + 1 < steps);
+    apply<kKda, true>(s, tk, sm.kq[t], o, kMode != kVerify || t + 1 < steps);
     if (sub == 0)
       *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + n * p.o_stride_seq +
                                    t * p.o_stride_tok + int64_t(hv) * p.dim_v + row) =
@@ -576,31 +417,21 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
 // ---- entries -------------------------------------------------------------------------------
 // decode keeps <= 128 registers (4 blocks, 64 KiB of state in flight per SM); verify holds a
 // second token's inputs and its record writes, commit its record reads: <= 168 (3 blocks).
-// The _pf<N> entries are the prefetch variants (kPf = N) that the decode / commit timing
-// compares.
-#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf, wp, tag)                      \
-  extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)               \
-      fam##_##name##tag##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
-    kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf, wp>(p);                                \
+// Prefetch (kPf) per entry, from decode_x8 / verify_commit_x4 timings on the H200 (per call,
+// medians of 180 graph replays, each variant beside the others in one process; two GPUs):
+// KDA decode B64 38.1 us (kPf -1) / 37.4 (0) / 36.6 (512) / 40.4 (1024), B256 138.4 / 136.8 /
+// 137.3 / 161.9 (a distance of 1024 blocks = 16 MiB of tiles is evicted before use); KDA
+// verify + commit 105.6 / 104.7 (-1) against 104.0 / 104.3 (0); GDN decode B64 35.1 (-1) /
+// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7: GDN keeps -1 (no GDN verify timing).
+#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf)                             \
+  extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
+      fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
+    kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf>(p);                                \
   }
 
-#define KERNRT_KDA_STEP_FAMILY(fam, is_kda)                                  \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, -1, false, )        \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kVerify, verify, 3, -1, false, )        \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kCommit, commit, 3, -1, false, )        \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 0, false, _pf0)     \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 512, false, _pf512) \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kVerify, verify, 3, 0, false, _pf0)     \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kCommit, commit, 3, 0, false, _pf0)     \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, -1, true, _wp)      \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 0, true, _wppf0)    \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 4, 512, true, _wppf512) \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 6, -1, true, _wpo6)    \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kDecode, decode, 6, 0, true, _wppf0o6)  \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kVerify, verify, 3, -1, true, _wp)      \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kVerify, verify, 3, 0, true, _wppf0)    \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kCommit, commit, 3, -1, true, _wp)      \
-  KERNRT_KDA_STEP_ENTRY(fam, is_kda, kCommit, commit, 3, 0, true, _wppf0)
-
-KERNRT_KDA_STEP_FAMILY(kda, true)
-KERNRT_KDA_STEP_FAMILY(gdn, false)
+KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode, 4, 512)
+KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify, 3, 0)
+KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit, 3, 0)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1)
