@@ -22,12 +22,17 @@
 // i takes token i / 16 and 8 key channels) into shared memory, which every lane group reads.
 // decode and commit apply the same update code and decode and verify the same preparation, so
 // verify + commit(a) leaves the state bit for bit where a decode steps would.
+// Under PDL (the manifests launch with it) KDA's entries ask L2 for their block's state tile
+// before griddepcontrol.wait and release the next grid at block start, so the first blocks of
+// the next call stream in while this one drains; KDA's decode also asks L2 for the tile 512
+// blocks ahead (entries below: what each prefetch bought). Prefetches change timing only.
 //
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
 // (the generator sizes bytes_per_seq; the runtime checks line indices against the pool).
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/sync.cuh"
+#include "common/ptx/tma.cuh"
 #include "kda/kda_vec.cuh"
 #include "kda/params.h"
 
@@ -280,7 +285,26 @@ __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>&
   }
 }
 
-template <bool kKda, int kMode>
+// Asks L2 for the 16 KiB state tile of block (x, hv, n); nothing past the grid, nothing for
+// the null line. The line index is read with ld.global.cg: this may run before
+// griddepcontrol.wait, where a stale index only prefetches the wrong line. A prefetch returns
+// nothing and L2 is the coherence point: every byte is read again later, only the timing
+// depends on it.
+__device__ __forceinline__ void prefetch_state_tile(const KdaStepParams& p, int x, int hv, int n) {
+  if (n >= p.seqs) return;
+  const int64_t line = p.lines != nullptr ? ptx::ld_global_cg_s32(p.lines + n) : n;
+  if (p.lines != nullptr && line == 0) return;
+  ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + line * p.state_stride +
+                            (int64_t(hv) * p.dim_v + x * kStepRows) * (kHeadDim * 4),
+                        kStepRows * kHeadDim * 4);
+}
+
+// kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
+// kPf >= 0: before the wait, thread 0 asks L2 for this block's state tile and every thread
+// releases the next grid (under PDL the first blocks of the next call stream their state in
+// while this call drains); kPf > 0: after its own loads, thread 32 also asks L2 for the tile
+// of the block kPf linear ids ahead (bytes in flight without registers).
+template <bool kKda, int kMode, int kPf>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int hv = blockIdx.y, n = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -290,6 +314,10 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
   __shared__ StepSmem<kKda> sm;
 
+  if constexpr (kPf >= 0) {
+    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
+    ptx::griddepcontrol_launch_dependents();
+  }
   ptx::griddepcontrol_wait();
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
@@ -304,7 +332,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
     keep = live ? p.accepted[n] : 0;
     keep = keep < steps ? keep : steps;
     if (keep <= 0) {
-      ptx::griddepcontrol_launch_dependents();
+      if constexpr (kPf < 0) ptx::griddepcontrol_launch_dependents();
       return;
     }
   } else {
@@ -320,6 +348,11 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
                             : make_float4(0.f, 0.f, 0.f, 0.f);
       s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
     }
+  if constexpr (kPf > 0) {  // linear ids, x fastest: the order blocks are dispatched in
+    const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + kPf;
+    if (threadIdx.x == 32)
+      prefetch_state_tile(p, b % gridDim.x, (b / gridDim.x) % gridDim.y, b / gridDim.x / gridDim.y);
+  }
   // the values of the group's two rows for every token (commit: from the record)
   uint32_t v2[kMaxSteps];
 #pragma unroll
@@ -344,7 +377,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
                                            rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
   }
   __syncthreads();
-  ptx::griddepcontrol_launch_dependents();
+  if constexpr (kPf < 0) ptx::griddepcontrol_launch_dependents();
 #pragma unroll
   for (int t = 0; t < kMaxSteps; ++t) {  // unrolled: v2[t] stays in registers
     if (t >= keep) break;
@@ -384,15 +417,21 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
 // ---- entries -------------------------------------------------------------------------------
 // decode keeps <= 128 registers (4 blocks, 64 KiB of state in flight per SM); verify holds a
 // second token's inputs and its record writes, commit its record reads: <= 168 (3 blocks).
-#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks)                              \
+// Prefetch (kPf) per entry, from decode_x8 / verify_commit_x4 timings on the H200 (per call,
+// medians of 180 graph replays, each variant beside the others in one process; two GPUs):
+// KDA decode B64 38.1 us (kPf -1) / 37.4 (0) / 36.6 (512) / 40.4 (1024), B256 138.4 / 136.8 /
+// 137.3 / 161.9 (a distance of 1024 blocks = 16 MiB of tiles is evicted before use); KDA
+// verify + commit 105.6 / 104.7 (-1) against 104.0 / 104.3 (0); GDN decode B64 35.1 (-1) /
+// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7: GDN keeps -1 (no GDN verify timing).
+#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf)                             \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
-    kernrt::kda::kda_step<is_kda, kernrt::kda::mode>(p);                                    \
+    kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf>(p);                                \
   }
 
-KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode, 4)
-KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify, 3)
-KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit, 3)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3)
+KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode, 4, 512)
+KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify, 3, 0)
+KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit, 3, 0)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1)

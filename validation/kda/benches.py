@@ -144,7 +144,7 @@ def step_bytes(prof, seqs, steps, states_rw):
     return st + tok
 
 
-def run_step_benches(rec, build, peers, ceil, iters, rounds, deadline, quick):
+def run_step_benches(rec, build, peers, ceil, iters, rounds, deadline, quick, why=None):
     """Decode B64 / B256 (KDA, GDN) and verify 8 tokens + commit at B64 (KDA), per call."""
     table = []
     specs = [("kda", 64), ("kda", 256), ("gdn", 64), ("gdn", 256)]
@@ -152,20 +152,21 @@ def run_step_benches(rec, build, peers, ceil, iters, rounds, deadline, quick):
         specs = specs[:1]
     for kind, B in specs:
         try:
-            table.append(_decode_bench(rec, build, peers, ceil, iters, rounds, deadline, kind, B))
+            table.append(_decode_bench(rec, build, peers, ceil, iters, rounds, deadline, kind, B,
+                                       why or {}))
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             rec.add(case=f"decode {kind} B{B}", kind="bench", error_note=repr(e)[:300])
         torch.cuda.empty_cache()
     try:
-        table.append(_verify_bench(rec, build, peers, ceil, iters, rounds, deadline))
+        table.append(_verify_bench(rec, build, peers, ceil, iters, rounds, deadline, why or {}))
     except Exception as e:  # noqa: BLE001
         traceback.print_exc()
         rec.add(case="verify kda B64 8 tokens", kind="bench", error_note=repr(e)[:300])
     return table
 
 
-def _decode_bench(rec, build, peers, ceil, iters, rounds, deadline, kind, B):
+def _decode_bench(rec, build, peers, ceil, iters, rounds, deadline, kind, B, why):
     gate = "softplus" if kind == "kda" else None  # fla's GDN recurrent takes the log decay
     c = fx.Case(kind=kind, B=B, T=8, H=16, gates="init", gate=gate, seed=7)
     srv = fx.Serving(c.profile(), build, max_seqs=B, max_tokens=16, steps=8, extra_lines=B,
@@ -202,6 +203,9 @@ def _decode_bench(rec, build, peers, ceil, iters, rounds, deadline, kind, B):
             row["peer_failed"] = repr(e)[:200]
     elif peers.get("fla_kda_recurrent" if kind == "kda" else "fla_gdn") is not None:
         row["peer_skipped"] = "time budget"
+    if "fla 0.6.0" not in contenders and "peer_skipped" not in row and "peer_failed" not in row:
+        row["peer_unavailable"] = why.get("fla_kda_recurrent" if kind == "kda" else "fla_gdn",
+                                          "not imported")
     med = {k: v / 8 for k, v in bench.interleaved(contenders, iters, rounds).items()}
     fl = floor_us(ceil, step_bytes(srv.p, B, 1, 2), 0)
     row.update(case=f"decode {kind} B{B} H16 V128 (per call; graph of 8)", kind="bench",
@@ -216,7 +220,7 @@ def _decode_bench(rec, build, peers, ceil, iters, rounds, deadline, kind, B):
     return rec.add(**row)
 
 
-def _verify_bench(rec, build, peers, ceil, iters, rounds, deadline):
+def _verify_bench(rec, build, peers, ceil, iters, rounds, deadline, why):
     """8 tokens at B64 with rollback to any prefix: our verify + commit (random accepted
     counts), against fla's spec form writing the state after every token."""
     B, S = 64, 8
@@ -246,6 +250,8 @@ def _verify_bench(rec, build, peers, ceil, iters, rounds, deadline):
             row["peer_failed"] = repr(e)[:200]
     elif peers.get("fla_kda_recurrent") is not None:
         row["peer_skipped"] = "time budget"
+    if "fla 0.6.0 spec" not in contenders and "peer_skipped" not in row and "peer_failed" not in row:
+        row["peer_unavailable"] = why.get("fla_kda_recurrent", "not imported")
     med = {k: v / 4 for k, v in bench.interleaved(contenders, iters, rounds).items()}
     # verify reads the states once, commit reads and writes them (all prefixes possible)
     fl = floor_us(ceil, step_bytes(srv.p, B, S, 3), 0)

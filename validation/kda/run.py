@@ -109,7 +109,7 @@ def main():
     rows = benches.run_prefill_benches(rec, args.build, peers, why, ceil, args.iters, args.rounds,
                                        deadline, args.quick)
     rows += benches.run_step_benches(rec, args.build, peers, ceil, 3 * args.iters, args.rounds,
-                                     deadline, args.quick)
+                                     deadline, args.quick, why)
     table(rows)
     ok &= program_io_examples(args)
     for name, w in why.items():
