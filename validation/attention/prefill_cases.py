@@ -115,12 +115,12 @@ def bench_cases(quick=False):
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
 # entry of prefill_geometry.json (attention_prefill.cu's Tuning): base = run 3's kernel
-# (ca12330: late setup, two-round merge with claims, every unit split alike), cap8 = the
-# shipped one rating at most 8 chunks per unit, late = the shipped one without the early setup.
+# (ca12330: late setup, two-round merge with claims, every unit split alike), dual = the
+# shipped one with Thin launches (every sequence <= 10 new rows) in the Thin layout: both
+# consumer warpgroups on the item's 60 rows over alternate pages (prefill_shape.cuh).
 VARIANTS = {
     "base": "attention_prefill_base_sm90a_bf16_q24kv4d256p64",
-    "cap8": "attention_prefill_cap8_sm90a_bf16_q24kv4d256p64",
-    "late": "attention_prefill_late_sm90a_bf16_q24kv4d256p64",
+    "dual": "attention_prefill_dual_sm90a_bf16_q24kv4d256p64",
 }
 
 
