@@ -77,9 +77,11 @@ namespace kernrt::attention::prefill {
 // part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
 // unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates;
 // kThin, a launch whose sequences all have <= 10 new rows runs the Thin layout (both
-// warpgroups on the same 64 rows, alternate pages, prefill_shape.cuh) instead of Wide.
+// warpgroups on the same 64 rows, alternate pages, prefill_shape.cuh) instead of Wide;
+// kBalanced, the schedule also rates a one-wave split with a chunk count per sequence in
+// proportion to its pages (verify launches, prefill_schedule.cuh's balance()).
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
-          bool kThinT>
+          bool kThinT, bool kBalancedT>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
@@ -87,10 +89,13 @@ struct Tuning {
   static constexpr bool kTailSplit = kTailSplitT;
   static constexpr int kSplitCap = kSplitCapT;
   static constexpr bool kThin = kThinT;
+  static constexpr bool kBalanced = kBalancedT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit, false>;  // run 5's kernel (463732f)
-using Base = Tuning<false, false, false, false, kMaxSplit, false>;  // run 3's kernel (ca12330)
-using Dual = Tuning<true, true, true, true, kMaxSplit, true>;  // Thin launches in the Thin layout
+using Shipped = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's (463732f)
+using Base = Tuning<false, false, false, false, kMaxSplit, false, false>;  // run 3's (ca12330)
+using Dual = Tuning<true, true, true, true, kMaxSplit, true, false>;  // Thin in the Thin layout
+using Bal = Tuning<true, true, true, true, kMaxSplit, false, true>;   // balanced verify split
+using DualBal = Tuning<true, true, true, true, kMaxSplit, true, true>;  // both
 
 #if KERNRT_WGMMA
 constexpr int kThinWord = 5;  // words[5]: the launch runs the Thin layout
@@ -529,7 +534,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
     if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(smem + kRingOffset),
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced>(p, reinterpret_cast<int*>(smem + kRingOffset),
                                                tid);
   // (build ends with __syncthreads)
   if (Cfg::kEarly && warp == 0 && lane == 0) {
@@ -573,6 +578,16 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_dual_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
   entry_body<Dual>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_bal_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Bal>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_dualbal_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<DualBal>(p);
 }
 
 
