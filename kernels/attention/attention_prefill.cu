@@ -18,9 +18,11 @@
 // tensormap and the other fields of the block.
 //
 // Work: an item is up to 21 query tokens x the 6 query heads of one KV head (M = 126 of a 128
-// row tile) over one chunk of that unit's pages (prefill_schedule.cuh: order, split count).
-// Grid: one persistent CTA per SM (grid.x from geometry.json); CTA c starts with item c and
-// claims the next from a queue counter. Block: 384 threads, 1 CTA per SM.
+// row tile) over one chunk of that unit's pages (prefill_schedule.cuh: order, split count; a
+// verify launch whose units fit one wave may take chunk counts per sequence in proportion to
+// its pages instead of one S for all). Grid: one persistent CTA per SM (grid.x from
+// geometry.json); CTA c starts with item c and claims the next from a queue counter. Block:
+// 384 threads, 1 CTA per SM.
 //   Warp 0 (producer, 40 registers): per item, loads Q (4 TMA boxes of 126 rows x 64 dims)
 //   once the previous item's last Q K^T is done, then K and V of each page in turn into a ring
 //   of 5 tiles of 32 KiB (full / empty mbarriers), reading the page table 32 entries at a time.
@@ -30,17 +32,12 @@
 //   Q K^T of page j+1 is issued before P V of page j and the softmax of j+1 runs while P V of
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
-//   Thin launches (every sequence <= 10 new rows: verify; prefill_shape.cuh's Thin layout):
-//   an item's <= 60 rows fit one warpgroup, so both warpgroups take rows 0-63 over alternate
-//   pages (page j to warpgroup j % 2, each page Q K^T, softmax, P V in turn, the two
-//   warpgroups' products interleaving on the tensor cores) and merge their halves through
-//   shared memory at the item's end. In the Wide layout a verify item kept the second
-//   warpgroup idle and one warpgroup's dependent chain set the pace of the page stream.
-// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json).
+// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json); beside it
+// attention_prefill_wide_sm90a_bf16_q24kv4d256p64, the same kernel without the balanced split
+// and the counter warm-up (Tuning below).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
-// Shared memory (prefill_shape.cuh): Q 64 KiB (Thin: Q 32 KiB + the 32 KiB exchange) + 5 x
-// 32 KiB ring + 1280 B = 231679 B.
+// Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
 // Output: an item that is its unit's only chunk normalises and stores O (bf16x2 per thread and
 // row); a chunk of a split unit stores its partial and (max, sum) rows and arrives on the
 // unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). The last
@@ -76,63 +73,121 @@ namespace kernrt::attention::prefill {
 // kOneWave, a launch whose items all fit one wave merges without claims (chunk c merges row
 // part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
 // unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates;
-// kThin, a launch whose sequences all have <= 10 new rows runs the Thin layout (both
-// warpgroups on the same 64 rows, alternate pages, prefill_shape.cuh) instead of Wide;
-// kBalanced, the schedule also rates a one-wave split with a chunk count per sequence in
-// proportion to its pages (verify launches, prefill_schedule.cuh's balance()).
+// kBalanced, the schedule also rates the balanced one-wave verify split (a chunk count per
+// sequence in proportion to its pages, prefill_schedule.cuh's balance()); kWarmCounters, CTA 0
+// asks L2 for the counter scratch at entry, so that the chunks' arrivals, the merge waits and
+// the finish count are L2 hits rather than first touches of lines a serving step left in HBM.
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
-          bool kThinT, bool kBalancedT>
+          bool kBalancedT, bool kWarmCountersT>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
   static constexpr bool kOneWave = kOneWaveT;
   static constexpr bool kTailSplit = kTailSplitT;
   static constexpr int kSplitCap = kSplitCapT;
-  static constexpr bool kThin = kThinT;
   static constexpr bool kBalanced = kBalancedT;
+  static constexpr bool kWarmCounters = kWarmCountersT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's (463732f)
-using Base = Tuning<false, false, false, false, kMaxSplit, false, false>;  // run 3's (ca12330)
-using Dual = Tuning<true, true, true, true, kMaxSplit, true, false>;  // Thin in the Thin layout
-using Bal = Tuning<true, true, true, true, kMaxSplit, false, true>;   // balanced verify split
-using DualBal = Tuning<true, true, true, true, kMaxSplit, true, true>;  // both
+using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true>;
+using Wide = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's kernel (463732f)
 
 #if KERNRT_WGMMA
-constexpr int kThinWord = 5;  // words[5]: the launch runs the Thin layout
-
-// gridDim.x read afresh (volatile: not merged with the schedule's read, whose value ptxas
-// otherwise keeps alive, and spills, across the whole item loop).
-__device__ __forceinline__ int grid_ctas() {
-  int n;
-  asm volatile("mov.u32 %0, %%nctaid.x;" : "=r"(n));
-  return n;
-}
-
-// The item loops of one layout L (Wide or Thin): the producer warp's feed, or a consumer
-// warpgroup's items, then the end of the launch.
-template <class Cfg, class L>
-__device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) {
-  // Everything from the pack, the grid and shared memory again: values carried over from the
-  // setup would stay live into the consumer loop (ptxas spilled two of them).
+// The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
+template <class Cfg>
+__device__ __forceinline__ void prefill_body(const KernelParams& p) {
   const int tid = threadIdx.x;
+  // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
+  // divergent, which wgmma needs to stay asynchronous.
   const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
   const int lane = tid & 31;
-  const int ctas = grid_ctas();
-  int* counters = p.ptr_multi_ctas_kv_counter;
-  const int slots = p.max_num_ctas_kv;
-  CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
+
+  // ---- smem layout ------------------------------------------------------------------------
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* smem = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
+  uint8_t* q_tile = smem + kQOffset;
+  uint8_t* ring = smem + kRingOffset;
   uint8_t* small = smem + kSmallOffset;
   uint64_t* full = reinterpret_cast<uint64_t*>(small + kBarFullAt);
   uint64_t* empty = reinterpret_cast<uint64_t*>(small + kBarEmptyAt);
   uint64_t* q_full = reinterpret_cast<uint64_t*>(small + kBarQFullAt);
   uint64_t* q_empty = reinterpret_cast<uint64_t*>(small + kBarQEmptyAt);
+  CUtensorMap* q_stage = reinterpret_cast<CUtensorMap*>(small + kTmapAt);
   ItemInfo* info = reinterpret_cast<ItemInfo*>(small + kInfoAt);
-  int* words = reinterpret_cast<int*>(small + kSchedAt);
-  const Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
-                       reinterpret_cast<int*>(small + kPrefixAt)};
-  uint8_t* q_tile = smem + kQOffset;
-  uint8_t* ring = smem + kRingOffset;
-  constexpr bool kDual = L::kSplitPages;  // Thin: both warpgroups on rows 0-63, pages j % 2
+  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..4] schedule, [8..10] merge
+  Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
+                 reinterpret_cast<int*>(small + kPrefixAt)};
+  int* counters = p.ptr_multi_ctas_kv_counter;
+  const int slots = p.max_num_ctas_kv;
+  CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
+
+  // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
+  if (Cfg::kEarly && warp == 2 && lane == 0) {
+    // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
+    // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
+    // bytes share the table's first and last 16-byte granules, so they are mapped.
+    const int ctas = static_cast<int>(gridDim.x);
+    const uintptr_t at = reinterpret_cast<uintptr_t>(p.ptr_page_idx_kv);
+    const uintptr_t base = at & ~uintptr_t{15};
+    const int64_t span = static_cast<int64_t>(at - base) +
+                         static_cast<int64_t>(p.batch_size) * p.max_num_pages_per_seq_kv * 4;
+    const int64_t share = ((span + ctas - 1) / ctas + 15) & ~int64_t{15};
+    const int64_t from = share * blockIdx.x;
+    if (from < span) {
+      const int64_t size = min(share, (span - from + 15) & ~int64_t{15});
+      ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(base + from),
+                            static_cast<uint32_t>(size));
+    }
+  }
+  if (Cfg::kWarmCounters && warp == 2 && lane == 1 && blockIdx.x == 0) {
+    // Queue, finish count, arrivals and claims: (kArriveAt + 2 slots) words from the scratch
+    // base (16-byte aligned; the Q tensormaps follow at tmap_word(slots), so the rounded size
+    // stays inside the scratch).
+    ptx::bulk_prefetch_l2(counters, static_cast<uint32_t>((kArriveAt + 2 * slots) * 4 + 15) &
+                                        ~15u);
+  }
+  if (tid == 0) {
+    for (int i = 0; i < kStages; ++i) {
+      ptx::mbarrier_init(&full[i], 1);
+      ptx::mbarrier_init(&empty[i], kConsumerWarps);
+    }
+    ptx::mbarrier_init(q_full, 1);
+    ptx::mbarrier_init(q_empty, kConsumerWarps);
+    ptx::fence_mbarrier_init();
+    ptx::prefetch_tensormap(&p.tma_k);
+    ptx::prefetch_tensormap(&p.tma_v);
+  }
+  if (tid >= 64 && tid < 128) {  // rows 126, 127 of each Q chunk: TMA never writes them
+    const int i = tid - 64;
+    reinterpret_cast<uint4*>(q_tile + (i >> 4) * kQChunkBytes + kItemRows * 128)[i & 15] =
+        make_uint4(0, 0, 0, 0);
+    ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
+  }
+  if (warp == (Cfg::kEarly ? 3 : 0)) {
+    // The pack's Q map loads 128 tokens of one head; ours loads 21 tokens x 6 heads, rows
+    // ordered token-major (r = 6 t + h), exactly the item's rows. kEarly: warp 3 edits and
+    // releases it while warp 0 loads the lengths; warp 0 acquires it after the schedule's
+    // barriers.
+    if (lane < 8) {
+      reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
+    }
+    __syncwarp();
+    if (lane == 0) {
+      ptx::tensormap_replace_box_dim<2>(q_stage, kGroup);
+      ptx::tensormap_replace_box_dim<3>(q_stage, kBlockTokens);
+    }
+    __syncwarp();
+    ptx::tensormap_cp_fenceproxy(q_map, q_stage);
+    if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
+  }
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced>(p, reinterpret_cast<int*>(ring), tid);
+  // (build ends with __syncthreads)
+  if (Cfg::kEarly && warp == 0 && lane == 0) {
+    ptx::fence_proxy_tensormap_acquire(q_map);
+    ptx::prefetch_tensormap(q_map);
+  }
+  const int n_items = sched.items();
+  const int ctas = static_cast<int>(gridDim.x);
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -143,8 +198,8 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
     for (int k = 0;; ++k) {
       ItemInfo it;
       bool ok = false;
-      while (i < sched.items()) {  // read at each use: a register copy is spilled
-        ok = sched.decode(p, i, it);
+      while (i < n_items) {
+        ok = sched.template decode<Cfg::kBalanced>(p, i, it);
         if (ok) break;
         int next = 0;
         if (lane == 0) next = atomicAdd(counters + kQueueAt, 1);
@@ -162,10 +217,10 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       int next = 0;
       if (lane == 0) {
         info[k & 1] = it;
-        ptx::mbarrier_arrive_expect_tx(q_full, kBoxesPerTile * L::kQBoxBytes);
+        ptx::mbarrier_arrive_expect_tx(q_full, kBoxesPerTile * kQBoxBytes);
         for (int j = 0; j < kBoxesPerTile; ++j) {
-          ptx::tma_load_4d(q_tile + j * L::kQChunkBytes, q_map, q_full, j * 64, 0,
-                           kGroup * it.kvh, it.tok_abs);
+          ptx::tma_load_4d(q_tile + j * kQChunkBytes, q_map, q_full, j * 64, 0, kGroup * it.kvh,
+                           it.tok_abs);
         }
         next = atomicAdd(counters + kQueueAt, 1);  // claimed now, used after the pages
       }
@@ -202,24 +257,22 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
 
   // ---- consumers ----------------------------------------------------------------------------
   ptx::setmaxnreg_inc<kConsumerRegs>();
+  const bool one_wave = Cfg::kOneWave && n_items <= ctas;  // CTA c runs item c, nothing else
   const int ct = tid - 128;         // 0..255
-  const int w = (warp - 4) >> 2;    // Wide: rows 64w..64w+63 of the tile; Thin: pages j % 2
+  const int w = (warp - 4) >> 2;    // rows 64w..64w+63 of the tile
   const int wi = warp & 3;          // warp within the warpgroup: rows +16wi
   const int g = lane >> 2;
   const int t = lane & 3;
-  const int row0 = kDual ? 0 : kWgRows * w;  // the warpgroup's first row
-  const int row_a = row0 + 16 * wi + g;
+  const int row_a = kWgRows * w + 16 * wi + g;
   const int row_b = row_a + 8;
-  const bool owner = !kDual || w == 0;  // stores the rows (Thin: after the exchange)
-  const uint64_t q_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(q_tile) + row0 * 128, 16, 1024);
+  const uint64_t q_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(q_tile) + kWgRows * w * 128, 16, 1024);
   const uint64_t k_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(ring), 16, 1024);
   const uint64_t v_desc = ptx::wgmma_desc_sw128(ptx::smem_u32(ring), kBoxBytes, 1024);
   constexpr uint32_t kTileDesc = kTileBytes >> 4;  // one ring tile in descriptor units
   const float scale = p.scale_softmax_log2;
   int tile = 0;
-  // The last split chunk this CTA wrote without completing its unit: its record in shared
-  // memory (ntok 0: none; set at the setup), as a record kept in registers is spilled.
-  ItemInfo* pending = reinterpret_cast<ItemInfo*>(small + kPendingAt);
+  ItemInfo pending;
+  bool helps = false;  // the last split chunk this CTA wrote without completing its unit
   for (int k = 0;; ++k) {
     ptx::mbarrier_wait_converged(q_full, k & 1);
     const ItemInfo it = uniform(info[k & 1]);
@@ -228,7 +281,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
     // Key limits of the thread's rows; padding rows take the last real row's (finite math).
     const int lim_a = it.lim0 + min(row_a, rows - 1) / kGroup;
     const int lim_b = it.lim0 + min(row_b, rows - 1) / kGroup;
-    const int lim_min = it.lim0 + min(row0, rows - 1) / kGroup;
+    const int lim_min = it.lim0 + min(kWgRows * w, rows - 1) / kGroup;
     const int mask_from = lim_min <= 0 ? 0 : lim_min / kPage;  // pages from here need masks
     float o[128];
 #pragma unroll
@@ -241,55 +294,14 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
     const int np = it.page1 - it.page0;
     tile = __shfl_sync(0xffffffffu, tile, 0);  // uniform for the compiler: descriptors stay in
                                                // uniform registers between the wgmma
-    if (!kDual && row0 >= rows) {
-      // No real row in this warpgroup's half (items of <= 10 tokens in a launch that is not
-      // Thin): pass the tiles through without math, releasing each once it has landed.
+    if (kWgRows * w >= rows) {
+      // No real row in this warpgroup's half (items of <= 10 tokens: verify): pass the tiles
+      // through without math, releasing each once it has landed.
       ptx::mbarrier_arrive_if(q_empty, lane == 0);
       for (int x = 0; x < 2 * np; ++x) {
         ptx::mbarrier_wait_converged(&full[(tile + x) % kStages], ((tile + x) / kStages) & 1);
         ptx::mbarrier_arrive_if(&empty[(tile + x) % kStages], lane == 0);
       }
-      tile += 2 * np;
-    } else if (kDual && np > 0) {
-      // ---- Thin: this warpgroup's pages j = w, w + 2, ... one after the other (the other
-      // warpgroup's Q K^T / softmax run beside its P V). The other's pages pass through:
-      // waited for (landed) and released, so that both warpgroups wait for every tile in
-      // order. A warpgroup that skipped them would wait on a slot's parity while the slot's
-      // previous tile had not landed, and pass at once (the parity of two phases back).
-      for (int j = 0; j < np; ++j) {
-        const int tk = tile + 2 * j;
-        const int tv = tk + 1;
-        const int sk = tk % kStages;
-        const int sv = tv % kStages;
-        ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
-        if ((j & 1) != w) {
-          ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
-          ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
-          ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
-          continue;
-        }
-        ptx::wgmma_fence();
-        issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + sk * kTileDesc);
-        ptx::wgmma_commit_group();
-        ptx::wgmma_wait_group<0>();
-        ptx::fence_registers(s);
-        ptx::mbarrier_arrive_if(&empty[sk], lane == 0);
-        ptx::mbarrier_arrive_if(q_empty, lane == 0 && j + 2 >= np);
-        const int page = it.page0 + j;
-        softmax_page(s, pa, m, l, alpha, scale, page >= mask_from, page * kPage + 2 * t, lim_a,
-                     lim_b);
-        rescale(o, alpha);  // alpha = 0 on the first page: O is zero anyway
-        ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
-        zero_tail_v(it, ring + sv * kTileBytes, j == np - 1, ct, w);
-        ptx::wgmma_fence();
-        issue_pv(o, pa, v_desc + sv * kTileDesc);
-        ptx::wgmma_commit_group();
-        ptx::wgmma_wait_group<0>();
-        ptx::fence_registers(o);
-        ptx::fence_registers(pa);
-        ptx::mbarrier_arrive_if(&empty[sv], lane == 0);
-      }
-      ptx::mbarrier_arrive_if(q_empty, lane == 0 && w >= np);  // one page: none for w = 1
       tile += 2 * np;
     } else if (np > 0) {
       // ---- first page: S, softmax (O is zero, nothing to rescale) -------------------------
@@ -297,7 +309,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         const int slot = tile % kStages;
         ptx::mbarrier_wait_converged(&full[slot], (tile / kStages) & 1);
         ptx::wgmma_fence();
-        issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + slot * kTileDesc);
+        issue_qk(s, q_desc, k_desc + slot * kTileDesc);
         ptx::wgmma_commit_group();
         ptx::wgmma_wait_group<0>();
         ptx::fence_registers(s);
@@ -319,7 +331,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         ptx::mbarrier_wait_converged(&full[sk], (tk / kStages) & 1);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
         ptx::wgmma_fence();
-        issue_qk<L::kQChunkBytes>(s, q_desc, k_desc + sk * kTileDesc);
+        issue_qk(s, q_desc, k_desc + sk * kTileDesc);
         ptx::wgmma_commit_group();
         ptx::wgmma_fence();  // ptxas would insert this warpgroup.arrive itself (C7519)
         issue_pv(o, pa, v_desc + sv * kTileDesc);
@@ -345,7 +357,21 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         const int sv = tv % kStages;
         ptx::mbarrier_arrive_if(&empty[(tv - 2) % kStages], lane == 0 && np > 1);
         ptx::mbarrier_wait_converged(&full[sv], (tv / kStages) & 1);
-        zero_tail_v(it, ring + sv * kTileBytes, true, ct, w);
+        const int tail = it.kv_len % kPage;
+        if (tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
+          // The sequence's last page: V rows past its length hold stale data that could be
+          // NaN, and P = 0 times NaN is NaN. Each warpgroup zeroes them before its own P V
+          // (both write the same zeros, so neither can read a row before it is zero).
+          uint8_t* vt = ring + sv * kTileBytes;
+          for (int x = (ct & 127); x < (kPage - tail) * kBoxesPerTile * 8; x += 128) {
+            const int row = tail + x / (kBoxesPerTile * 8);
+            const int rest = x % (kBoxesPerTile * 8);
+            reinterpret_cast<uint4*>(vt + (rest >> 3) * kBoxBytes + row * 128)[rest & 7] =
+                make_uint4(0, 0, 0, 0);
+          }
+          ptx::fence_proxy_async_shared();
+          ptx::named_bar_sync(kBarWarpgroup + w, 128);
+        }
         ptx::wgmma_fence();
         issue_pv(o, pa, v_desc + sv * kTileDesc);
         ptx::wgmma_commit_group();
@@ -359,8 +385,6 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       ptx::mbarrier_arrive(q_empty);  // no key at all: Q unused, the rows get zeros
     }
 
-    if (kDual) exchange(smem, o, m, l, alpha, w, ct);
-
     // ---- epilogue -------------------------------------------------------------------------------
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
@@ -371,12 +395,12 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       const float inv_a = l[0] > 0.f ? 1.f / l[0] : 0.f;
       const float inv_b = l[1] > 0.f ? 1.f / l[1] : 0.f;
       // Every lane shuffles (the quad shares rows); only real rows store.
-      store_row(out_row(p, it, min(row_a, rows - 1)), o, 0, inv_a, t, owner && row_a < rows);
-      store_row(out_row(p, it, min(row_b, rows - 1)), o, 1, inv_b, t, owner && row_b < rows);
+      store_row(out_row(p, it, min(row_a, rows - 1)), o, 0, inv_a, t, row_a < rows);
+      store_row(out_row(p, it, min(row_b, rows - 1)), o, 1, inv_b, t, row_b < rows);
     } else {
       float* po = p.ptr_partial_o + static_cast<int64_t>(it.slot) * kPartialFloats + 2 * t;
       float* ps = p.ptr_partial_stats + static_cast<int64_t>(it.slot) * kStatsFloats;
-      if (owner && row_a < rows) {
+      if (row_a < rows) {
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
           *reinterpret_cast<float2*>(po + row_a * kHeadDim + 8 * j) =
@@ -384,7 +408,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         }
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_a) = make_float2(m[0], l[0]);
       }
-      if (owner && row_b < rows) {
+      if (row_b < rows) {
 #pragma unroll
         for (int j = 0; j < 32; ++j) {
           *reinterpret_cast<float2*>(po + row_b * kHeadDim + 8 * j) =
@@ -393,8 +417,7 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
       const bool last = arrive_chunk(p, it, words + 8, ct);
-      // One wave (CTA c runs item c alone): read here, a flag kept from the start is spilled.
-      if (Cfg::kOneWave && sched.items() <= grid_ctas()) {
+      if (one_wave) {
         // Every chunk of the unit is running now: chunk c merges row part c, no claims.
         const int c = it.slot - it.first_slot;
         if (c < min(it.nchunks, kMaxParts)) {
@@ -404,17 +427,16 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       } else if (last) {
         merge_claims<Cfg::kBatched>(p, it, words + 9, ct);
       } else {
-        if (ct == 0) copy_record(pending, it);
+        pending = it;
+        helps = true;
       }
     }
   }
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);  // ct 0's record write
-  if (pending->ntok > 0) {
-    const ItemInfo pd = uniform(*pending);
-    wait_unit(p, pd, ct);
-    merge_claims<Cfg::kBatched>(p, pd, words + 9, ct);
+  if (helps) {
+    wait_unit(p, pending, ct);
+    merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
   if (ct == 0) {
@@ -433,120 +455,6 @@ __device__ __forceinline__ void run_items(const KernelParams& p, uint8_t* smem) 
       counters[kQueueAt] = 0;
       counters[kFinishedAt] = 0;
     }
-  }
-}
-
-// The whole kernel: setup, then the item loops of the launch's layout.
-template <class Cfg>
-__device__ __forceinline__ void prefill_body(const KernelParams& p) {
-  const int tid = threadIdx.x;
-  // Warp-uniform as far as the compiler knows (a broadcast): role branches on it are not
-  // divergent, which wgmma needs to stay asynchronous.
-  const int warp = __shfl_sync(0xffffffffu, tid >> 5, 0);
-  const int lane = tid & 31;
-
-  // ---- smem layout ------------------------------------------------------------------------
-  extern __shared__ uint8_t smem_raw[];
-  uint8_t* smem = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023));
-  uint8_t* q_tile = smem + kQOffset;
-  uint8_t* small = smem + kSmallOffset;
-  uint64_t* full = reinterpret_cast<uint64_t*>(small + kBarFullAt);
-  uint64_t* empty = reinterpret_cast<uint64_t*>(small + kBarEmptyAt);
-  uint64_t* q_full = reinterpret_cast<uint64_t*>(small + kBarQFullAt);
-  uint64_t* q_empty = reinterpret_cast<uint64_t*>(small + kBarQEmptyAt);
-  CUtensorMap* q_stage = reinterpret_cast<CUtensorMap*>(small + kTmapAt);
-  int* words = reinterpret_cast<int*>(small + kSchedAt);  // [0..4] schedule, [5] layout,
-                                                          // [8..10] merge
-  Schedule sched{words, reinterpret_cast<int16_t*>(small + kOrderAt),
-                 reinterpret_cast<int*>(small + kPrefixAt)};
-  int* counters = p.ptr_multi_ctas_kv_counter;
-  const int slots = p.max_num_ctas_kv;
-  CUtensorMap* q_map = reinterpret_cast<CUtensorMap*>(counters + tmap_word(slots)) + blockIdx.x;
-
-  // ---- barrier init, Q padding rows, the edited Q tensormap, the schedule -------------------
-  if (Cfg::kEarly && warp == 2 && lane == 0) {
-    // The CTA's 1/G share of the page table into L2 now, so that the producers' table reads
-    // (the first before any K/V load can be issued) hit L2. Rounded out to 16 bytes: those
-    // bytes share the table's first and last 16-byte granules, so they are mapped.
-    const int ctas = static_cast<int>(gridDim.x);
-    const uintptr_t at = reinterpret_cast<uintptr_t>(p.ptr_page_idx_kv);
-    const uintptr_t base = at & ~uintptr_t{15};
-    const int64_t span = static_cast<int64_t>(at - base) +
-                         static_cast<int64_t>(p.batch_size) * p.max_num_pages_per_seq_kv * 4;
-    const int64_t share = ((span + ctas - 1) / ctas + 15) & ~int64_t{15};
-    const int64_t from = share * blockIdx.x;
-    if (from < span) {
-      const int64_t size = min(share, (span - from + 15) & ~int64_t{15});
-      ptx::bulk_prefetch_l2(reinterpret_cast<const void*>(base + from),
-                            static_cast<uint32_t>(size));
-    }
-  }
-  if (tid == 0) {
-    for (int i = 0; i < kStages; ++i) {
-      ptx::mbarrier_init(&full[i], 1);
-      ptx::mbarrier_init(&empty[i], kConsumerWarps);
-    }
-    ptx::mbarrier_init(q_full, 1);
-    ptx::mbarrier_init(q_empty, kConsumerWarps);
-    ptx::fence_mbarrier_init();
-    reinterpret_cast<ItemInfo*>(small + kPendingAt)->ntok = 0;  // no pending merge yet
-    ptx::prefetch_tensormap(&p.tma_k);
-    ptx::prefetch_tensormap(&p.tma_v);
-  }
-  if (tid >= 64 && tid < 128) {  // Wide: rows 126, 127 of each Q chunk, never written by TMA
-    const int i = tid - 64;
-    reinterpret_cast<uint4*>(q_tile + (i >> 4) * Wide::kQChunkBytes + kItemRows * 128)[i & 15] =
-        make_uint4(0, 0, 0, 0);
-    ptx::fence_proxy_async_shared();  // before wgmma reads them through the async proxy
-  }
-  if (Cfg::kThin && tid >= 128 && tid < 256) {  // Thin: rows 60-63 of each Q chunk
-    const int i = tid - 128;
-    reinterpret_cast<uint4*>(q_tile + (i >> 5) * Thin::kQChunkBytes + Thin::kQBoxBytes)[i & 31] =
-        make_uint4(0, 0, 0, 0);
-    ptx::fence_proxy_async_shared();
-  }
-  if (warp == (Cfg::kEarly ? 3 : 0)) {
-    // The pack's Q map loads 128 tokens of one head; ours loads 21 (Wide) or 10 (Thin) tokens
-    // x 6 heads, rows ordered token-major (r = 6 t + h), exactly the item's rows. The layout
-    // is Thin when no sequence has more than 10 new rows (this warp reads the row counts; the
-    // rest of the CTA reads its decision in words[5] after the schedule). kEarly: warp 3
-    // edits and releases the map while warp 0 loads the lengths; warp 0 acquires it after the
-    // schedule's barriers.
-    bool thin = false;
-    if (Cfg::kThin) {
-      int most = 0;
-      for (int b = lane; b < min(p.batch_size, kMaxSeqs); b += 32) {
-        most = max(most, p.ptr_cum_seq_lens_q[b + 1] - p.ptr_cum_seq_lens_q[b]);
-      }
-      thin = __reduce_max_sync(0xffffffffu, most) <= kThinTokens;
-    }
-    if (lane < 8) {
-      reinterpret_cast<uint4*>(q_stage)[lane] = reinterpret_cast<const uint4*>(&p.tma_q)[lane];
-    }
-    __syncwarp();
-    if (lane == 0) {
-      ptx::tensormap_replace_box_dim<2>(q_stage, kGroup);
-      ptx::tensormap_replace_box_dim<3>(q_stage, thin ? Thin::kTokens : Wide::kTokens);
-      words[kThinWord] = thin;
-    }
-    __syncwarp();
-    ptx::tensormap_cp_fenceproxy(q_map, q_stage);
-    if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
-  }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced>(p, reinterpret_cast<int*>(smem + kRingOffset),
-                                               tid);
-  // (build ends with __syncthreads)
-  if (Cfg::kEarly && warp == 0 && lane == 0) {
-    ptx::fence_proxy_tensormap_acquire(q_map);
-    ptx::prefetch_tensormap(q_map);
-  }
-  // Broadcast: uniform for the compiler, so that the layout branch is not divergent.
-  const int thin = Cfg::kThin ? __shfl_sync(0xffffffffu, words[kThinWord], 0) : 0;
-  if (thin) {
-    run_items<Cfg, Thin>(p, smem);
-  } else {
-    run_items<Cfg, Wide>(p, smem);
   }
 }
 #endif  // KERNRT_WGMMA
@@ -569,25 +477,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Shipped>(p);
 }
 
-// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+// Alternative with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_base_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Base>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_dual_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Dual>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_bal_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Bal>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_dualbal_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<DualBal>(p);
+    attention_prefill_wide_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Wide>(p);
 }
 
 

@@ -6,9 +6,7 @@
 // Layouts (per consumer warpgroup of 128 threads, warp wi, lane = 4 g + t): accumulator rows
 // 16 wi + g (register 4j + {0,1}) and 16 wi + g + 8 (4j + {2,3}), columns 8j + 2t + {0,1};
 // the P fragments of the P V product are these accumulators as bf16x2 pairs (the wgmma A
-// register layout equals the accumulator layout of m64nNk16). Also: zeroing the stale V rows
-// of a sequence's last page, the Thin layout's exchange of the two warpgroups' halves, and
-// the pending-record copy.
+// register layout equals the accumulator layout of m64nNk16).
 // Deliberately does not check: that the 128 threads call together (wgmma is warpgroup-wide),
 // or descriptor validity (the kernel's shared-memory map, prefill_shape.cuh).
 #pragma once
@@ -18,8 +16,6 @@
 #include <cstdint>
 
 #include "attention/prefill_shape.cuh"
-#include "common/ptx.cuh"
-#include "common/ptx/warpgroup.cuh"
 #include "common/ptx/wgmma.cuh"
 
 namespace kernrt::attention::prefill {
@@ -31,18 +27,16 @@ __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   return *reinterpret_cast<uint32_t*>(&v);
 }
 
-// S (64 x 64) = Q rows (K-major, 4 chunks of 64 dims, kQChunk bytes apart: the layout's) x
-// K tile^T (64 tokens x 256 dims): 16
+// S (64 x 64) = Q rows (K-major, 4 chunks of 64 dims) x K tile^T (64 tokens x 256 dims): 16
 // k-steps of 16 dims, advancing 32 bytes inside a 128-byte swizzled row, then a chunk. The
 // descriptors are a base plus compile-time offsets (address field in 16-byte units, no carry
 // out of its 14 bits below 256 KiB), so nothing but uniform adds sits between the wgmma.
-template <int kQChunk>
 __device__ __forceinline__ void issue_qk(float (&s)[32], uint64_t q_base, uint64_t k_base) {
   const uint64_t q_desc = ptx::wgmma_desc_uniform(q_base);
   const uint64_t k_desc = ptx::wgmma_desc_uniform(k_base);
 #pragma unroll
   for (int kk = 0; kk < 16; ++kk) {
-    const uint32_t qa = ((kk >> 2) * kQChunk + (kk & 3) * 32) >> 4;
+    const uint32_t qa = ((kk >> 2) * kQChunkBytes + (kk & 3) * 32) >> 4;
     const uint32_t kb = ((kk >> 2) * kBoxBytes + (kk & 3) * 32) >> 4;
     ptx::wgmma_m64n64k16_ss(s, q_desc + qa, k_desc + kb, kk > 0);
   }
@@ -168,94 +162,6 @@ __device__ __forceinline__ void rescale(float (&o)[128], const float (&alpha)[2]
     o[4 * j + 1] *= alpha[0];
     o[4 * j + 2] *= alpha[1];
     o[4 * j + 3] *= alpha[1];
-  }
-}
-
-// Before the P V of an item's last page `vt` (when `last`): if that is the sequence's last page,
-// its V rows past the length hold stale data that could be NaN, and P = 0 times NaN is NaN.
-// Each warpgroup zeroes them before its own P V (both write the same zeros, so neither can
-// read a row before it is zero).
-__device__ __forceinline__ void zero_tail_v(const ItemInfo& it, uint8_t* vt, bool last, int ct,
-                                            int w) {
-  const int tail = it.kv_len % kPage;
-  if (last && tail != 0 && it.page1 == (it.kv_len + kPage - 1) / kPage) {
-    for (int x = (ct & 127); x < (kPage - tail) * kBoxesPerTile * 8; x += 128) {
-      const int row = tail + x / (kBoxesPerTile * 8);
-      const int rest = x % (kBoxesPerTile * 8);
-      reinterpret_cast<uint4*>(vt + (rest >> 3) * kBoxBytes + row * 128)[rest & 7] =
-          make_uint4(0, 0, 0, 0);
-    }
-    ptx::fence_proxy_async_shared();
-    ptx::named_bar_sync(kBarWarpgroup + w, 128);
-  }
-}
-
-// ItemInfo's 12 words without its padding (the pending record's 48 bytes at kPendingAt).
-__device__ __forceinline__ void copy_record(ItemInfo* dst, const ItemInfo& it) {
-  dst->seq = it.seq;
-  dst->kvh = it.kvh;
-  dst->tok_abs = it.tok_abs;
-  dst->ntok = it.ntok;
-  dst->lim0 = it.lim0;
-  dst->page0 = it.page0;
-  dst->page1 = it.page1;
-  dst->unit = it.unit;
-  dst->nchunks = it.nchunks;
-  dst->slot = it.slot;
-  dst->first_slot = it.first_slot;
-  dst->kv_len = it.kv_len;
-}
-
-// Thin, after an item's pages: warpgroup 1 hands its (max, sum, O) of rows 0-63 to warpgroup
-// 0 through the exchange area (the thread with the same warp and lane holds the same rows and
-// columns), which merges them into its own: M = max(m0, m1), O = 2^(m0-M) O0 + 2^(m1-M) O1,
-// l likewise (per-thread partial sums, the quad's reduction follows). Stats, then O in two
-// halves of 64 f32 per thread (32 KiB), each behind the 256 consumer threads' barrier.
-__device__ __forceinline__ void exchange(uint8_t* smem, float (&o)[128], float (&m)[2],
-                                         float (&l)[2], float (&alpha)[2], int w, int ct) {
-  float4* x = reinterpret_cast<float4*>(smem + kExchangeOffset);
-  const int i = ct & 127;
-  if (w == 1) x[i] = make_float4(m[0], m[1], l[0], l[1]);
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
-  float other[2] = {0.f, 0.f};
-  if (w == 0) {
-    const float4 st = x[i];
-    const float mo[2] = {st.x, st.y};
-    const float lo[2] = {st.z, st.w};
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const float top = fmaxf(m[r], mo[r]);
-      const bool none = top == -INFINITY;  // no key for this row in either half
-      alpha[r] = none ? 0.f : exp2f(m[r] - top);
-      other[r] = none ? 0.f : exp2f(mo[r] - top);
-      l[r] = alpha[r] * l[r] + other[r] * lo[r];
-      m[r] = top;
-    }
-    rescale(o, alpha);
-  }
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    if (w == 1) {
-#pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const int e = 64 * h + 4 * k;
-        x[k * 128 + i] = make_float4(o[e], o[e + 1], o[e + 2], o[e + 3]);
-      }
-    }
-    ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
-    if (w == 0) {
-#pragma unroll
-      for (int k = 0; k < 16; ++k) {
-        const int e = 64 * h + 4 * k;
-        const float4 v = x[k * 128 + i];
-        o[e] += other[0] * v.x;
-        o[e + 1] += other[0] * v.y;
-        o[e + 2] += other[1] * v.z;
-        o[e + 3] += other[1] * v.w;
-      }
-    }
-    ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
   }
 }
 

@@ -61,17 +61,19 @@ struct Schedule {
   // [1, min(max(P_b, 1), kMaxSplit)], so that the largest chunk max ceil(P_b / c_b) is small:
   // one chunk each, the rest of the G / 4 in proportion to the pages (rounded down), then one
   // more at a time to the sequence whose chunk is largest. Writes c_b to chunks[b] (0 for a
-  // sequence without rows) and returns the largest c_b, 0 where the launch does not qualify;
-  // `largest` gets the largest chunk in pages. Equal-S splits leave chunks of the longest
-  // sequences larger than the rest: 4 x 8 rows over 150k-250k at S = 16 has 256 items of
-  // 146-244 pages, two per CTA on 124 CTAs (up to 423 pages where a 244 meets a 179), where
-  // this split gives 132 items of 358-391 pages.
+  // sequence without rows) and returns the largest c_b, 0 where the launch does not qualify
+  // or cannot beat `beat`, the rated S's estimate (unsplit, its estimate is the longest
+  // sequence's pages + 2; split, at least one KV head's pages over G / 4 CTAs + 4); `largest`
+  // gets the largest chunk in pages. Equal-S splits leave the longest sequences' chunks
+  // larger than the rest: 4 x 8 rows over 150k-250k at S = 16 has 256 items of 146-244
+  // pages, two per CTA on 124 CTAs (up to 423 pages where a 244 meets a 179), where this
+  // split gives 132 items of 358-391 pages.
   __device__ int balance(const int* qlen, const int* kvlen, const int* nblk, int* chunks,
-                         int batch, int ctas, int lane, int& largest) const {
+                         int batch, int ctas, int lane, float beat, int& largest) const {
     constexpr int kPer = kMaxSeqs / 32;  // sequences per lane: b = lane + 32 j
     int pg[kPer], c[kPer];
     bool multi = false;
-    int active = 0, pages = 0;
+    int active = 0, pages = 0, pmax = 0;
 #pragma unroll
     for (int j = 0; j < kPer; ++j) {
       const int b = lane + 32 * j;
@@ -80,13 +82,19 @@ struct Schedule {
       active += nb == 1;
       pg[j] = nb == 1 ? block_pages(qlen[b], kvlen[b], 0) : 0;
       pages += pg[j];
+      pmax = max(pmax, pg[j]);
     }
     multi = __any_sync(0xffffffffu, multi);
     active = __reduce_add_sync(0xffffffffu, active);
     pages = __reduce_add_sync(0xffffffffu, pages);
+    pmax = __reduce_max_sync(0xffffffffu, pmax);
     const int budget = ctas / kHeadsKv;
     largest = 0;
     if (multi || active == 0 || active > budget) return 0;
+    const float bound = fminf(static_cast<float>(pmax) + kItemCostPages,
+                              static_cast<float>(max(ceil_div(pages, budget), 1)) +
+                                  kItemCostPages + kSplitCostPages);
+    if (bound >= beat) return 0;
     const int rest = budget - active;
     int used = 0;
 #pragma unroll
@@ -247,7 +255,7 @@ struct Schedule {
       int bal = 0;
       if (kBalanced && rate && units <= ctas && ctas <= slots) {
         int largest = 0;
-        const int most = balance(qlen, kvlen, nblk, chunks, batch, ctas, lane, largest);
+        const int most = balance(qlen, kvlen, nblk, chunks, batch, ctas, lane, best_cost, largest);
         const float over = kItemCostPages + (most > 1 ? kSplitCostPages : 0.f);
         if (most > 0 && static_cast<float>(largest) + over < best_cost) {
           bal = 1;
@@ -260,7 +268,7 @@ struct Schedule {
         scalars[2] = units;
         scalars[3] = batch;
         scalars[4] = best_head;
-        scalars[6] = bal;
+        if (kBalanced) scalars[6] = bal;
       }
     }
     __syncthreads();
@@ -268,7 +276,7 @@ struct Schedule {
     if (warp == 0) {
       const int s = scalars[1];
       const int u1 = scalars[4];
-      const bool bal = scalars[6] != 0;  // counts items, not units
+      const bool bal = kBalanced && scalars[6] != 0;  // counts items, not units
       int cnt[4];
       int sum = 0;
 #pragma unroll
@@ -302,9 +310,11 @@ struct Schedule {
   // [0, U1) are the head units unsplit, then S items per tail unit; balanced: the c_b x 4
   // items of each sequence in work order (KV head, then chunk), unit 4 x position + KV head
   // (the sequences with rows come first in work order, each one unit per KV head).
+  // kBalanced: the schedule was built with it (only then is [6] written).
+  template <bool kBalanced>
   __device__ bool decode(const KernelParams& p, int i, ItemInfo& it) const {
     const int batch = scalars[3];
-    if (scalars[6] != 0) {
+    if (kBalanced && scalars[6] != 0) {
       int lo = 0, hi = batch;  // prefix[lo] <= i < prefix[hi]
       while (hi - lo > 1) {
         const int mid = (lo + hi) >> 1;

@@ -39,37 +39,20 @@ constexpr uint32_t kBarWarpgroup = 3;  // named barriers 3, 4: one consumer warp
 constexpr int kExitThreads = kConsumerThreads + 32;
 
 // ---- shared memory (from a 1024-byte aligned base) ----------------------------------------------
-// Two layouts of Q and the K/V ring in the same 224 KiB, chosen per launch (every CTA agrees):
-//   Wide (any launch): [0, 64 KiB) Q, 4 chunks of 128 rows x 64 dims (one per 64-dim TMA box,
-//     126 rows used), [64, 224 KiB) a ring of 5 tiles; warpgroup w owns rows 64w..64w+63.
-//   Thin (every sequence has at most 10 new rows, kThinTokens: verify): an item's <= 60 rows
-//     fit one warpgroup's 64, so Q is 4 chunks of 64 rows in [0, 32 KiB), both warpgroups
-//     compute all 64 rows over alternate pages of the item, and [32, 64 KiB) is where they
-//     exchange their halves (f32) at the item's end; the same 5-tile ring at 64 KiB.
+// [0, 64 KiB)        Q: 4 chunks of 128 rows x 64 dims (one per 64-dim TMA box), 128B swizzle
+// [64, 224 KiB)      ring of 5 tiles, K or V of one page: 4 boxes of 64 tokens x 64 dims
 // [224 KiB, +1280)   barriers, the edited Q tensormap, two item records, the schedule tables
 // 229376 + 1280 + 1023 (base alignment) = 231679 bytes <= the 232448-byte (227 KiB) opt-in.
 constexpr int kBoxBytes = 64 * kPage * 2;          // 8 KiB
 constexpr int kBoxesPerTile = kHeadDim / 64;       // 4
 constexpr int kTileBytes = kBoxesPerTile * kBoxBytes;  // 32 KiB
-constexpr int kQOffset = 0;
+constexpr int kQChunkBytes = kTileRows * 128;      // 16 KiB
+constexpr int kQBytes = kBoxesPerTile * kQChunkBytes;  // 64 KiB
+constexpr int kQBoxBytes = kItemRows * 128;        // 16128: what one Q box transfers
 constexpr int kStages = 5;
-constexpr int kRingOffset = 2 * kTileBytes;                   // 64 KiB, either layout
-constexpr int kSmallOffset = kRingOffset + kStages * kTileBytes;  // 224 KiB
-constexpr int kThinTokens = kWgRows / kGroup;  // 10: a thin item's rows fit 64
-constexpr int kExchangeOffset = kTileBytes;    // Thin: [32, 64 KiB), 128 threads x 64 f32
-
-template <int kTokensT, int kQRowsT, bool kSplitPagesT>
-struct Layout {
-  static constexpr int kTokens = kTokensT;  // tokens of the edited Q box (x 6 heads = rows)
-  static constexpr int kQChunkBytes = kQRowsT * 128;               // one 64-dim Q chunk
-  static constexpr int kQBoxBytes = kTokens * kGroup * 128;        // what one Q box transfers
-  static constexpr bool kSplitPages = kSplitPagesT;  // warpgroups share rows, split pages
-  static_assert(kTokens * kGroup <= kQRowsT, "a Q box fits its chunk");
-  static_assert(4 * kQChunkBytes <= (kSplitPages ? kExchangeOffset : kRingOffset), "Q fits");
-};
-using Wide = Layout<kBlockTokens, kTileRows, false>;  // Q 64 KiB (16128-byte boxes)
-using Thin = Layout<kThinTokens, kWgRows, true>;      // Q 32 KiB (7680-byte boxes)
-
+constexpr int kQOffset = 0;
+constexpr int kRingOffset = kQBytes;
+constexpr int kSmallOffset = kRingOffset + kStages * kTileBytes;
 constexpr int kMaxSeqs = 128;  // sequences per launch (the generator refuses more)
 // Small area, byte offsets from kSmallOffset.
 constexpr int kBarFullAt = 0;                      // kStages mbarriers
@@ -81,19 +64,16 @@ constexpr int kInfoAt = 256;                       // two ItemInfo records
 constexpr int kSchedAt = 384;                      // Schedule scalars (16 ints)
 constexpr int kOrderAt = 448;                      // kMaxSeqs int16: sequences, work order
 constexpr int kPrefixAt = kOrderAt + 2 * kMaxSeqs;  // kMaxSeqs + 1 ints: items before each
-constexpr int kPendingAt = (kPrefixAt + 4 * (kMaxSeqs + 1) + 15) / 16 * 16;  // 12 words of an
-                                                                             // ItemInfo
-constexpr int kSmallBytes = kPendingAt + 48;
+constexpr int kSmallBytes = kPrefixAt + 4 * (kMaxSeqs + 1);
 static_assert(kBarQEmptyAt + 8 <= kTmapAt, "barriers fit before the tensormap");
 static_assert(kSmallBytes <= 1280, "small area");
 constexpr int kSmemBytes = 1023 + kSmallOffset + 1280;
 static_assert(kSmemBytes <= 232448, "227 KiB opt-in shared memory per block on sm_90");
-static_assert(kTileBytes == 32768 && kRingOffset == 65536, "tile arithmetic");
+static_assert(kTileBytes == 32768 && kQBytes == 65536, "tile arithmetic");
 
 // ---- barrier arrival counts ---------------------------------------------------------------------
 // Each of the 8 consumer warps releases a ring tile and the Q tile once it has waited for its
-// own wgmma reading them (or, a tile it does not read, once it has landed), so a release never
-// precedes any warp's reads and every warp waits for every tile in order.
+// own wgmma reading them, so a release never precedes any warp's reads.
 constexpr uint32_t kConsumerWarps = kConsumerThreads / 32;
 
 // ---- schedule limits and cost model -------------------------------------------------------------

@@ -117,15 +117,10 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json (attention_prefill.cu's Tuning): dual = the shipped one with
-# Thin launches (every sequence <= 10 new rows) in the Thin layout, both consumer warpgroups on
-# the item's 60 rows over alternate pages (prefill_shape.cuh); bal = the shipped one whose
-# schedule also rates the balanced one-wave verify split (prefill_schedule.cuh's balance());
-# dualbal = both.
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning): wide = run 5's kernel
+# (463732f: verify split in S equal chunks per unit only, no counter warm-up).
 VARIANTS = {
-    "dual": "attention_prefill_dual_sm90a_bf16_q24kv4d256p64",
-    "bal": "attention_prefill_bal_sm90a_bf16_q24kv4d256p64",
-    "dualbal": "attention_prefill_dualbal_sm90a_bf16_q24kv4d256p64",
+    "wide": "attention_prefill_wide_sm90a_bf16_q24kv4d256p64",
 }
 
 
