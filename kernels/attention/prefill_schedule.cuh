@@ -21,6 +21,8 @@
 // 1536/32768 (296 units of 489-512 pages): every unit in 4 gives 1184 items, 9 per CTA, each
 // with a partial write and a merge share (estimate 1161 page-times); the tail form splits 32
 // units (264 + 128 items, estimate 1131) and writes a ninth of the partials.
+// Balanced split (kBalanced, balance() below): a verify launch whose units fit one wave may
+// instead give each sequence its own chunk count, in proportion to its pages.
 //
 // Deliberately does not check: batch <= kMaxSeqs (the kernel traps above it; the generator
 // refuses such capacities), or that cu_seqlens_q is monotone and seq_lens >= 0 (a negative
