@@ -18,9 +18,11 @@
 // tensormap and the other fields of the block.
 //
 // Work: an item is up to 21 query tokens x the 6 query heads of one KV head (M = 126 of a 128
-// row tile) over one chunk of that unit's pages (prefill_schedule.cuh: order, split count).
-// Grid: one persistent CTA per SM (grid.x from geometry.json); CTA c starts with item c and
-// claims the next from a queue counter. Block: 384 threads, 1 CTA per SM.
+// row tile) over one chunk of that unit's pages (prefill_schedule.cuh: order, split count; a
+// verify launch whose units fit one wave may take chunk counts per sequence in proportion to
+// its pages instead of one S for all). Grid: one persistent CTA per SM (grid.x from
+// geometry.json); CTA c starts with item c and claims the next from a queue counter. Block:
+// 384 threads, 1 CTA per SM.
 //   Warp 0 (producer, 40 registers): per item, loads Q (4 TMA boxes of 126 rows x 64 dims)
 //   once the previous item's last Q K^T is done, then K and V of each page in turn into a ring
 //   of 5 tiles of 32 KiB (full / empty mbarriers), reading the page table 32 entries at a time.
@@ -30,7 +32,9 @@
 //   Q K^T of page j+1 is issued before P V of page j and the softmax of j+1 runs while P V of
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
-// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json).
+// Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json); beside it
+// attention_prefill_wide_sm90a_bf16_q24kv4d256p64, the same kernel without the balanced split
+// and the counter warm-up (Tuning below).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
@@ -68,19 +72,24 @@ namespace kernrt::attention::prefill {
 // entry; kBatched, the merge issues a batch of partial loads at once (merge_rows);
 // kOneWave, a launch whose items all fit one wave merges without claims (chunk c merges row
 // part c once its unit is complete); kTailSplit, the schedule may leave whole waves of units
-// unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates.
-template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT>
+// unsplit (prefill_schedule.cuh); kSplitCap, the largest chunk count per unit it rates;
+// kBalanced, the schedule also rates the balanced one-wave verify split (a chunk count per
+// sequence in proportion to its pages, prefill_schedule.cuh's balance()); kWarmCounters, CTA 0
+// asks L2 for the counter scratch at entry, so that the chunks' arrivals, the merge waits and
+// the finish count are L2 hits rather than first touches of lines a serving step left in HBM.
+template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
+          bool kBalancedT, bool kWarmCountersT>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
   static constexpr bool kOneWave = kOneWaveT;
   static constexpr bool kTailSplit = kTailSplitT;
   static constexpr int kSplitCap = kSplitCapT;
+  static constexpr bool kBalanced = kBalancedT;
+  static constexpr bool kWarmCounters = kWarmCountersT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit>;
-using Base = Tuning<false, false, false, false, kMaxSplit>;  // the run-3 kernel (ca12330)
-using Cap8 = Tuning<true, true, true, true, 8>;
-using Late = Tuning<false, true, true, true, kMaxSplit>;
+using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true>;
+using Wide = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's kernel (463732f)
 
 #if KERNRT_WGMMA
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
@@ -130,6 +139,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
                             static_cast<uint32_t>(size));
     }
   }
+  if (Cfg::kWarmCounters && warp == 2 && lane == 1 && blockIdx.x == 0) {
+    // Queue, finish count, arrivals and claims: (kArriveAt + 2 slots) words from the scratch
+    // base (16-byte aligned; the Q tensormaps follow at tmap_word(slots), so the rounded size
+    // stays inside the scratch).
+    ptx::bulk_prefetch_l2(counters, static_cast<uint32_t>((kArriveAt + 2 * slots) * 4 + 15) &
+                                        ~15u);
+  }
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
       ptx::mbarrier_init(&full[i], 1);
@@ -164,7 +180,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
     if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap>(p, reinterpret_cast<int*>(ring), tid);
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced>(p, reinterpret_cast<int*>(ring), tid);
   // (build ends with __syncthreads)
   if (Cfg::kEarly && warp == 0 && lane == 0) {
     ptx::fence_proxy_tensormap_acquire(q_map);
@@ -183,7 +199,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       ItemInfo it;
       bool ok = false;
       while (i < n_items) {
-        ok = sched.decode(p, i, it);
+        ok = sched.template decode<Cfg::kBalanced>(p, i, it);
         if (ok) break;
         int next = 0;
         if (lane == 0) next = atomicAdd(counters + kQueueAt, 1);
@@ -461,20 +477,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Shipped>(p);
 }
 
-// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+// Alternative with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_base_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Base>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_cap8_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Cap8>(p);
-}
-
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_late_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Late>(p);
+    attention_prefill_wide_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Wide>(p);
 }
 
 

@@ -21,6 +21,8 @@
 // 1536/32768 (296 units of 489-512 pages): every unit in 4 gives 1184 items, 9 per CTA, each
 // with a partial write and a merge share (estimate 1161 page-times); the tail form splits 32
 // units (264 + 128 items, estimate 1131) and writes a ninth of the partials.
+// Balanced split (kBalanced, balance() below): a verify launch whose units fit one wave may
+// instead give each sequence its own chunk count, in proportion to its pages.
 //
 // Deliberately does not check: batch <= kMaxSeqs (the kernel traps above it; the generator
 // refuses such capacities), or that cu_seqlens_q is monotone and seq_lens >= 0 (a negative
@@ -44,20 +46,104 @@ __device__ __forceinline__ int block_pages(int q_len, int kv_len, int blk) {
 }
 
 struct Schedule {
-  int* scalars;    // [0] items N, [1] chunks per split unit S, [2] units, [3] batch,
-                   // [4] unsplit units U1 (the first U1 units in work order have one chunk)
+  int* scalars;    // [0] items N, [1] chunks per split unit S (balanced: the most of any
+                   // sequence), [2] units, [3] batch, [4] unsplit units U1 (the first U1
+                   // units in work order have one chunk), [6] balanced split (below)
   int16_t* order;  // sequences in work order
   int* prefix;     // units before each position of `order`; prefix[batch] = units
+                   // (balanced: items before each position; prefix[batch] = items)
 
   __device__ int items() const { return scalars[0]; }
   __device__ int split() const { return scalars[1]; }
   __device__ int units() const { return scalars[2]; }
 
-  // Builds the tables; every thread of the block calls it. `tmp` is >= 4 * kMaxSeqs + 64 ints
+  // Balanced one-wave split, warp 0 (every lane calls it): when every sequence has at most
+  // one row block (<= 21 new rows: verify) and at most G / 4 have one, sequence b gets c_b
+  // chunks for each KV head (4 sum c_b <= G: one wave, CTA c runs item c alone), c_b in
+  // [1, min(max(P_b, 1), kMaxSplit)], so that the largest chunk max ceil(P_b / c_b) is small:
+  // one chunk each, the rest of the G / 4 in proportion to the pages (rounded down), then one
+  // more at a time to the sequence whose chunk is largest. Writes c_b to chunks[b] (0 for a
+  // sequence without rows) and returns the largest c_b, 0 where the launch does not qualify
+  // or cannot beat `beat`, the rated S's estimate (unsplit, its estimate is the longest
+  // sequence's pages + 2; split, at least one KV head's pages over G / 4 CTAs + 4); `largest`
+  // gets the largest chunk in pages. Equal-S splits leave the longest sequences' chunks
+  // larger than the rest: 4 x 8 rows over 150k-250k at S = 16 has 256 items of 146-244
+  // pages, two per CTA on 124 CTAs (up to 423 pages where a 244 meets a 179), where this
+  // split gives 132 items of 358-391 pages.
+  __device__ int balance(const int* qlen, const int* kvlen, const int* nblk, int* chunks,
+                         int batch, int ctas, int lane, float beat, int& largest) const {
+    constexpr int kPer = kMaxSeqs / 32;  // sequences per lane: b = lane + 32 j
+    int pg[kPer], c[kPer];
+    bool multi = false;
+    int active = 0, pages = 0, pmax = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int b = lane + 32 * j;
+      const int nb = b < batch ? nblk[b] : 0;
+      multi |= nb > 1;
+      active += nb == 1;
+      pg[j] = nb == 1 ? block_pages(qlen[b], kvlen[b], 0) : 0;
+      pages += pg[j];
+      pmax = max(pmax, pg[j]);
+    }
+    multi = __any_sync(0xffffffffu, multi);
+    active = __reduce_add_sync(0xffffffffu, active);
+    pages = __reduce_add_sync(0xffffffffu, pages);
+    pmax = __reduce_max_sync(0xffffffffu, pmax);
+    const int budget = ctas / kHeadsKv;
+    largest = 0;
+    if (multi || active == 0 || active > budget) return 0;
+    const float bound = fminf(static_cast<float>(pmax) + kItemCostPages,
+                              static_cast<float>(max(ceil_div(pages, budget), 1)) +
+                                  kItemCostPages + kSplitCostPages);
+    if (bound >= beat) return 0;
+    const int rest = budget - active;
+    int used = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int b = lane + 32 * j;
+      const bool on = b < batch && nblk[b] == 1;
+      const int cap = min(max(pg[j], 1), kMaxSplit);
+      c[j] = !on ? 0 : pages > 0 ? min(cap, 1 + static_cast<int>(
+                                            static_cast<int64_t>(rest) * pg[j] / pages)) : 1;
+      used += c[j];
+    }
+    used = __reduce_add_sync(0xffffffffu, used);
+    for (; used < budget; ++used) {
+      // Key: the chunk's pages, then the lower sequence index.
+      unsigned best = 0;
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) {
+        const int b = lane + 32 * j;
+        if (c[j] > 0 && c[j] < min(max(pg[j], 1), kMaxSplit)) {
+          best = max(best, static_cast<unsigned>(ceil_div(pg[j], c[j])) << 8 |
+                               static_cast<unsigned>(255 - b));
+        }
+      }
+      best = __reduce_max_sync(0xffffffffu, best);
+      if (best == 0) break;  // every sequence at its cap
+      const int winner = 255 - static_cast<int>(best & 255);
+#pragma unroll
+      for (int j = 0; j < kPer; ++j) c[j] += lane + 32 * j == winner;
+    }
+    int most = 0;
+#pragma unroll
+    for (int j = 0; j < kPer; ++j) {
+      const int b = lane + 32 * j;
+      if (b < batch) chunks[b] = c[j];
+      if (c[j] > 0) largest = max(largest, ceil_div(pg[j], c[j]));
+      most = max(most, c[j]);
+    }
+    largest = __reduce_max_sync(0xffffffffu, largest);
+    return __reduce_max_sync(0xffffffffu, most);
+  }
+
+  // Builds the tables; every thread of the block calls it. `tmp` is >= 5 * kMaxSeqs + 16 ints
   // of shared memory free until the return. kTailSplit: also rate leaving the first whole
   // waves of units unsplit and splitting only the rest (the unit order is known then);
-  // kSplitCap: the largest S rated.
-  template <bool kTailSplit, int kSplitCap>
+  // kSplitCap: the largest S rated; kBalanced: also rate the balanced split (balance()) and
+  // take it where its estimate is strictly below the rated S's.
+  template <bool kTailSplit, int kSplitCap, bool kBalanced>
   __device__ void build(const KernelParams& p, int* tmp, int tid) {
     static_assert(kSplitCap >= 1 && kSplitCap <= kMaxSplit, "one lane of warp 0 per S");
     const int batch = p.batch_size;
@@ -67,6 +153,7 @@ struct Schedule {
     int* nblk = tmp + 2 * kMaxSeqs;
     int* key = tmp + 3 * kMaxSeqs;
     int* red = tmp + 4 * kMaxSeqs;  // reduction words
+    int* chunks = tmp + 4 * kMaxSeqs + 16;  // balanced split: chunks per KV head of each sequence
     const int warp = tid >> 5, lane = tid & 31;
     int units_t = 0;
     if (tid < batch) {
@@ -105,6 +192,7 @@ struct Schedule {
     // a head, for the tail units only (cost_t).
     if (warp == 0) {
       int best_s = 1, best_head = 0;
+      float best_cost = 3.4e38f;
       if (rate) {
         const int s = lane + 1;
         float cost = 3.4e38f, cost_t = 3.4e38f;
@@ -164,12 +252,25 @@ struct Schedule {
         }
         best_s = at & 63;
         best_head = at >= 64 ? head : 0;
+        best_cost = c;
+      }
+      int bal = 0;
+      if (kBalanced && rate && units <= ctas && ctas <= slots) {
+        int largest = 0;
+        const int most = balance(qlen, kvlen, nblk, chunks, batch, ctas, lane, best_cost, largest);
+        const float over = kItemCostPages + (most > 1 ? kSplitCostPages : 0.f);
+        if (most > 0 && static_cast<float>(largest) + over < best_cost) {
+          bal = 1;
+          best_s = most;
+          best_head = 0;
+        }
       }
       if (lane == 0) {
         scalars[1] = best_s;
         scalars[2] = units;
         scalars[3] = batch;
         scalars[4] = best_head;
+        if (kBalanced) scalars[6] = bal;
       }
     }
     __syncthreads();
@@ -177,12 +278,13 @@ struct Schedule {
     if (warp == 0) {
       const int s = scalars[1];
       const int u1 = scalars[4];
+      const bool bal = kBalanced && scalars[6] != 0;  // counts items, not units
       int cnt[4];
       int sum = 0;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const int k = 4 * lane + j;
-        cnt[j] = k < batch ? kHeadsKv * nblk[order[k]] : 0;
+        cnt[j] = k < batch ? kHeadsKv * (bal ? chunks[order[k]] : nblk[order[k]]) : 0;
         sum += cnt[j];
       }
       int incl = sum;
@@ -200,16 +302,53 @@ struct Schedule {
       }
       if (lane == 31) {
         prefix[batch] = incl;
-        scalars[0] = u1 + (incl - u1) * s;
+        scalars[0] = bal ? incl : u1 + (incl - u1) * s;
       }
     }
     __syncthreads();
   }
 
   // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones. Items
-  // [0, U1) are the head units unsplit, then S items per tail unit.
+  // [0, U1) are the head units unsplit, then S items per tail unit; balanced: the c_b x 4
+  // items of each sequence in work order (KV head, then chunk), unit 4 x position + KV head
+  // (the sequences with rows come first in work order, each one unit per KV head).
+  // kBalanced: the schedule was built with it (only then is [6] written).
+  template <bool kBalanced>
   __device__ bool decode(const KernelParams& p, int i, ItemInfo& it) const {
     const int batch = scalars[3];
+    if (kBalanced && scalars[6] != 0) {
+      int lo = 0, hi = batch;  // prefix[lo] <= i < prefix[hi]
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) >> 1;
+        if (prefix[mid] <= i) {
+          lo = mid;
+        } else {
+          hi = mid;
+        }
+      }
+      const int b = order[lo];
+      const int per = (prefix[lo + 1] - prefix[lo]) / kHeadsKv;  // c_b
+      const int j = i - prefix[lo];
+      const int kvh = j / per;
+      const int c = j - kvh * per;
+      const int q0 = p.ptr_cum_seq_lens_q[b];
+      const int ql = p.ptr_cum_seq_lens_q[b + 1] - q0;
+      const int kv = p.ptr_seq_lens_kv[b];
+      const int pages = block_pages(ql, kv, 0);
+      it.seq = b;
+      it.kvh = kvh;
+      it.tok_abs = q0;
+      it.ntok = ql;
+      it.lim0 = kv - ql + 1;
+      it.page0 = c * pages / per;
+      it.page1 = (c + 1) * pages / per;
+      it.unit = kHeadsKv * lo + kvh;
+      it.nchunks = per;
+      it.slot = i;
+      it.first_slot = i - c;
+      it.kv_len = kv;
+      return true;
+    }
     const int s = scalars[1];
     const int u1 = scalars[4];
     const int u = i < u1 ? i : u1 + (i - u1) / s;

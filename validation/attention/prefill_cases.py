@@ -86,6 +86,9 @@ def check_cases(quick=False):
         Case("verify 1-10 rows", [10, 1, 4, 9], [64, 3000, 129, 20000]),
         # 8-row verify, ragged long prefixes: several items per CTA (more items than CTAs)
         Case("verify 8x8 over 20k-41k", [8] * 8, [20000 + 3000 * i for i in range(8)]),
+        # ragged verify that the balanced split takes (chunks per sequence in proportion to
+        # its pages: 132 items of 52-58 pages, 11-20 chunks per unit, one wave)
+        Case("verify 5/8/3 rows over 12k-70k", [5, 8, 3], [70000, 12000, 33333]),
         Case("peaky softmax (Q x 8)", [29, 8], [5000, 3000], q_scale=8.0),
         Case("a sequence with no new rows", [5, 0, 7], [100, 50, 7]),
         # 136 units: the first 132 unsplit, the last 4 split in 9 (the tail split)
@@ -114,13 +117,10 @@ def bench_cases(quick=False):
 
 
 # Live alternatives of the prefill cubin (name: entry), checked and timed beside the shipped
-# entry of prefill_geometry.json (attention_prefill.cu's Tuning): base = run 3's kernel
-# (ca12330: late setup, two-round merge with claims, every unit split alike), cap8 = the
-# shipped one rating at most 8 chunks per unit, late = the shipped one without the early setup.
+# entry of prefill_geometry.json (attention_prefill.cu's Tuning): wide = run 5's kernel
+# (463732f: verify split in S equal chunks per unit only, no counter warm-up).
 VARIANTS = {
-    "base": "attention_prefill_base_sm90a_bf16_q24kv4d256p64",
-    "cap8": "attention_prefill_cap8_sm90a_bf16_q24kv4d256p64",
-    "late": "attention_prefill_late_sm90a_bf16_q24kv4d256p64",
+    "wide": "attention_prefill_wide_sm90a_bf16_q24kv4d256p64",
 }
 
 
