@@ -44,9 +44,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4p"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
-FWD_TIMED = [("strip4p", 32)]  # (loader, span) of every forward timing
+FWD_LOADERS = ["strip4p", "strip4h"]   # the loaders checked: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2p", "c4s2v", "c4s2w"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per layout
+FWD_TIMED = [("strip4p", 32), ("strip4h", 32), ("strip4h", 24), ("strip4n", 32)]  # (loader, span) timed
 
 
 def fwd_candidates(g):
@@ -120,6 +120,11 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer timing reps")
     ap.add_argument("--checks-only", action="store_true",
                     help="no timing: the correctness cases and the program_io examples only")
+    ap.add_argument("--timing-only", action="store_true",
+                    help="no checks and no program_io examples: the timing phase only")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="do not import fla or kernel-fun (ours and the copies only: a quick "
+                         "comparison of candidates)")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds after which no new shape or case starts (the watchdog ends the "
                          "process 60 s later)")
@@ -152,7 +157,10 @@ def main():
         out.write(json.dumps(dict(meta, **row)) + "\n")
         out.flush()
 
-    fla, fwd_peers, fla_update, notes = peers()
+    if a.no_peers:
+        fla, fwd_peers, fla_update, notes = None, {}, None, {"peers": "not imported (--no-peers)"}
+    else:
+        fla, fwd_peers, fla_update, notes = peers()
     kf_ok = fwd_peers.pop("_kf_supported", None)
     kf_keys = fwd_peers.pop("_kf_keys", None)
     print(f"gpu={meta['gpu']} fla={getattr(fla, 'version', None)} kernel-fun={notes.get('kernel-fun-version')} "
@@ -257,6 +265,10 @@ def main():
         table.append(row)
         print(f"{case}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
 
+    if a.timing_only:
+        print_table(table)
+        return 0
+
     # ---- 2. correctness ----------------------------------------------------------------
     if fla is not None:
         try:
@@ -284,7 +296,12 @@ def main():
             print("program_io examples: timed out after 30 s", flush=True)
             ck.failed += 1
 
-    # ---- table -------------------------------------------------------------------------
+    print_table(table)
+    print(f"\n{ck.passed} passed, {ck.failed} failed ({time.monotonic() - t0:.0f} s)")
+    return 0 if ck.failed == 0 else 1
+
+
+def print_table(table):
     print(f"\n{'case':<52} {'ours':>10} {'us':>8} {'floor':>7} {'%floor':>7} {'x kf':>6} {'x fla':>6} "
           f"{'smcopy':>7} {'%floor':>7} {'memcpy':>7}")
     for r in table:
@@ -296,8 +313,6 @@ def main():
               f"{r.get('copy_us') or float('nan'):7.2f}")
         print("    " + " ".join(f"{k}={v}" for k, v in r.get("candidates_us", {}).items())
               + "".join(f"  [{k}: {v}]" for k, v in r.get("notes", {}).items()))
-    print(f"\n{ck.passed} passed, {ck.failed} failed ({time.monotonic() - t0:.0f} s)")
-    return 0 if ck.failed == 0 else 1
 
 
 def _r(v):
