@@ -125,6 +125,9 @@ def main():
     ap.add_argument("--no-peers", action="store_true",
                     help="do not import fla or kernel-fun (ours and the copies only: a quick "
                          "comparison of candidates)")
+    ap.add_argument("--shapes", nargs="+", default=None, metavar="TEXT",
+                    help="time only the shapes whose label contains one of these texts "
+                         "(labels: 'update B256 D8192', 'fwd B8 T4096 D2048', ...)")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds after which no new shape or case starts (the watchdog ends the "
                          "process 60 s later)")
@@ -174,7 +177,10 @@ def main():
 
     # ---- 1. timing ---------------------------------------------------------------------
     ucands = update_candidates()
-    for N, D in (() if a.checks_only else UPDATE_SHAPES):
+    def wanted(label):
+        return not a.checks_only and (a.shapes is None or any(t in label for t in a.shapes))
+
+    for N, D in [(N, D) for N, D in UPDATE_SHAPES if wanted(f"update B{N} D{D}")]:
         if time.monotonic() > deadline - 10:
             print(f"SKIP update B{N} D{D}: out of time", flush=True)
             continue
@@ -212,7 +218,7 @@ def main():
 
 
     cands = fwd_candidates(g)
-    for B, T, D in (() if a.checks_only else FWD_SHAPES):
+    for B, T, D in [(B, T, D) for B, T, D in FWD_SHAPES if wanted(f"fwd B{B} T{T} D{D}")]:
         if time.monotonic() > deadline - 15:
             print(f"SKIP fwd B{B} T{T} D{D}: out of time", flush=True)
             continue
