@@ -61,23 +61,11 @@ __device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, in
   }
 }
 
-// After the span's last group: its rows from .. stop-1, which the next span's block loaded
-// earlier as its halo with L2 evict_last, back to normal priority (their last read is done).
-template <int W>
-__device__ __forceinline__ void keep_halo_done(const uint16_t* x, int64_t stride, int from, int stop) {
-#pragma unroll
-  for (int j = 0; j < W - 1; ++j)
-    if (from + j < stop) ptx::applypriority_l2_normal(x + static_cast<int64_t>(from + j) * stride);
-}
-
 // The span as segments of one sequence each (dense: one segment); inside a segment the
 // rows need no check, so the hot loop holds only loads, math and stores, and the sequence
 // switch and the final state happen between segments.
 // The next group's loads (v's successor, nv) are issued before this group's math.
-// kKeep (strip4h): the halo rows are loaded with L2 evict_last and the span's last W-1 rows,
-// the next span's halo, are reset to normal priority once read (keep_halo_done).
-// kNewton (strip4n): row_out's kNewton (one MUFU op per output for half the channels).
-template <typename E, int W, int N, int G, bool kKeep, bool kNewton>
+template <typename E, int W, int N, int G>
 __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   const E tag{};
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
@@ -99,7 +87,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   Vec<N> v[G];
   Vec<N> nv[G];  // the next group of the segment, loaded during v's math
   load_group<N, G>(v, x, p.x_stride_tok, t0, seg);
-  enter_span<E, W, N, kKeep>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
+  enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
 #pragma unroll 1
   for (int tc = t0;;) {
     if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
@@ -112,7 +100,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
       for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
         float cur[N], out[N];
         unpack(tag, v[r], cur);
-        row_out<W, N, kNewton>(k, cur, out);
+        row_out(k, cur, out);
         st<N>(yr, pack(tag, out));
         shift_window(k, cur);
       }
@@ -122,7 +110,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
         if (tc + r < seg) {
           float cur[N];
           unpack(tag, v[r], cur);
-          emit_row<E, W, N, kNewton>(p, k, cur, y, res, tc + r);
+          emit_row<E>(p, k, cur, y, res, tc + r);
           shift_window(k, cur);
         }
       }
@@ -130,10 +118,7 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
     tc += G;
     if (tc >= seg) {  // the segment is done: a sequence end, the span's end, or both
       if (seg == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
-      if (seg >= stop) {
-        if (kKeep && stop < k.end) keep_halo_done<W>(x, p.x_stride_tok, max(max(t0, start), stop - (W - 1)), stop);
-        break;
-      }
+      if (seg >= stop) break;
       next_sequence<E>(p, k, c0, seg);
       start = tc = seg;
       seg = min(stop, k.end);
@@ -151,21 +136,17 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
 // Register budget (bf16 W4, sm_90a, no spills): 5 blocks of 128 per SM (<= 102 registers;
 // 96 used: 20 warps, up to 16 rows of 8 bytes per lane between issue and use). f16 entries
 // get one block per SM less: their conversions need more registers (f16 is not a timed shape).
-#define KERNRT_CONV_FWD_ENTRY(loader, keep, nr, blocks, dtype, tag, w)                \
+#define KERNRT_CONV_FWD_ENTRY(blocks, dtype, tag, w)                                  \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
-      conv_fwd_##loader##_sm90a_##dtype##_w##w(                                     \
+      conv_fwd_strip4p_sm90a_##dtype##_w##w(                                        \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
     kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
-                                 kernrt::conv::kGroup, keep, nr>(p);                \
+                                 kernrt::conv::kGroup>(p);                          \
   }
-#define KERNRT_CONV_FWD_ENTRIES(loader, keep, nr)              \
-  KERNRT_CONV_FWD_ENTRY(loader, keep, nr, 5, bf16, Bf16, 2)    \
-  KERNRT_CONV_FWD_ENTRY(loader, keep, nr, 5, bf16, Bf16, 3)    \
-  KERNRT_CONV_FWD_ENTRY(loader, keep, nr, 5, bf16, Bf16, 4)    \
-  KERNRT_CONV_FWD_ENTRY(loader, keep, nr, 4, f16, F16, 2)      \
-  KERNRT_CONV_FWD_ENTRY(loader, keep, nr, 4, f16, F16, 3)      \
-  KERNRT_CONV_FWD_ENTRY(loader, keep, nr, 4, f16, F16, 4)
 
-KERNRT_CONV_FWD_ENTRIES(strip4p, false, false)
-KERNRT_CONV_FWD_ENTRIES(strip4h, true, false)
-KERNRT_CONV_FWD_ENTRIES(strip4n, false, true)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)

@@ -162,13 +162,19 @@ __device__ __forceinline__ void get_chunk(Chunk<N, L>& s, const uint32_t* stage,
   }
 }
 
-// The warp's segment at `seg` (lane 0's chunk) from shared memory to global, 16-byte stores.
-template <int N, int L>
+// The warp's segment at `seg` (lane 0's chunk) from shared memory to global, 16-byte stores;
+// kStream: st.global.cs (evict-first: a line is read again only at the sequence's next step,
+// after every other layer's work, so L2 keeps the next call's prefetched lines instead).
+template <int N, int L, bool kStream>
 __device__ __forceinline__ void store_segment(const uint32_t* stage, char* seg, int lane) {
 #pragma unroll
   for (int r = 0; r < Segment<N, L>::kRounds; ++r) {
     const int v = lane + 32 * r;
-    if (v < Segment<N, L>::kVecs) st_vec(seg + 16 * v, reinterpret_cast<const uint4*>(stage)[v]);
+    if (v < Segment<N, L>::kVecs) {
+      const uint4 q = reinterpret_cast<const uint4*>(stage)[v];
+      if constexpr (kStream) ptx::st_global_cs_v4(seg + 16 * v, q);
+      else st_vec(seg + 16 * v, q);
+    }
   }
 }
 
@@ -225,14 +231,14 @@ __device__ __forceinline__ void load_lines_staged(const ConvUpdateParams& p, con
 
 // The new line chunk s of this lane into `state` (the line's base): a whole warp through
 // `stage` as 16-byte vectors, a partial last warp chunk by chunk.
-template <int N, int L>
+template <int N, int L, bool kStream>
 __device__ __forceinline__ void store_line_staged(const ConvUpdateParams& p, const Chunk<N, L>& s, char* state, int c0,
                                                   uint32_t* stage) {
   const int lane = threadIdx.x & 31, c0w = c0 - lane * N;
   if (c0w + 32 * N <= p.dim) {  // warp-uniform
     put_chunk(s, stage, lane);
     __syncwarp();
-    store_segment<N, L>(stage, state + 2 * c0w * L, lane);
+    store_segment<N, L, kStream>(stage, state + 2 * c0w * L, lane);
   } else {
     store_chunk(s, state + 2 * c0 * L);
   }
@@ -266,7 +272,8 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
 // N channels per thread (4 or 8), kSeqs sequences per thread.
 // kStage: 0 each lane moves its own chunk; 1 (c4s2v) the new lines are stored through shared
 // memory as 16-byte vectors per warp (store_segment); 2 (c4s2w) the old lines are also loaded
-// that way. Whole warps only; a partial last warp moves its chunks itself.
+// that way; 3 (c4s2e) c4s2w with evict-first line stores. Whole warps only; a partial last
+// warp moves its chunks itself.
 template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch, int kStage = 0>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
@@ -306,7 +313,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   // 4 warps: the staged entries launch 128 threads (their __launch_bounds__)
   __shared__ __align__(16) uint32_t stage[4][kSeqs][Segment<N, L>::kWords];
   Chunk<N, L> sv[kSeqs];
-  if constexpr (kStage == 2) {
+  if constexpr (kStage >= 2) {
     load_lines_staged<N, L, kSeqs>(p, line, c0, sv, stage);
   } else {
 #pragma unroll
@@ -359,8 +366,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     // ---- in-place state --------------------------------------------------------------
     if (line[k] >= 0) {
       if constexpr (kStage != 0)
-        store_line_staged<N, L>(p, sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride, c0,
-                                stage[threadIdx.x >> 5][k]);
+        store_line_staged<N, L, kStage == 3>(p, sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride, c0,
+                                             stage[threadIdx.x >> 5][k]);
       else
         store_chunk(sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
     }
@@ -379,8 +386,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-// The staged candidates (kStage 1, 2): c4s2v at <= 56 registers (9 blocks of 128 per SM, as
-// c4s2p), c4s2w at <= 64 (8 blocks; at 56 it spills 8 bytes).
+// The staged candidates (kStage 1..3): c4s2v at <= 56 registers (9 blocks of 128 per SM, as
+// c4s2p), c4s2w and c4s2e at <= 64 (8 blocks; at 56 they spill 8 bytes).
 #define KERNRT_CONV_STAGED_ENTRY(loader, stage, dtype, tag, w)                                   \
   extern "C" __global__ void __launch_bounds__(128, stage == 1 ? 9 : 8)                         \
       conv_update_##loader##_sm90a_##dtype##_w##w(                                               \
@@ -397,6 +404,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
   KERNRT_CONV_STAGED_ENTRY(c4s2v, 1, dtype, tag, w)                      \
   KERNRT_CONV_STAGED_ENTRY(c4s2w, 2, dtype, tag, w)                      \
+  KERNRT_CONV_STAGED_ENTRY(c4s2e, 3, dtype, tag, w)                      \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 

@@ -56,18 +56,6 @@ template <int N>
 __device__ __forceinline__ Vec<N> ld_nc(const void* p) {
   return __ldg(reinterpret_cast<const Vec<N>*>(p));
 }
-// The same read-only load, its L2 line kept ahead of normal lines (evict_last): a halo row
-// that the previous span's block reads again at its end (conv_fwd.cu's strip4h).
-__device__ __forceinline__ uint2 ld_nc_keep_vec(const uint2*, const void* p) {
-  return ptx::ld_global_nc_hint_v2(p, ptx::policy_l2_evict_last());
-}
-__device__ __forceinline__ uint4 ld_nc_keep_vec(const uint4*, const void* p) {
-  return ptx::ld_global_nc_hint_v4(p, ptx::policy_l2_evict_last());
-}
-template <int N>
-__device__ __forceinline__ Vec<N> ld_nc_keep(const void* p) {
-  return ld_nc_keep_vec(static_cast<const Vec<N>*>(nullptr), p);
-}
 // Plain vector load (state lines: written by this kernel family, so no .nc).
 template <int N>
 __device__ __forceinline__ Vec<N> ld(const void* p) {
@@ -226,23 +214,6 @@ __device__ __forceinline__ float conv_dot(const float (&w)[W][N], const float (&
 // where fla's error (about 1e-5) means one in tens of thousands.
 __device__ __forceinline__ float activate(float z, bool silu) {
   return silu ? __fdividef(z, 1.f + __expf(-z)) : z;
-}
-
-// 1 / d on the FMA pipe (strip4n's half of the channels): an integer seed (relative error
-// <= 1/8) and three Newton steps, each squaring the error (to ~6e-8, rcp.approx's size); d
-// is capped at 2^126, where rcp.approx returns 0 above it (the output is 0 either way to
-// within 1e-36).
-__device__ __forceinline__ float rcp_newton(float d) {
-  d = fminf(d, 0x1p126f);
-  float r = __int_as_float(0x7EF311C3 - __float_as_int(d));
-#pragma unroll
-  for (int i = 0; i < 3; ++i) r = fmaf(r, fmaf(-d, r, 1.f), r);
-  return r;
-}
-
-// activate with the reciprocal from rcp_newton: one MUFU op per output instead of two.
-__device__ __forceinline__ float activate_newton(float z, bool silu) {
-  return silu ? z * rcp_newton(1.f + __expf(-z)) : z;
 }
 
 }  // namespace kernrt::conv

@@ -61,26 +61,21 @@ __device__ __forceinline__ void window_from_state(E tag, const ConvFwdParams& p,
 }
 
 // Row t's activated outputs from its fp32 values (conv_dot's order, then act).
-// kNewton (strip4n): the upper half of the channels take activate_newton (MUFU ops per
-// output 2 -> 1.5 on average, FMA-pipe work +3.5).
-template <int W, int N, bool kNewton = false>
+template <int W, int N>
 __device__ __forceinline__ void row_out(const Walk<W, N>& k, const float (&cur)[N], float (&out)[N]) {
 #pragma unroll
-  for (int c = 0; c < N; ++c) {
-    const float z = conv_dot<W, N>(k.w, k.win, cur, k.b, c);
-    out[c] = kNewton && 2 * c >= N ? activate_newton(z, k.silu) : activate(z, k.silu);
-  }
+  for (int c = 0; c < N; ++c) out[c] = activate(conv_dot<W, N>(k.w, k.win, cur, k.b, c), k.silu);
 }
 
 // Row t's output from its fp32 values: y = act(z) (plus the residual row, when there is
 // one). `y` and `res` point at the thread's channels of the batch row (dense) or row 0.
-template <typename E, int W, int N, bool kNewton = false>
+template <typename E, int W, int N>
 __device__ __forceinline__ void emit_row(const ConvFwdParams& p, const Walk<W, N>& k,
                                          const float (&cur)[N], uint16_t* y,
                                          const uint16_t* res, int t) {
   const E tag{};
   float out[N];
-  row_out<W, N, kNewton>(k, cur, out);
+  row_out(k, cur, out);
   if (res != nullptr) {  // fla: y = act(z) + residual in fp32, one rounding
     float r[N];
     unpack(tag, ld_nc<N>(res + static_cast<int64_t>(t) * p.res_stride_tok), r);
@@ -185,10 +180,8 @@ __device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W, N>& k, in
 
 // The window before t0: x rows inside the sequence (the previous span's rows: L2 hits, plain
 // ld.global.nc, 1.8-3.0 % faster on the H200 than with .L1::no_allocate.L2::256B, notes.md),
-// else initial-state slots / zeros. `x` points at the thread's channels. kKeep: the x rows
-// are loaded with L2 evict_last, so they are still in L2 when the previous span's block
-// reads them as its last rows (that block resets them: conv_fwd.cu's strip4h).
-template <typename E, int W, int N, bool kKeep = false>
+// else initial-state slots / zeros. `x` points at the thread's channels.
+template <typename E, int W, int N>
 __device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W, N>& k,
                                            const uint16_t* x, int c0, int t0, int start) {
   constexpr int S = W - 1;
@@ -198,8 +191,7 @@ __device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W, N>& k
   for (int j = 0; j < S; ++j) {
     const int s = t0 - S + j;
     if (s >= start) {
-      const uint16_t* row = x + static_cast<int64_t>(s) * p.x_stride_tok;
-      unpack(tag, kKeep ? ld_nc_keep<N>(row) : ld_nc<N>(row), k.win[j]);
+      unpack(tag, ld_nc<N>(x + static_cast<int64_t>(s) * p.x_stride_tok), k.win[j]);
     } else if (s - start + S > j) {
       // The state slot that lands at window position j: slot (s - start + S) >= j.
 #pragma unroll

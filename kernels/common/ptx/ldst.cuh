@@ -4,9 +4,8 @@
 // Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
 // the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
 // bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
-// global loads through the non-coherent path (with cache hints: 256-byte fetch, an L2 policy),
-// the evict_last policy and the L2 line priority reset (applypriority), a 32-bit load cached
-// in L2 only, plain 8- and 16-byte global stores and streaming 16-byte global stores.
+// global loads through the non-coherent path (one with cache hints), a 32-bit load cached in
+// L2 only, plain 8- and 16-byte global stores and streaming 16-byte global stores.
 // Deliberately does not check: alignment (16 bytes for every address here, 8 for the 8-byte
 // store), that a pointer given as shared really points into shared memory, or that data read
 // through the non-coherent path is not written by the same grid (the caller's contract).
@@ -101,39 +100,6 @@ __device__ __forceinline__ uint4 ld_global_nc_v4(const void* p) {
                : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
                : "l"(p));
   return v;
-}
-
-// createpolicy.fractional.L2::evict_last.b64 (fraction 1): the cache policy operand of the
-// .L2::cache_hint loads below, asking L2 to keep their lines ahead of normal ones.
-__device__ __forceinline__ uint64_t policy_l2_evict_last() {
-  uint64_t pol;
-  asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
-  return pol;
-}
-
-// ld.global.nc.L2::cache_hint.{v2,v4}.u32: 8 / 16 bytes through the read-only path with an L2
-// cache policy (policy_l2_evict_last). Not volatile: a read-only load the compiler may
-// schedule like __ldg.
-__device__ __forceinline__ uint2 ld_global_nc_hint_v2(const void* p, uint64_t pol) {
-  uint2 v;
-  asm("ld.global.nc.L2::cache_hint.v2.u32 {%0, %1}, [%2], %3;"
-      : "=r"(v.x), "=r"(v.y)
-      : "l"(p), "l"(pol));
-  return v;
-}
-__device__ __forceinline__ uint4 ld_global_nc_hint_v4(const void* p, uint64_t pol) {
-  uint4 v;
-  asm("ld.global.nc.L2::cache_hint.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
-      : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-      : "l"(p), "l"(pol));
-  return v;
-}
-
-// applypriority.global.L2::evict_normal: the L2 line (128 bytes) holding `p` back to normal
-// eviction priority (after its last planned read). `p` is rounded down to its line.
-__device__ __forceinline__ void applypriority_l2_normal(const void* p) {
-  const uint64_t a = reinterpret_cast<uint64_t>(p) & ~uint64_t{127};
-  asm volatile("applypriority.global.L2::evict_normal [%0], 128;" ::"l"(a) : "memory");
 }
 
 // ld.global.cg.s32: 32 bits cached in L2 only, so no L1 line keeps the value (a read that may
