@@ -132,118 +132,6 @@ __device__ __forceinline__ void slide(Chunk<N, L>& s, const Vec<N>& x) {
   s = o;
 }
 
-// A warp's state-line segment moved through shared memory (c4s2v, c4s2w): the 32 lanes' chunks
-// are consecutive in the line (32 * 2 * N * L bytes, 768 for our W4 lines), so the warp moves
-// them as 16-byte vectors, lane v taking vectors v, v + 32, ..., where each lane's own 24-byte
-// chunk would take three 8-byte accesses at a 24-byte stride. `stage` holds the segment
-// (16-byte aligned); only whole warps (every lane in range) take this path.
-template <int N, int L>
-struct Segment {
-  static constexpr int kWords = 32 * Chunk<N, L>::kWords;
-  static constexpr int kVecs = kWords / 4;
-  static constexpr int kRounds = (kVecs + 31) / 32;
-};
-
-template <int N, int L>
-__device__ __forceinline__ void put_chunk(const Chunk<N, L>& s, uint32_t* stage, int lane) {
-  static_assert(Chunk<N, L>::kWords % 2 == 0, "8-byte shared stores");
-#pragma unroll
-  for (int i = 0; i < Chunk<N, L>::kWords / 2; ++i)
-    reinterpret_cast<uint2*>(stage)[lane * (Chunk<N, L>::kWords / 2) + i] =
-        make_uint2(s.w[2 * i], s.w[2 * i + 1]);
-}
-
-template <int N, int L>
-__device__ __forceinline__ void get_chunk(Chunk<N, L>& s, const uint32_t* stage, int lane) {
-#pragma unroll
-  for (int i = 0; i < Chunk<N, L>::kWords / 2; ++i) {
-    const uint2 v = reinterpret_cast<const uint2*>(stage)[lane * (Chunk<N, L>::kWords / 2) + i];
-    s.w[2 * i] = v.x, s.w[2 * i + 1] = v.y;
-  }
-}
-
-// The warp's segment at `seg` (lane 0's chunk) from shared memory to global, 16-byte stores;
-// kStream: st.global.cs (evict-first: a line is read again only at the sequence's next step,
-// after every other layer's work, so L2 keeps the next call's prefetched lines instead).
-template <int N, int L, bool kStream>
-__device__ __forceinline__ void store_segment(const uint32_t* stage, char* seg, int lane) {
-#pragma unroll
-  for (int r = 0; r < Segment<N, L>::kRounds; ++r) {
-    const int v = lane + 32 * r;
-    if (v < Segment<N, L>::kVecs) {
-      const uint4 q = reinterpret_cast<const uint4*>(stage)[v];
-      if constexpr (kStream) ptx::st_global_cs_v4(seg + 16 * v, q);
-      else st_vec(seg + 16 * v, q);
-    }
-  }
-}
-
-// Global 16-byte loads of the warp's segment into q (vector lane + 32 r).
-template <int N, int L>
-__device__ __forceinline__ void load_segment(uint4 (&q)[Segment<N, L>::kRounds], const char* seg, int lane) {
-#pragma unroll
-  for (int r = 0; r < Segment<N, L>::kRounds; ++r) {
-    const int v = lane + 32 * r;
-    if (v < Segment<N, L>::kVecs) q[r] = ld<8>(seg + 16 * v);
-  }
-}
-
-template <int N, int L>
-__device__ __forceinline__ void put_segment(const uint4 (&q)[Segment<N, L>::kRounds], uint32_t* stage, int lane) {
-#pragma unroll
-  for (int r = 0; r < Segment<N, L>::kRounds; ++r) {
-    const int v = lane + 32 * r;
-    if (v < Segment<N, L>::kVecs) reinterpret_cast<uint4*>(stage)[v] = q[r];
-  }
-}
-
-// The old lines of kSeqs sequences (line[k] < 0: none, zeros) as 16-byte vectors per warp
-// through `stage` (a whole warp), or chunk by chunk (a partial last warp).
-template <int N, int L, int kSeqs>
-__device__ __forceinline__ void load_lines_staged(const ConvUpdateParams& p, const int32_t (&line)[kSeqs], int c0,
-                                                  Chunk<N, L> (&sv)[kSeqs], uint32_t (&stage)[4][kSeqs][Segment<N, L>::kWords]) {
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, c0w = c0 - lane * N;
-  const bool whole = c0w + 32 * N <= p.dim;  // warp-uniform
-  if (whole) {
-    uint4 q[kSeqs][Segment<N, L>::kRounds];
-#pragma unroll
-    for (int k = 0; k < kSeqs; ++k)
-      if (line[k] >= 0)
-        load_segment<N, L>(q[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0w * L, lane);
-#pragma unroll
-    for (int k = 0; k < kSeqs; ++k)
-      if (line[k] >= 0) put_segment<N, L>(q[k], stage[warp][k], lane);
-    __syncwarp();
-  }
-#pragma unroll
-  for (int k = 0; k < kSeqs; ++k) {
-    if (line[k] < 0) {
-#pragma unroll
-      for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
-    } else if (whole) {
-      get_chunk(sv[k], stage[warp][k], lane);
-    } else {
-      load_chunk(sv[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
-    }
-  }
-  if (whole) __syncwarp();  // the stage is written again by store_line_staged
-}
-
-// The new line chunk s of this lane into `state` (the line's base): a whole warp through
-// `stage` as 16-byte vectors, a partial last warp chunk by chunk.
-template <int N, int L, bool kStream>
-__device__ __forceinline__ void store_line_staged(const ConvUpdateParams& p, const Chunk<N, L>& s, char* state, int c0,
-                                                  uint32_t* stage) {
-  const int lane = threadIdx.x & 31, c0w = c0 - lane * N;
-  if (c0w + 32 * N <= p.dim) {  // warp-uniform
-    put_chunk(s, stage, lane);
-    __syncwarp();
-    store_segment<N, L, kStream>(stage, state + 2 * c0w * L, lane);
-  } else {
-    store_chunk(s, state + 2 * c0 * L);
-  }
-}
-
 // Before griddepcontrol.wait: asks L2 for this block's x rows and state chunks (threads
 // 0 .. kSeqs-1, one bulk prefetch each), so that under PDL they stream in while the previous
 // grid drains. A prefetch returns nothing and L2 is the coherence point: every byte is read
@@ -270,15 +158,10 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-// kStage: 0 each lane moves its own chunk; 1 (c4s2v) the new lines are stored through shared
-// memory as 16-byte vectors per warp (store_segment); 2 (c4s2w) the old lines are also loaded
-// that way; 3 (c4s2e) c4s2w with evict-first line stores. Whole warps only; a partial last
-// warp moves its chunks itself.
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch, int kStage = 0>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
-  static_assert(kStage == 0 || kSteps == 1, "staged lines: one token per call");
   const E tag{};
   if constexpr (kPrefetch) {  // and the next grid may start its prefetch now
     prefetch_lines<N, L, kSeqs>(p);
@@ -310,20 +193,14 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     for (int t = 0; t < kSteps; ++t)
       if (n < p.seqs && t < steps) xv[k][t] = ld_nc<N>(x + t * p.x_stride_tok);
   }
-  // 4 warps: the staged entries launch 128 threads (their __launch_bounds__)
-  __shared__ __align__(16) uint32_t stage[4][kSeqs][Segment<N, L>::kWords];
   Chunk<N, L> sv[kSeqs];
-  if constexpr (kStage >= 2) {
-    load_lines_staged<N, L, kSeqs>(p, line, c0, sv, stage);
-  } else {
 #pragma unroll
-    for (int k = 0; k < kSeqs; ++k) {
-      if (line[k] >= 0) {
-        load_chunk(sv[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
-      } else {
+  for (int k = 0; k < kSeqs; ++k) {
+    if (line[k] >= 0) {
+      load_chunk(sv[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
+    } else {
 #pragma unroll
-        for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
-      }
+      for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
     }
   }
   if constexpr (!kPrefetch) ptx::griddepcontrol_launch_dependents();
@@ -364,13 +241,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     }
 
     // ---- in-place state --------------------------------------------------------------
-    if (line[k] >= 0) {
-      if constexpr (kStage != 0)
-        store_line_staged<N, L, kStage == 3>(p, sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride, c0,
-                                             stage[threadIdx.x >> 5][k]);
-      else
-        store_chunk(sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
-    }
+    if (line[k] >= 0)
+      store_chunk(sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
   }
 }
 
@@ -386,14 +258,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-// The staged candidates (kStage 1..3): c4s2v at <= 56 registers (9 blocks of 128 per SM, as
-// c4s2p), c4s2w and c4s2e at <= 64 (8 blocks; at 56 they spill 8 bytes).
-#define KERNRT_CONV_STAGED_ENTRY(loader, stage, dtype, tag, w)                                   \
-  extern "C" __global__ void __launch_bounds__(128, stage == 1 ? 9 : 8)                         \
-      conv_update_##loader##_sm90a_##dtype##_w##w(                                               \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, 4, 1, 2, false, true, stage>(p);             \
-  }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
       conv_verify_sm90a_##dtype##_w##w(                                                              \
@@ -402,9 +266,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_STAGED_ENTRY(c4s2v, 1, dtype, tag, w)                      \
-  KERNRT_CONV_STAGED_ENTRY(c4s2w, 2, dtype, tag, w)                      \
-  KERNRT_CONV_STAGED_ENTRY(c4s2e, 3, dtype, tag, w)                      \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 

@@ -38,12 +38,8 @@ from .conv_params import FWD, UPDATE, field
 # slower, shorter spans slower still; notes.md).
 FWD_KERNELS = {"strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
-# serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md); candidates
-# c4s2v (c4s2p storing the new lines as 16-byte vectors per warp through shared memory),
-# c4s2w (also loading them that way) and c4s2e (c4s2w with evict-first line stores).
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  "c4s2v": (2, 128, 4, "lines"), "c4s2w": (2, 128, 4, "lines"),
-                  "c4s2e": (2, 128, 4, "lines")}
+# serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "strip4p"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
