@@ -28,6 +28,7 @@ FWD_CASES = [
 ]
 UPDATE_CASES = [
     dict(N=64, D=4096, W=4, chain=3),
+    dict(N=5, D=200, W=4, chain=2),  # a partial last warp (the staged loaders' chunk path)
     dict(N=33, D=1024, W=3, dtype="f16", bias=True, chain=2),
     dict(N=16, D=512, W=2, wdtype="bf16", silu=False),
     dict(N=9, D=256, W=4, pad_line=True, chain=2),

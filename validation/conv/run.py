@@ -120,6 +120,14 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer timing reps")
     ap.add_argument("--checks-only", action="store_true",
                     help="no timing: the correctness cases and the program_io examples only")
+    ap.add_argument("--timing-only", action="store_true",
+                    help="no checks and no program_io examples: the timing phase only")
+    ap.add_argument("--no-peers", action="store_true",
+                    help="do not import fla or kernel-fun (ours and the copies only: a quick "
+                         "comparison of candidates)")
+    ap.add_argument("--shapes", nargs="+", default=None, metavar="TEXT",
+                    help="time only the shapes whose label contains one of these texts "
+                         "(labels: 'update B256 D8192', 'fwd B8 T4096 D2048', ...)")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds after which no new shape or case starts (the watchdog ends the "
                          "process 60 s later)")
@@ -152,7 +160,10 @@ def main():
         out.write(json.dumps(dict(meta, **row)) + "\n")
         out.flush()
 
-    fla, fwd_peers, fla_update, notes = peers()
+    if a.no_peers:
+        fla, fwd_peers, fla_update, notes = None, {}, None, {"peers": "not imported (--no-peers)"}
+    else:
+        fla, fwd_peers, fla_update, notes = peers()
     kf_ok = fwd_peers.pop("_kf_supported", None)
     kf_keys = fwd_peers.pop("_kf_keys", None)
     print(f"gpu={meta['gpu']} fla={getattr(fla, 'version', None)} kernel-fun={notes.get('kernel-fun-version')} "
@@ -166,7 +177,10 @@ def main():
 
     # ---- 1. timing ---------------------------------------------------------------------
     ucands = update_candidates()
-    for N, D in (() if a.checks_only else UPDATE_SHAPES):
+    def wanted(label):
+        return not a.checks_only and (a.shapes is None or any(t in label for t in a.shapes))
+
+    for N, D in [(N, D) for N, D in UPDATE_SHAPES if wanted(f"update B{N} D{D}")]:
         if time.monotonic() > deadline - 10:
             print(f"SKIP update B{N} D{D}: out of time", flush=True)
             continue
@@ -204,7 +218,7 @@ def main():
 
 
     cands = fwd_candidates(g)
-    for B, T, D in (() if a.checks_only else FWD_SHAPES):
+    for B, T, D in [(B, T, D) for B, T, D in FWD_SHAPES if wanted(f"fwd B{B} T{T} D{D}")]:
         if time.monotonic() > deadline - 15:
             print(f"SKIP fwd B{B} T{T} D{D}: out of time", flush=True)
             continue
@@ -257,6 +271,10 @@ def main():
         table.append(row)
         print(f"{case}: " + " ".join(f"{k}={_r(v)}" for k, v in res.items()), flush=True)
 
+    if a.timing_only:
+        print_table(table)
+        return 0
+
     # ---- 2. correctness ----------------------------------------------------------------
     if fla is not None:
         try:
@@ -284,7 +302,12 @@ def main():
             print("program_io examples: timed out after 30 s", flush=True)
             ck.failed += 1
 
-    # ---- table -------------------------------------------------------------------------
+    print_table(table)
+    print(f"\n{ck.passed} passed, {ck.failed} failed ({time.monotonic() - t0:.0f} s)")
+    return 0 if ck.failed == 0 else 1
+
+
+def print_table(table):
     print(f"\n{'case':<52} {'ours':>10} {'us':>8} {'floor':>7} {'%floor':>7} {'x kf':>6} {'x fla':>6} "
           f"{'smcopy':>7} {'%floor':>7} {'memcpy':>7}")
     for r in table:
@@ -296,8 +319,6 @@ def main():
               f"{r.get('copy_us') or float('nan'):7.2f}")
         print("    " + " ".join(f"{k}={v}" for k, v in r.get("candidates_us", {}).items())
               + "".join(f"  [{k}: {v}]" for k, v in r.get("notes", {}).items()))
-    print(f"\n{ck.passed} passed, {ck.failed} failed ({time.monotonic() - t0:.0f} s)")
-    return 0 if ck.failed == 0 else 1
 
 
 def _r(v):
