@@ -312,20 +312,26 @@ struct Schedule {
   // [0, U1) are the head units unsplit, then S items per tail unit; balanced: the c_b x 4
   // items of each sequence in work order (KV head, then chunk), unit 4 x position + KV head
   // (the sequences with rows come first in work order, each one unit per KV head).
+  // The position lo of `order` whose run holds x: prefix[lo] <= x < prefix[lo + 1].
+  __device__ __forceinline__ int position_of(int x, int batch) const {
+    int lo = 0, hi = batch;
+    while (hi - lo > 1) {
+      const int mid = (lo + hi) >> 1;
+      if (prefix[mid] <= x) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    return lo;
+  }
+
   // kBalanced: the schedule was built with it (only then is [6] written).
   template <bool kBalanced>
   __device__ bool decode(const KernelParams& p, int i, ItemInfo& it) const {
     const int batch = scalars[3];
     if (kBalanced && scalars[6] != 0) {
-      int lo = 0, hi = batch;  // prefix[lo] <= i < prefix[hi]
-      while (hi - lo > 1) {
-        const int mid = (lo + hi) >> 1;
-        if (prefix[mid] <= i) {
-          lo = mid;
-        } else {
-          hi = mid;
-        }
-      }
+      const int lo = position_of(i, batch);
       const int b = order[lo];
       const int per = (prefix[lo + 1] - prefix[lo]) / kHeadsKv;  // c_b
       const int j = i - prefix[lo];
@@ -353,15 +359,7 @@ struct Schedule {
     const int u1 = scalars[4];
     const int u = i < u1 ? i : u1 + (i - u1) / s;
     const int c = i < u1 ? 0 : (i - u1) - (u - u1) * s;
-    int lo = 0, hi = batch;  // prefix[lo] <= u < prefix[hi]
-    while (hi - lo > 1) {
-      const int mid = (lo + hi) >> 1;
-      if (prefix[mid] <= u) {
-        lo = mid;
-      } else {
-        hi = mid;
-      }
-    }
+    const int lo = position_of(u, batch);
     const int b = order[lo];
     const int j = u - prefix[lo];
     const int q0 = p.ptr_cum_seq_lens_q[b];
