@@ -308,10 +308,6 @@ struct Schedule {
     __syncthreads();
   }
 
-  // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones. Items
-  // [0, U1) are the head units unsplit, then S items per tail unit; balanced: the c_b x 4
-  // items of each sequence in work order (KV head, then chunk), unit 4 x position + KV head
-  // (the sequences with rows come first in work order, each one unit per KV head).
   // The position lo of `order` whose run holds x: prefix[lo] <= x < prefix[lo + 1].
   __device__ __forceinline__ int position_of(int x, int batch) const {
     int lo = 0, hi = batch;
@@ -326,6 +322,10 @@ struct Schedule {
     return lo;
   }
 
+  // Fills `it` for item i < items(); false for a chunk past its unit's non-empty ones. Items
+  // [0, U1) are the head units unsplit, then S items per tail unit; balanced: the c_b x 4
+  // items of each sequence in work order (KV head, then chunk), unit 4 x position + KV head
+  // (the sequences with rows come first in work order, each one unit per KV head).
   // kBalanced: the schedule was built with it (only then is [6] written).
   template <bool kBalanced>
   __device__ bool decode(const KernelParams& p, int i, ItemInfo& it) const {
