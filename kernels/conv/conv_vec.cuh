@@ -110,6 +110,22 @@ __device__ __forceinline__ Vec<N> pack(E tag, const float (&in)[N]) {
   return v;
 }
 
+// S slots per channel of N channels, channel-major 16-bit values at p (S vectors of N), the K
+// newest of each channel as fp32: s[j][c] = slot S-K+j of channel c. kReadOnly: through the
+// read-only path (data no kernel writes while this one runs: weights), else plain loads
+// (state lines, which an earlier kernel of the stream may have written).
+template <bool kReadOnly, typename E, int S, int K, int N>
+__device__ __forceinline__ void load_slots(E tag, const char* p, float (&s)[K][N]) {
+  static_assert(K <= S, "slots taken from a line");
+  Vec<N> v[S];
+#pragma unroll
+  for (int i = 0; i < S; ++i) v[i] = kReadOnly ? ld_nc<N>(p + i * 2 * N) : ld<N>(p + i * 2 * N);
+#pragma unroll
+  for (int c = 0; c < N; ++c)
+#pragma unroll
+    for (int j = 0; j < K; ++j) s[j][c] = to_f32(tag, elem16<N, S>(v, c * S + S - K + j));
+}
+
 // Weights [D, W] for channels c0 .. c0+N-1 -> w[j][c] in fp32; bias [D] -> b[c] (0 without
 // a bias). f32: N*W floats = N*W/4 16-byte vectors; bf16: W vectors of N.
 template <int W, int N>
@@ -141,14 +157,7 @@ __device__ __forceinline__ void load_weights(const void* weight, const void* bia
       for (int c = 0; c < N; ++c) b[c] = 0.f;
     }
   } else {
-    const char* p = static_cast<const char*>(weight) + 2 * c0 * W;
-    Vec<N> v[W];
-#pragma unroll
-    for (int i = 0; i < W; ++i) v[i] = ld_nc<N>(p + i * 2 * N);
-#pragma unroll
-    for (int c = 0; c < N; ++c)
-#pragma unroll
-      for (int j = 0; j < W; ++j) w[j][c] = to_f32(Bf16{}, elem16<N, W>(v, c * W + j));
+    load_slots<true, Bf16, W, W, N>(Bf16{}, static_cast<const char*>(weight) + 2 * c0 * W, w);
     if (bias != nullptr) {
       unpack(Bf16{}, ld_nc<N>(static_cast<const char*>(bias) + 2 * c0), b);
     } else {
@@ -163,15 +172,7 @@ __device__ __forceinline__ void load_weights(const void* weight, const void* bia
 // s[j][c] = slot S-K+j of channel c (lines: S = K = W-1; fla's full lines: S = W, K = W-1).
 template <typename E, int S, int K, int N>
 __device__ __forceinline__ void load_state(E tag, const void* line, int c0, float (&s)[K][N]) {
-  static_assert(K <= S, "slots taken from a line");
-  const char* p = static_cast<const char*>(line) + 2 * c0 * S;
-  Vec<N> v[S];
-#pragma unroll
-  for (int i = 0; i < S; ++i) v[i] = ld<N>(p + i * 2 * N);
-#pragma unroll
-  for (int c = 0; c < N; ++c)
-#pragma unroll
-    for (int j = 0; j < K; ++j) s[j][c] = to_f32(tag, elem16<N, S>(v, c * S + S - K + j));
+  load_slots<false, E, S, K, N>(tag, static_cast<const char*>(line) + 2 * c0 * S, s);
 }
 
 // Writes all S slots of the chunk: s[j][c] is slot j of channel c.
