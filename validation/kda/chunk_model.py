@@ -65,6 +65,45 @@ def mm(a, b):
     return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)
 
 
+def intra16(qc, kc, ac, bc, kda=True, tf32_ok=True):
+    """The intra-chunk matrices of one 16-token block (prepared fp32 q, k [16, K], alphas [16, K],
+    betas [16]): Aqk (lower incl. the diagonal) and Akk (beta_i-scaled, strictly lower), on tensor
+    cores (tf32) relative to token 7 when every channel's factors stay within [1e-30, 1e30], else
+    pair by pair in fp32 (the kernel's choice; GDN always pair by pair; tf32_ok=False: always
+    pairs, for chunk64_model's unrounded plan). Counts the path in PATHS."""
+    C, K = kc.shape
+    ref_t = 7
+    f = np.ones_like(ac)
+    inv = np.ones_like(ac)
+    P = np.ones(K, np.float32)
+    F = np.ones(K, np.float32)
+    with np.errstate(over="ignore", divide="ignore"):  # unused when out of range
+        for t in range(ref_t - 1, -1, -1):
+            P = P * ac[t + 1]
+            inv[t], f[t] = P, np.float32(1) / P
+        for t in range(ref_t + 1, C):
+            F = F * ac[t]
+            f[t], inv[t] = F, np.float32(1) / F
+    if kda and tf32_ok and np.all(P >= 1e-30) and np.all(F >= 1e-30):
+        PATHS["tf32"] += 1
+        ki = tf32(kc * inv)
+        with np.errstate(over="ignore"):  # f_i / f_j above the diagonal may overflow: masked
+            Aqk = np.tril(mm(tf32(qc * f), ki.T))
+            Akk = (bc[:, None] * np.tril(mm(tf32(kc * f), ki.T), -1)).astype(np.float32)
+    else:
+        PATHS["pairs"] += 1
+        Aqk = np.zeros((C, C), np.float32)
+        Akk = np.zeros((C, C), np.float32)
+        for j in range(C):
+            z = kc[j].copy()
+            Aqk[j, j] = np.dot(qc[j], z)
+            for i in range(j + 1, C):
+                z = z * ac[i]
+                Aqk[i, j] = np.dot(qc[i], z)
+                Akk[i, j] = bc[i] * np.dot(kc[i], z)
+    return Aqk, Akk
+
+
 def chunk_head(q, k, v, alpha, beta, X0, kda=True):
     """One sequence, one value head, prepared fp32 inputs: q (scaled, normalized) [T, K],
     k [T, K], v [T, V] (bf16 values), alpha [T, K] or [T, 1], beta [T]; X0 the state [V, K]
@@ -88,36 +127,7 @@ def chunk_head(q, k, v, alpha, beta, X0, kda=True):
         for t in range(C - 2, -1, -1):
             b[t] = b[t + 1] * ac[t + 1]
         gamma = a[C - 1]
-        # intra-chunk matrices: tensor cores (tf32) relative to token 7 when every channel's
-        # factors stay within [1e-30, 1e30], else pair by pair in fp32 (the kernel's choice)
-        ref_t = 7
-        f = np.ones_like(ac)
-        inv = np.ones_like(ac)
-        P = np.ones(K, np.float32)
-        F = np.ones(K, np.float32)
-        with np.errstate(over="ignore", divide="ignore"):  # unused when out of range
-            for t in range(ref_t - 1, -1, -1):
-                P = P * ac[t + 1]
-                inv[t], f[t] = P, np.float32(1) / P
-            for t in range(ref_t + 1, C):
-                F = F * ac[t]
-                f[t], inv[t] = F, np.float32(1) / F
-        if kda and np.all(P >= 1e-30) and np.all(F >= 1e-30):
-            PATHS["tf32"] += 1
-            ki = tf32(kc * inv)
-            Aqk = np.tril(mm(tf32(qc * f), ki.T))
-            Akk = (bc[:, None] * np.tril(mm(tf32(kc * f), ki.T), -1)).astype(np.float32)
-        else:
-            PATHS["pairs"] += 1
-            Aqk = np.zeros((C, C), np.float32)
-            Akk = np.zeros((C, C), np.float32)
-            for j in range(C):
-                z = kc[j].copy()
-                Aqk[j, j] = np.dot(qc[j], z)
-                for i in range(j + 1, C):
-                    z = z * ac[i]
-                    Aqk[i, j] = np.dot(qc[i], z)
-                    Akk[i, j] = bc[i] * np.dot(kc[i], z)
+        Aqk, Akk = intra16(qc, kc, ac, bc, kda)
         # Tm = (I + Akk)^-1 by forward substitution (fp32), then Tm * Diag(beta)
         Tm = np.eye(C, dtype=np.float32)
         for i in range(1, C):

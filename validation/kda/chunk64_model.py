@@ -1,0 +1,259 @@
+"""A numpy model of a 64-token-chunk KDA / GDN forward for Hopper wgmma (a design study;
+kernels/kda/chunk64.md is the plan, kda_chunk64_state.cu its state step), with its roundings.
+
+Owns: the algorithm and where each rounding sits, per chunk of 64 tokens in 4 sub-blocks of 16:
+- per key channel, products of alphas only (never exp of a cumulative sum): a_t = prod_{u<=t}
+  alpha_u over the chunk, b_t = prod_{u>t} alpha_u, gamma = a_63; inside sub-block I,
+  la_t = prod_{u=16I..t} alpha_u and lb_t = prod_{u=t+1..16I+15} alpha_u; dec_I = la of its
+  last token. Every factor is <= 1, so no gate of any magnitude overflows (underflow to 0 only
+  where the true term is below fp32's range);
+- the diagonal 16 x 16 blocks of Aqk / Akk exactly as the shipped 16-token kernel
+  (chunk_model.intra16: tf32 relative to token 7 when in range, else fp32 pairs; the "fp32"
+  plan always takes the pairs);
+- the off-diagonal blocks (I > J) through the boundary before sub-block I:
+      exp(G_i - G_j) = la_i * (lb_j * prod_{M=J+1..I-1} dec_M)
+  both factors <= 1: Aqk[I, J] = (q_I la_I)(k_J lb_J D_JI)^T, Akk likewise times beta_i, as
+  GEMMs with operands rounded by plan["intra"] (GDN: the same with scalar decays, fp32);
+- Tm = (I + Akk)^-1 by plan["solve"]: "fp32" forward substitution over 64 rows, or blocked
+  (the 16 x 16 diagonal inverses in fp32, T_IJ = -T_II sum_M A_IM T_MJ with rounded operands);
+- the state pass in the shipped kernel's residual form, one step per 64 tokens (X = S^T [V, K]):
+      r^T = v^T - X (k a)^T,  vn^T = r^T (Tm Diag(beta))^T,  o^T = X (q a)^T + vn^T Aqk^T,
+      X <- X Diag(gamma) + vn^T (k b)
+  each product one GEMM with fp32 accumulation; operands rounded per plan: X, r, vn by
+  plan["state"], plan["r"], plan["vn"] ("f16s" = f16 with a power-of-two scale per 16 value
+  rows, one warp's rows of a wgmma m64 tile; "bf16", "tf32", "f16", "fp32"), k a, q a, k b by
+  plan["qk"], Tm Diag(beta) by plan["tm"], Aqk by plan["aqk"].
+prep64 forms one chunk's operands, step64 applies one state step; state_inputs lays out the
+operands of the state-step entry (kernels/kda/chunk64_params.h) with the model's results for
+them, for validation/kda/check_chunk64.py.
+Does not model fp32 summation order, fast-math intrinsics or the gate's own rounding (the same
+as chunk_model; those errors are far below the operand roundings). `python3 chunk64_model.py`
+prints the precision table of notes.md (a minute on 2 cores); test_chunk64_model.py is fast.
+"""
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chunk_model as cm  # noqa: E402
+
+C = 64   # tokens per chunk
+SUB = 16  # tokens per sub-block (the exact diagonal blocks)
+ROUND = {"fp32": lambda x: np.asarray(x, np.float32), "tf32": cm.tf32, "bf16": cm.bf16,
+         "f16": cm.f16, "f16s": cm.f16_rows}
+
+# operand plans; "f16" is the one kernels/kda/chunk64.md builds (every product f16 in, fp32
+# accumulate, but the diagonal blocks' tf32 / fp32 pairs); the others change one operand class
+F16 = dict(state="f16s", r="f16s", vn="f16s", qk="f16", tm="f16", aqk="f16", intra="f16",
+           solve="f16")
+PLANS = {
+    "fp32": {key: "fp32" for key in F16},
+    "f16": F16,
+    "f16, tf32 intra + solve": dict(F16, intra="tf32", solve="tf32"),
+    "f16, tf32 state": dict(F16, state="tf32"),
+    "f16, bf16 k a / q a / k b": dict(F16, qk="bf16"),
+    "f16, bf16 Tm Diag(beta)": dict(F16, tm="bf16"),
+    "f16, bf16 state": dict(F16, state="bf16"),
+    "bf16": {key: "bf16" for key in F16},
+    "tf32": {key: "tf32" for key in F16},
+}
+STATS = {"max_tm": 0.0}  # largest |Tm Diag(beta)| seen (f16 operands need it below 65504)
+
+
+def sub_products(ac):
+    """la (inclusive prefix) and lb (exclusive suffix) products of alphas inside each sub-block."""
+    la = np.empty_like(ac)
+    lb = np.empty_like(ac)
+    for s0 in range(0, C, SUB):
+        la[s0:s0 + SUB] = np.cumprod(ac[s0:s0 + SUB], 0, dtype=np.float32)
+        lb[s0 + SUB - 1] = 1
+        for t in range(s0 + SUB - 2, s0 - 1, -1):
+            lb[t] = lb[t + 1] * ac[t + 1]
+    return la, lb
+
+
+def intra64(qc, kc, ac, bc, kda, plan):
+    """Aqk (lower incl. diagonal) and Akk (beta_i-scaled, strictly lower) of one 64-token chunk."""
+    R = ROUND[plan["intra"] if kda else "fp32"]
+    la, lb = sub_products(ac)
+    Aqk = np.zeros((C, C), np.float32)
+    Akk = np.zeros((C, C), np.float32)
+    for I in range(C // SUB):
+        sI = slice(I * SUB, I * SUB + SUB)
+        Aqk[sI, sI], Akk[sI, sI] = cm.intra16(qc[sI], kc[sI], ac[sI], bc[sI], kda,
+                                                 tf32_ok=plan["intra"] != "fp32")
+        lq, lk = R(qc[sI] * la[sI]), R(kc[sI] * la[sI])
+        D = np.ones(kc.shape[1], np.float32)
+        for J in range(I - 1, -1, -1):
+            sJ = slice(J * SUB, J * SUB + SUB)
+            right = R(kc[sJ] * lb[sJ] * D)
+            Aqk[sI, sJ] = cm.mm(lq, right.T)
+            Akk[sI, sJ] = bc[sI, None] * cm.mm(lk, right.T)
+            D = D * la[J * SUB + SUB - 1]
+    return Aqk, Akk
+
+
+def forward_subst(A):
+    """(I + A)^-1 for strictly lower A, fp32."""
+    n = A.shape[0]
+    T = np.eye(n, dtype=np.float32)
+    for i in range(1, n):
+        T[i, :i] = -(A[i, :i] @ T[:i, :i]).astype(np.float32)
+    return T
+
+
+def solve64(Akk, how):
+    """Tm = (I + Akk)^-1: fp32 forward substitution, or blocked with `how`-rounded products."""
+    if how == "fp32":
+        return forward_subst(Akk)
+    R = ROUND[how]
+    n = C // SUB
+    blk = lambda M, I, J: M[I * SUB:I * SUB + SUB, J * SUB:J * SUB + SUB]
+    T = np.zeros((C, C), np.float32)
+    for I in range(n):
+        blk(T, I, I)[:] = forward_subst(blk(Akk, I, I))
+    for J in range(n):
+        for I in range(J + 1, n):
+            acc = np.zeros((SUB, SUB), np.float32)
+            for M in range(J, I):
+                acc += cm.mm(R(blk(Akk, I, M)), R(blk(T, M, J)))
+            blk(T, I, J)[:] = -cm.mm(R(blk(T, I, I)), R(acc))
+    return T
+
+
+def prep64(qc, kc, vc, ac, bc, kda, plan):
+    """One chunk's state-step operands (padded to 64 tokens), rounded as `plan` says:
+    dict kw = k a, qt = q a, kt = k b ([64, K]), tmb = Tm Diag(beta), aqk ([64, 64]),
+    gamma [K] (fp32), v [64, V] (the bf16 values, fp32)."""
+    Rqk, Rtm, Ra = ROUND[plan["qk"]], ROUND[plan["tm"]], ROUND[plan["aqk"]]
+    a = np.cumprod(ac, 0, dtype=np.float32)
+    b = np.ones_like(ac)
+    for t in range(C - 2, -1, -1):
+        b[t] = b[t + 1] * ac[t + 1]
+    Aqk, Akk = intra64(qc, kc, ac, bc, kda, plan)
+    Tmb = (solve64(Akk, plan["solve"]) * bc[None, :]).astype(np.float32)
+    STATS["max_tm"] = max(STATS["max_tm"], float(np.max(np.abs(Tmb))))
+    return dict(kw=Rqk(kc * a), qt=Rqk(qc * a), kt=Rqk(kc * b), tmb=Rtm(Tmb), aqk=Ra(Aqk),
+                gamma=a[C - 1].copy(), v=vc)
+
+
+def step64(X, op, plan):
+    """The state step of one chunk: (o [64, V] fp32, X' [V, K])."""
+    Rx, Rr, Rv = ROUND[plan["state"]], ROUND[plan["r"]], ROUND[plan["vn"]]
+    Xh = Rx(X)
+    rT = op["v"].T - cm.mm(Xh, op["kw"].T)
+    vnh = Rv(cm.mm(Rr(rT), op["tmb"].T))
+    oT = cm.mm(Xh, op["qt"].T) + cm.mm(vnh, op["aqk"].T)
+    return oT.T, X * op["gamma"][None, :] + cm.mm(vnh, op["kt"])
+
+
+def chunks64(q, k, v, alpha, beta):
+    """The 64-token chunks of one sequence and head, padded (alpha 1, beta 0, q k v 0)."""
+    T, K = k.shape
+    for c0 in range(0, T, C):
+        n = min(C, T - c0)
+        qc = np.zeros((C, K), np.float32)
+        kc = np.zeros((C, K), np.float32)
+        vc = np.zeros((C, v.shape[1]), np.float32)
+        ac = np.ones((C, K), np.float32)
+        bc = np.zeros(C, np.float32)
+        qc[:n], kc[:n], vc[:n] = q[c0:c0 + n], k[c0:c0 + n], v[c0:c0 + n]
+        ac[:n] = np.broadcast_to(alpha[c0:c0 + n], (n, K))
+        bc[:n] = beta[c0:c0 + n]
+        yield c0, n, qc, kc, vc, ac, bc
+
+
+def chunk64_head(q, k, v, alpha, beta, X0, kda=True, plan=PLANS["f16"], ops=None):
+    """chunk_model.chunk_head's contract with 64-token chunks under an operand plan; `ops`, a
+    list, receives every chunk's prep64 operands."""
+    X = X0.astype(np.float32).copy()
+    o = np.zeros((k.shape[0], v.shape[1]), np.float32)
+    for c0, n, qc, kc, vc, ac, bc in chunks64(q, k, v, alpha, beta):
+        op = prep64(qc, kc, vc, ac, bc, kda, plan)
+        if ops is not None:
+            ops.append(op)
+        oc, X = step64(X, op, plan)
+        o[c0:c0 + n] = oc[:n]
+    return o, X
+
+
+def forward(xp_inputs, init=None, cu=None, plan=PLANS["f16"], head=None):
+    """chunk_model.forward with the 64-token model (or `head`, e.g. chunk_model.chunk_head)."""
+    _, q, k, v, gl, beta = xp_inputs
+    B, T, HV, K = k.shape
+    segs = [(b, 0, T) for b in range(B)] if cu is None else [(0, cu[n], cu[n + 1]) for n in range(len(cu) - 1)]
+    o = np.zeros(v.shape, np.float32)
+    finals = np.zeros((len(segs), HV, v.shape[3], K), np.float32)
+    alpha = np.exp(gl).astype(np.float32)
+    for n, (b, s, e) in enumerate(segs):
+        for h in range(HV):
+            X0 = np.zeros((v.shape[3], K), np.float32) if init is None else init[n, h]
+            args = (q[b, s:e, h].astype(np.float32), k[b, s:e, h].astype(np.float32),
+                    v[b, s:e, h].astype(np.float32), alpha[b, s:e, h],
+                    beta[b, s:e, h].astype(np.float32), X0)
+            kda = gl.shape[-1] != 1
+            o[b, s:e, h], finals[n, h] = (head(*args, kda=kda) if head is not None
+                                          else chunk64_head(*args, kda=kda, plan=plan))
+    return o, finals
+
+
+def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
+    """Dense kda_ref.prepare outputs ([B, T, ..]) -> the operands of the state-step entry
+    kda_chunk64_state (kernels/kda/chunk64_params.h layouts; float32 arrays holding f16 / bf16
+    values exactly: the caller casts kq, kbt, tmb, aqk to f16 and v to bf16), with what the
+    model's state steps give for them: o [B, HV, NC, 64, V] fp32 and the final X [B, HV, V, K]."""
+    _, q, k, v, gl, beta = xp_inputs
+    B, T, HV, K = k.shape
+    V, NC = v.shape[3], -(-T // C)
+    out = {"kq": np.zeros((B, HV, NC, 2 * C, K), np.float32),
+           "kbt": np.zeros((B, HV, NC, K, C), np.float32),
+           "tmb": np.zeros((B, HV, NC, C, C), np.float32),
+           "aqk": np.zeros((B, HV, NC, C, C), np.float32),
+           "gamma": np.zeros((B, HV, NC, K), np.float32),
+           "v": np.zeros((B, HV, NC, C, V), np.float32),
+           "x0": np.asarray(init, np.float32).copy(),
+           "o": np.zeros((B, HV, NC, C, V), np.float32),
+           "xt": np.zeros((B, HV, V, K), np.float32)}
+    alpha = np.exp(gl).astype(np.float32)
+    for b in range(B):
+        for h in range(HV):
+            X = out["x0"][b, h].copy()
+            for c, (_, _, qc, kc, vc, ac, bc) in enumerate(chunks64(
+                    q[b, :, h].astype(np.float32), k[b, :, h].astype(np.float32),
+                    v[b, :, h].astype(np.float32), alpha[b, :, h],
+                    beta[b, :, h].astype(np.float32))):
+                op = prep64(qc, kc, vc, ac, bc, gl.shape[-1] != 1, plan)
+                out["kq"][b, h, c] = np.concatenate([op["kw"], op["qt"]])
+                out["kbt"][b, h, c] = op["kt"].T
+                for name in ("tmb", "aqk", "gamma", "v"):
+                    out[name][b, h, c] = op[name]
+                out["o"][b, h, c], X = step64(X, op, plan)
+            out["xt"][b, h] = X
+    return out
+
+
+def errors(gates, T, HV, lb=None, plans=PLANS, seed=0, kda=True):
+    """{name: (o error, state error)} for every plan and the shipped 16-token model ("chunk16")."""
+    import kda_ref as ref
+    from test_chunk_model import inputs
+    rng = np.random.default_rng(seed)
+    q, k, v, g, beta, A_log, dt, h0 = inputs(rng, T, HV, HV, 128, gates, kda)
+    opts = dict(l2norm_qk=True, gate_in_kernel=True, A_log=A_log, dt_bias=dt, lower_bound=lb)
+    o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, **opts)
+    xp = ref.prepare(q, k, v, g, beta, None, **opts)
+    ob = cm.bf16(o.astype(np.float32))
+    runs = {name: forward(xp, init=h0, plan=p) for name, p in plans.items()}
+    runs["chunk16"] = forward(xp, init=h0, head=cm.chunk_head)
+    return {name: (ref.rel_rms(cm.bf16(om), ob), ref.rel_rms(hm, ht)) for name, (om, hm) in runs.items()}
+
+
+if __name__ == "__main__":
+    T = int(sys.argv[1]) if len(sys.argv) > 1 else 1024
+    cases = [("init", None), ("harsh", None), ("init", -5.0)]
+    res = {c: errors(c[0], T, 4, c[1]) for c in cases}
+    print(f"T {T}, HV 4, V 128, K 128; o / final state rel rms (gate 2e-3); max |Tm Diag(beta)| "
+          f"{STATS['max_tm']:.3g}")
+    print("| plan | " + " | ".join(f"{g}{'' if lb is None else f' lb {lb:g}'}" for g, lb in cases) + " |")
+    for name in list(PLANS) + ["chunk16"]:
+        print(f"| {name} | " + " | ".join("%.2e / %.2e" % res[c][name] for c in cases) + " |")

@@ -1,0 +1,91 @@
+"""CPU test of chunk64_model.py (the 64-token-chunk design study for wgmma): without operand
+roundings its algebra (off-diagonal sub-blocks through the boundary before the later block,
+the blocked solve, one state step per 64 tokens) equals the float64 token loop (kda_ref.py);
+with the "f16" plan (kernels/kda/chunk64.md) it meets the device gate under kernel-fun's harsh
+raw gates, fla's init gates and the bounded gate, with GVA, varlen tails (1, 63, 65 tokens)
+and an initial state; with fla's bf16 operands it does not.
+
+Gate: as test_chunk_model.py (rel rms <= 2e-3 for o against the bf16-rounded reference and the
+final state against the float64 state). K = 128, V = 128, T <= 256 (a few seconds).
+"""
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import chunk64_model as m  # noqa: E402
+import chunk_model as cm  # noqa: E402
+import kda_ref as ref  # noqa: E402
+from test_chunk_model import GATE, inputs  # noqa: E402
+
+
+def run(gates, plan, T=128, H=1, HV=1, lb=None, cu=None, kda=True, seed=0):
+    rng = np.random.default_rng(seed)
+    q, k, v, g, beta, A_log, dt, h0 = inputs(rng, T, H, HV, 128, gates, kda)
+    N = 1 if cu is None else len(cu) - 1
+    h0 = np.repeat(h0, N, 0)
+    opts = dict(l2norm_qk=True, gate_in_kernel=True, A_log=A_log, dt_bias=dt, lower_bound=lb)
+    o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, cu_seqlens=cu, **opts)
+    om, hm = m.forward(ref.prepare(q, k, v, g, beta, None, **opts), init=h0, cu=cu,
+                       plan=m.PLANS[plan])
+    return o, ht, om, hm
+
+
+class Chunk64Algebra(unittest.TestCase):
+    """The "fp32" plan (no operand rounding, every diagonal block by fp32 pairs): what is left is
+    fp32 rounding, so a wrong factor or block shows as O(1)."""
+
+    def exact(self, **kw):
+        o, ht, om, hm = run(plan="fp32", **kw)
+        self.assertLess(ref.rel_rms(om, o), 1e-6)
+        self.assertLess(ref.rel_rms(hm, ht), 1e-6)
+
+    def test_harsh_gate_no_overflow(self):
+        # tens of nats per token: 64-token decays far below fp32's range, all factors <= 1
+        self.exact(gates="harsh", T=192)
+
+    def test_varlen_tails(self):
+        self.exact(gates="harsh", T=200, cu=[0, 1, 64, 135, 200], seed=3)
+
+    def test_init_gate_gva(self):
+        self.exact(gates="init", T=192, H=1, HV=2, seed=1)
+
+    def test_gdn(self):
+        self.exact(gates="init", T=128, H=2, HV=2, kda=False, seed=4)
+
+
+class Chunk64PlanMeetsGate(unittest.TestCase):
+    def errors(self, plan="f16", **kw):
+        o, ht, om, hm = run(plan=plan, **kw)
+        return ref.rel_rms(cm.bf16(om), cm.bf16(o.astype(np.float32))), ref.rel_rms(hm, ht)
+
+    def check(self, **kw):
+        eo, eh = self.errors(**kw)
+        self.assertLess(eo, GATE, f"o {kw}")
+        self.assertLess(eh, GATE, f"state {kw}")
+
+    def test_harsh_raw_gate(self):
+        self.check(gates="harsh", T=256)
+
+    def test_fla_init_gate_gva(self):
+        self.check(gates="init", T=256, H=1, HV=2, seed=1)
+
+    def test_lower_bound_gate(self):
+        self.check(gates="init", T=256, lb=-5.0, seed=2)
+
+    def test_varlen_tails(self):
+        self.check(gates="init", T=200, cu=[0, 1, 64, 135, 200], seed=3)
+
+    def test_gdn(self):
+        self.check(gates="harsh", T=128, H=2, HV=2, kda=False, seed=4)
+
+    def test_bf16_operands_miss_the_gate(self):
+        # fla's operand precision with 64-token chunks (the notes' table: 4-6e-3 on o)
+        eo, _ = self.errors(plan="bf16", gates="init", T=256, seed=1)
+        self.assertGreater(eo, GATE)
+
+
+if __name__ == "__main__":
+    unittest.main()
