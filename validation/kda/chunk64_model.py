@@ -149,19 +149,8 @@ def step64(X, op, plan):
 
 
 def chunks64(q, k, v, alpha, beta):
-    """The 64-token chunks of one sequence and head, padded (alpha 1, beta 0, q k v 0)."""
-    T, K = k.shape
-    for c0 in range(0, T, C):
-        n = min(C, T - c0)
-        qc = np.zeros((C, K), np.float32)
-        kc = np.zeros((C, K), np.float32)
-        vc = np.zeros((C, v.shape[1]), np.float32)
-        ac = np.ones((C, K), np.float32)
-        bc = np.zeros(C, np.float32)
-        qc[:n], kc[:n], vc[:n] = q[c0:c0 + n], k[c0:c0 + n], v[c0:c0 + n]
-        ac[:n] = np.broadcast_to(alpha[c0:c0 + n], (n, K))
-        bc[:n] = beta[c0:c0 + n]
-        yield c0, n, qc, kc, vc, ac, bc
+    """The 64-token chunks of one sequence and head, padded (chunk_model.chunks)."""
+    return cm.chunks(q, k, v, alpha, beta, C)
 
 
 def chunk64_head(q, k, v, alpha, beta, X0, kda=True, plan=PLANS["f16"], ops=None):

@@ -104,6 +104,23 @@ def intra16(qc, kc, ac, bc, kda=True, tf32_ok=True):
     return Aqk, Akk
 
 
+def chunks(q, k, v, alpha, beta, size):
+    """The `size`-token chunks of one sequence and head, padded (alpha 1, beta 0, q k v 0):
+    (first token, real tokens, q, k, v, alpha [size, K], beta) per chunk."""
+    T, K = k.shape
+    for c0 in range(0, T, size):
+        n = min(size, T - c0)
+        qc = np.zeros((size, K), np.float32)
+        kc = np.zeros((size, K), np.float32)
+        vc = np.zeros((size, v.shape[1]), np.float32)
+        ac = np.ones((size, K), np.float32)
+        bc = np.zeros(size, np.float32)
+        qc[:n], kc[:n], vc[:n] = q[c0:c0 + n], k[c0:c0 + n], v[c0:c0 + n]
+        ac[:n] = np.broadcast_to(alpha[c0:c0 + n], (n, K))
+        bc[:n] = beta[c0:c0 + n]
+        yield c0, n, qc, kc, vc, ac, bc
+
+
 def chunk_head(q, k, v, alpha, beta, X0, kda=True):
     """One sequence, one value head, prepared fp32 inputs: q (scaled, normalized) [T, K],
     k [T, K], v [T, V] (bf16 values), alpha [T, K] or [T, 1], beta [T]; X0 the state [V, K]
@@ -111,16 +128,7 @@ def chunk_head(q, k, v, alpha, beta, X0, kda=True):
     T, K = k.shape
     X = X0.astype(np.float32).copy()
     o = np.zeros((T, v.shape[1]), np.float32)
-    for c0 in range(0, T, C):
-        n = min(C, T - c0)
-        qc = np.zeros((C, K), np.float32)
-        kc = np.zeros((C, K), np.float32)
-        vc = np.zeros((C, v.shape[1]), np.float32)
-        ac = np.ones((C, K), np.float32)
-        bc = np.zeros(C, np.float32)
-        qc[:n], kc[:n], vc[:n] = q[c0:c0 + n], k[c0:c0 + n], v[c0:c0 + n]
-        ac[:n] = np.broadcast_to(alpha[c0:c0 + n], (n, K))
-        bc[:n] = beta[c0:c0 + n]
+    for c0, n, qc, kc, vc, ac, bc in chunks(q, k, v, alpha, beta, C):
         # cumulative products: a_t = prod_{u<=t} alpha_u, b_t = prod_{u>t} alpha_u
         a = np.cumprod(ac, 0, dtype=np.float32)
         b = np.ones_like(ac)
