@@ -169,22 +169,8 @@ def chunk64_head(q, k, v, alpha, beta, X0, kda=True, plan=PLANS["f16"], ops=None
 
 def forward(xp_inputs, init=None, cu=None, plan=PLANS["f16"], head=None):
     """chunk_model.forward with the 64-token model (or `head`, e.g. chunk_model.chunk_head)."""
-    _, q, k, v, gl, beta = xp_inputs
-    B, T, HV, K = k.shape
-    segs = [(b, 0, T) for b in range(B)] if cu is None else [(0, cu[n], cu[n + 1]) for n in range(len(cu) - 1)]
-    o = np.zeros(v.shape, np.float32)
-    finals = np.zeros((len(segs), HV, v.shape[3], K), np.float32)
-    alpha = np.exp(gl).astype(np.float32)
-    for n, (b, s, e) in enumerate(segs):
-        for h in range(HV):
-            X0 = np.zeros((v.shape[3], K), np.float32) if init is None else init[n, h]
-            args = (q[b, s:e, h].astype(np.float32), k[b, s:e, h].astype(np.float32),
-                    v[b, s:e, h].astype(np.float32), alpha[b, s:e, h],
-                    beta[b, s:e, h].astype(np.float32), X0)
-            kda = gl.shape[-1] != 1
-            o[b, s:e, h], finals[n, h] = (head(*args, kda=kda) if head is not None
-                                          else chunk64_head(*args, kda=kda, plan=plan))
-    return o, finals
+    return cm.forward(xp_inputs, init, cu,
+                      head=head or (lambda *args, kda: chunk64_head(*args, kda=kda, plan=plan)))
 
 
 def state_inputs(xp_inputs, init, plan=PLANS["f16"]):

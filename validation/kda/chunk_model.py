@@ -156,9 +156,11 @@ def chunk_head(q, k, v, alpha, beta, X0, kda=True):
     return o, X
 
 
-def forward(xp_inputs, init=None, cu=None):
+def forward(xp_inputs, init=None, cu=None, head=None):
     """kda_ref.prepare(...) outputs (float64) -> model (o [B,T,HV,V] fp32, finals [N,HV,V,K])
-    with the kernel's input roundings (q, k normalized in fp32 from bf16 inputs)."""
+    with the kernel's input roundings (q, k normalized in fp32 from bf16 inputs). `head`: the
+    model of one sequence and value head, chunk_head's contract (default chunk_head)."""
+    head = head or chunk_head
     _, q, k, v, gl, beta = xp_inputs
     B, T, HV, K = k.shape
     segs = [(b, 0, T) for b in range(B)] if cu is None else [(0, cu[n], cu[n + 1]) for n in range(len(cu) - 1)]
@@ -168,7 +170,7 @@ def forward(xp_inputs, init=None, cu=None):
     for n, (b, s, e) in enumerate(segs):
         for h in range(HV):
             X0 = np.zeros((v.shape[3], K), np.float32) if init is None else init[n, h]
-            o[b, s:e, h], finals[n, h] = chunk_head(
+            o[b, s:e, h], finals[n, h] = head(
                 q[b, s:e, h].astype(np.float32), k[b, s:e, h].astype(np.float32),
                 v[b, s:e, h].astype(np.float32), alpha[b, s:e, h], beta[b, s:e, h].astype(np.float32), X0,
                 kda=gl.shape[-1] != 1)
