@@ -36,7 +36,8 @@ GATE = 0.02
 
 
 def setup(a):
-    """torch, the build's cubins and the seeded batch, the same numbers in every process."""
+    """(the build's cubin directory, KV pages, the KV on the device, the seeded batch): the
+    same numbers in every process (made on the CPU, then copied)."""
     import torch
     import bench
     from kernrt.gen import attention as ao
