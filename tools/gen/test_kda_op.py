@@ -11,6 +11,7 @@ import unittest
 
 import _package  # noqa: F401  (puts runtime/python on sys.path)
 from kernrt.gen import kda as g
+from kernrt.gen import kda_chunk64 as g64
 
 PARAMS_H = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels", "kda",
                         "params.h")
@@ -131,6 +132,43 @@ class CallChecks(unittest.TestCase):
         slot = m["states"]["kda"]["bytes_per_seq"]
         self.assertEqual(m["buffers"]["lines"]["domain"], {"index_into": "kda", "stride": slot})
         self.assertEqual(m["buffers"]["accepted"]["domain"], {"min": 0, "max": 4})
+
+
+class Chunk64StateEntry(unittest.TestCase):
+    """The design entry of kernels/kda/chunk64.md step 1: its pack and shared memory are the
+    ones the kernel asserts, its buffers the layouts chunk64_params.h documents."""
+
+    def test_pack_and_smem_match_the_headers(self):
+        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
+            text = f.read()
+        off = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"offsetof\(Chunk64StateParams, (\w+)\) == (\d+)", text)}
+        self.assertEqual(int(re.search(r"sizeof\(Chunk64StateParams\) == (\d+)", text).group(1)),
+                         g64.C64_PACK)
+        op = g64.state64_op(2, 128, 3)
+        fields = op["impl"]["launches"][0]["args"][0]["pack"]["fields"]
+        by_param = {f["param"]: f["at"] for f in fields if "param" in f}
+        names = [name for name, _, _, _, _ in g64._BUFS]
+        self.assertEqual({names[i]: at for i, at in by_param.items()},
+                         {n: off[n] for n in names})
+        scalars = {f["at"]: f["i32"] for f in fields if "i32" in f}
+        self.assertEqual(scalars, {off["chunks"]: 3, off["dim_v"]: 128})
+        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_state.cu")) as f:
+            smem = int(re.search(r"kChunk64StateSmem = (\d+);", f.read()).group(1))
+        self.assertEqual(smem, g64.C64_SMEM)
+
+    def test_buffers_and_grid(self):
+        m = g64.state64_manifest(4, 2, 256, 3)
+        self.assertEqual(m["buffers"]["kq"]["shape"], ["seqs", 2, 3, 128, 128])
+        self.assertEqual(m["buffers"]["o"], {"dtype": "f32", "shape": ["seqs", 2, 3, 64, 256],
+                                             "kind": "output"})
+        self.assertEqual(m["ops"]["state64"]["impl"]["launches"][0]["grid"], [2, 2, "seqs"])
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported: expected 128 or 256"):
+            g64.state64_manifest(1, 1, 64, 1)
+        with self.assertRaisesRegex(g.GenError, r"NC = 0 is not supported"):
+            g64.state64_op(1, 128, 0)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+// Parameter block of kda_chunk64_state_sm90a_f16_k128 (kda_chunk64_state.cu), the 64-token
+// chunk's state step alone (kernels/kda/chunk64.md step 1). Owns the field layout the
+// generator (runtime/python/kernrt/gen/kda_chunk64.py) packs, asserted below; all operand
+// buffers are contiguous, N sequences x HV heads x NC chunks, in the layouts of the comments.
+// Not checked here: the buffers' extents (the manifest's shapes), V % 128.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <stddef.h>
+#include <stdint.h>
+
+namespace kernrt::kda {
+
+struct Chunk64StateParams {
+  const __half* kq;     // [N, HV, NC, 128, K]: rows 0..63 k^ a, rows 64..127 q^ a (tokens)
+  const __half* kbt;    // [N, HV, NC, K, 64]: (k^ b)^T, one row per key channel
+  const __half* tmb;    // [N, HV, NC, 64, 64]: Tm Diag(beta), row t, column t'
+  const __half* aqk;    // [N, HV, NC, 64, 64]: Aqk (lower incl. the diagonal)
+  const float* gamma;   // [N, HV, NC, K]: the chunk's decay per key channel
+  const uint16_t* v;    // [N, HV, NC, 64, V] bf16
+  const float* x0;      // [N, HV, V, K] initial state
+  float* xt;            // [N, HV, V, K] final state
+  float* o;             // [N, HV, NC, 64, V] fp32 outputs (before the bf16 rounding)
+  int32_t chunks;       // NC
+  int32_t dim_v;        // V
+};
+
+static_assert(offsetof(Chunk64StateParams, kq) == 0, "pack layout");
+static_assert(offsetof(Chunk64StateParams, kbt) == 8, "pack layout");
+static_assert(offsetof(Chunk64StateParams, tmb) == 16, "pack layout");
+static_assert(offsetof(Chunk64StateParams, aqk) == 24, "pack layout");
+static_assert(offsetof(Chunk64StateParams, gamma) == 32, "pack layout");
+static_assert(offsetof(Chunk64StateParams, v) == 40, "pack layout");
+static_assert(offsetof(Chunk64StateParams, x0) == 48, "pack layout");
+static_assert(offsetof(Chunk64StateParams, xt) == 56, "pack layout");
+static_assert(offsetof(Chunk64StateParams, o) == 64, "pack layout");
+static_assert(offsetof(Chunk64StateParams, chunks) == 72, "pack layout");
+static_assert(offsetof(Chunk64StateParams, dim_v) == 76, "pack layout");
+static_assert(sizeof(Chunk64StateParams) == 80, "pack size");
+
+}  // namespace kernrt::kda

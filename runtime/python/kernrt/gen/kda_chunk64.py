@@ -1,0 +1,69 @@
+"""Manifest of the KDA 64-token chunk's state step alone (kernels/kda/kda_chunk64_state.cu,
+kernels/kda/chunk64.md step 1): a design entry checked against validation/kda/chunk64_model.py
+by validation/kda/check_chunk64.py. Not a serving op: no profile options, no pool.
+
+Owns: the op over the entry `kda_chunk64_state_sm90a_f16_k128` (its pack: kernels/kda/
+chunk64_params.h Chunk64StateParams) and a manifest with one program `state64` over
+contiguous buffers (N = the `seqs` var, HV heads, NC chunks fixed at generation):
+kq f16 [seqs, HV, NC, 128, 128], kbt f16 [seqs, HV, NC, 128, 64], tmb, aqk f16
+[seqs, HV, NC, 64, 64], gamma f32 [seqs, HV, NC, 128], v bf16 [seqs, HV, NC, 64, V], x0 f32
+[seqs, HV, V, 128] in; xt f32 [seqs, HV, V, 128], o f32 [seqs, HV, NC, 64, V] out.
+Refuses: V not 128 or 256, HV or NC below 1. Does not check kernel behaviour or the manifest
+rules (kernrt-verify does). Python 3 standard library only.
+"""
+
+from .kda_ops import K, GenError
+
+C64 = 64                  # tokens per chunk
+C64_THREADS = 256         # kThreads (two warpgroups of 64 value rows)
+C64_SMEM = 83456          # kChunk64StateSmem
+C64_PACK = 80             # sizeof(Chunk64StateParams)
+C64_VTILE = 128           # value rows per block
+MODULE = {"kda_chunk64_state": {"source": "kda_chunk64_state.sm90a.cubin",
+                                "sha256": "@SHA256:kda_chunk64_state.sm90a@"}}
+# (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
+_BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
+         ("tmb", "f16", ["NC", C64, C64], 16, "in"), ("aqk", "f16", ["NC", C64, C64], 24, "in"),
+         ("gamma", "f32", ["NC", K], 32, "in"), ("v", "bf16", ["NC", C64, "V"], 40, "in"),
+         ("x0", "f32", ["V", K], 48, "in"), ("xt", "f32", ["V", K], 56, "out"),
+         ("o", "f32", ["NC", C64, "V"], 64, "out"))
+
+
+def _check(value_heads, dim_v, chunks):
+    if dim_v not in (128, 256):
+        raise GenError(f"V = {dim_v} is not supported: expected 128 or 256")
+    for name, n in (("HV", value_heads), ("NC", chunks)):
+        if not isinstance(n, int) or n < 1:
+            raise GenError(f"{name} = {n} is not supported: expected an integer >= 1")
+
+
+def _shape(rest, dim_v, chunks, value_heads):
+    sub = {"NC": chunks, "V": dim_v}
+    return ["seqs", value_heads] + [sub.get(x, x) for x in rest]
+
+
+def state64_op(value_heads, dim_v, chunks):
+    """The state step over NC chunks of every (sequence, head): grid (V / 128, HV, seqs)."""
+    _check(value_heads, dim_v, chunks)
+    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _BUFS]
+    fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_BUFS)]
+    fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": dim_v}]
+    launch = {"module": "kda_chunk64_state", "entry": "kda_chunk64_state_sm90a_f16_k128",
+              "params": [f"bytes<{C64_PACK}>"], "block": [C64_THREADS, 1, 1],
+              "grid": [dim_v // C64_VTILE, value_heads, "seqs"], "shared_mem": C64_SMEM,
+              "args": [{"pack": {"size": C64_PACK, "fields": fields}}]}
+    return {"params": params, "impl": {"launches": [launch]}}
+
+
+def state64_manifest(max_seqs, value_heads, dim_v, chunks):
+    """Buffers named as in the module docstring, program `state64` (one call)."""
+    _check(value_heads, dim_v, chunks)
+    bufs = {name: {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads),
+                   "kind": "input" if d == "in" else "output"}
+            for name, t, rest, _, d in _BUFS}
+    args = [{"buf": name} for name, _, _, _, _ in _BUFS]
+    return {"schema_version": 4,
+            "model": f"kernrt-kda-chunk64-state-hv{value_heads}-v{dim_v}-nc{chunks}",
+            "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs, "modules": dict(MODULE),
+            "ops": {"state64": state64_op(value_heads, dim_v, chunks)},
+            "programs": {"state64": {"calls": [{"op": "state64", "args": args}]}}}

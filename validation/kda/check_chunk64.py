@@ -1,0 +1,155 @@
+"""Device check of the 64-token chunk's state step alone (kda_chunk64_state_sm90a_f16_k128,
+kernels/kda/chunk64.md step 1), through the product path, in its own process (a fault in this
+untested entry must not take run.py's results with it).
+
+Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA]
+Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
+last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
+"f16"), written into the buffers of a kernrt.gen.kda_chunk64 manifest pinned to
+BUILD/cubins/run, outputs poisoned with NaN, program `state64` run by libkernrt; then
+  - against the model's own state steps on the same operands (layouts, scales, signs):
+    rel rms of o and of the final state <= 5e-4: the summation order alone moves them (the
+    model's products accumulated in fp32 instead of float64, on the CPU: o up to 5.8e-5, the
+    state up to 1.0e-4 at lower_bound -5, V 256; each f16 operand re-rounds what moved), while
+    a wrong fragment, swizzle, scale or sign is O(1e-2) or more;
+  - against the float64 token loop (kda_ref): o rounded to bf16 and the final state, <= 2e-3
+    (the device gate of run.py).
+Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
+"check") when --out is given; exit 0 when every check passed, 2 without a device.
+With --time, also a diagnostic timing (records nothing; the entry is not pipelined, it copies
+each chunk's operands with all threads): the state step over B8 HV16 V128 NC64 (B8 T4096 H16)
+on random operands, graph replay through libkernrt, printed as "TIME ...". Not part of run.py.
+"""
+import argparse
+import datetime
+import json
+import os
+import sys
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "runtime", "python"))
+import chunk64_model as m  # noqa: E402
+import chunk_model as cm  # noqa: E402
+import kda_ref as ref  # noqa: E402
+from test_chunk_model import inputs  # noqa: E402
+
+MODEL_TOL, GATE = 5e-4, 2e-3
+CASES = (("init", None, 128), ("harsh", None, 128), ("init", -5.0, 256))
+
+
+def case_inputs(gates, lb, V, B=2, T=200, H=1, HV=2, seed=0):
+    rng = np.random.default_rng(seed)
+    parts = [inputs(rng, T, H, HV, V, gates) for _ in range(B)]
+    q, k, v, g, beta = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    A_log, dt = parts[0][5], parts[0][6]
+    h0 = np.concatenate([p[7] for p in parts])
+    opts = dict(l2norm_qk=True, gate_in_kernel=True, A_log=A_log, dt_bias=dt, lower_bound=lb)
+    o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, **opts)
+    return ref.prepare(q, k, v, g, beta, None, **opts), h0, o, ht
+
+
+def run_case(build, gates, lb, V):
+    import torch
+    import kernrt
+    from kernrt.gen import kda_chunk64 as g64, pin
+    xp, h0, o_ref, ht_ref = case_inputs(gates, lb, V)
+    s = m.state_inputs(xp, h0)
+    B, HV, NC = s["kq"].shape[:3]
+    cubins = os.path.join(build, "cubins", "run")
+    rt = kernrt.load(pin(g64.state64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    dt = {"kq": torch.float16, "kbt": torch.float16, "tmb": torch.float16,
+          "aqk": torch.float16, "v": torch.bfloat16}
+    for name in ("kq", "kbt", "tmb", "aqk", "gamma", "v", "x0"):
+        rt.buffer(name).copy_(torch.from_numpy(s[name]).to(dt.get(name, torch.float32)))
+    rt.buffer("o").fill_(float("nan"))
+    rt.buffer("xt").fill_(float("nan"))
+    rt.run("state64", seqs=B)
+    o = rt.buffer("o").float().cpu().numpy()
+    xt = rt.buffer("xt").float().cpu().numpy()
+    T = o_ref.shape[1]
+    o_tok = o.transpose(0, 2, 3, 1, 4).reshape(B, NC * m.C, HV, V)[:, :T]
+    return {"o vs model": ref.rel_rms(o, s["o"]), "state vs model": ref.rel_rms(xt, s["xt"]),
+            "o vs float64": ref.rel_rms(cm.bf16(o_tok), cm.bf16(o_ref.astype(np.float32))),
+            "state vs float64": ref.rel_rms(xt, ht_ref),
+            "finite": bool(np.isfinite(o).all() and np.isfinite(xt).all())}
+
+
+def time_state(build, B=8, HV=16, V=128, NC=64):
+    """Median us of the state step at B8 T4096 H16 V128 on random bounded operands."""
+    import torch
+    import kernrt
+    from kernrt.gen import kda_chunk64 as g64, pin
+    cubins = os.path.join(build, "cubins", "run")
+    rt = kernrt.load(pin(g64.state64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for name, sc in (("kq", 0.08), ("kbt", 0.08), ("tmb", 0.1), ("aqk", 0.1), ("v", 1.0)):
+        b = rt.buffer(name)
+        b.copy_(torch.randn(b.shape, generator=gen, device="cuda") * sc)
+    rt.buffer("gamma").fill_(0.5)
+    rt.buffer("x0").zero_()
+    t = rt.time("state64", iters=20, graph=True, seqs=B)
+    print(f"TIME chunk64 state step B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
+          f"(min {t['min_us']:.1f}); finite o {bool(torch.isfinite(rt.buffer('o')).all())}",
+          flush=True)
+    rt.close()
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--build", required=True)
+    ap.add_argument("--out")
+    ap.add_argument("--commit", default="unknown")
+    ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
+    args = ap.parse_args()
+    import kernrt
+    if not kernrt.device_available():
+        print("check_chunk64: no CUDA device: nothing checked")
+        return 2
+    import torch
+    rows, ok = [], True
+    for gates, lb, V in CASES:
+        label = f"chunk64 state step B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
+        try:
+            r = run_case(args.build, gates, lb, V)
+        except Exception as e:  # a refusal or a fault: recorded, the next case still runs
+            print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
+            rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})
+            ok = False
+            continue
+        good = r["finite"] and r["o vs model"] <= MODEL_TOL and r["state vs model"] <= MODEL_TOL \
+            and r["o vs float64"] <= GATE and r["state vs float64"] <= GATE
+        ok &= good
+        print(f"{label}: " + ", ".join(f"{k} {v:.3g}" for k, v in r.items() if k != "finite")
+              + f", finite {r['finite']}: {'pass' if good else 'FAIL'}")
+        rows.append({"case": label, "kind": "check", "error": r["o vs float64"],
+                     "error_state": r["state vs float64"], "error_vs_model": r["o vs model"],
+                     "error_state_vs_model": r["state vs model"], "gate": GATE,
+                     "gate_vs_model": MODEL_TOL, "pass": good})
+    if args.out:
+        os.makedirs(args.out, exist_ok=True)
+        base = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
+                "commit": args.commit, "family": "kda"}
+        with open(os.path.join(args.out, "kda_chunk64.jsonl"), "w") as f:
+            for r in rows:
+                f.write(json.dumps({**base, **r}) + "\n")
+    print("\n| case | o vs model | state vs model | o vs float64 | state vs float64 | pass |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        if "error" in r:
+            print(f"| {r['case']} | {r['error_vs_model']:.2e} | {r['error_state_vs_model']:.2e} | "
+                  f"{r['error']:.2e} | {r['error_state']:.2e} | {r['pass']} |")
+        else:
+            print(f"| {r['case']} | - | - | - | - | False (did not run) |")
+    if args.time:
+        try:
+            time_state(args.build)
+        except Exception as e:  # noqa: BLE001 - a diagnostic: report it
+            print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
