@@ -38,4 +38,33 @@ static_assert(offsetof(Chunk64StateParams, chunks) == 72, "pack layout");
 static_assert(offsetof(Chunk64StateParams, dim_v) == 76, "pack layout");
 static_assert(sizeof(Chunk64StateParams) == 80, "pack size");
 
+// Parameter block of kda_chunk64_prep_sm90a_f16_k128 (kda_chunk64_prep.cu), the 64-token
+// chunk's prep alone (chunk64.md step 2): prepared fp32 tokens in, Chunk64StateParams's
+// operands out (the same buffers, so one manifest chains the two entries).
+struct Chunk64PrepParams {
+  const float* qh;      // [N, HV, NC, 64, K]: scale * l2norm(q), 0 on padded tokens
+  const float* kh;      // [N, HV, NC, 64, K]: l2norm(k), 0 on padded tokens
+  const float* al;      // [N, HV, NC, 64, K]: alpha = exp(log decay), 1 on padded tokens
+  const float* beta;    // [N, HV, NC, 64]: effective beta, 0 on padded tokens
+  __half* kq;           // as Chunk64StateParams
+  __half* kbt;
+  __half* tmb;
+  __half* aqk;
+  float* gamma;
+  int32_t chunks;       // NC
+  int32_t pad;
+};
+
+static_assert(offsetof(Chunk64PrepParams, qh) == 0, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, kh) == 8, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, al) == 16, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, beta) == 24, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, kq) == 32, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, kbt) == 40, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, tmb) == 48, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, aqk) == 56, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, gamma) == 64, "pack layout");
+static_assert(offsetof(Chunk64PrepParams, chunks) == 72, "pack layout");
+static_assert(sizeof(Chunk64PrepParams) == 80, "pack size");
+
 }  // namespace kernrt::kda

@@ -164,6 +164,30 @@ class Chunk64StateEntry(unittest.TestCase):
                                              "kind": "output"})
         self.assertEqual(m["ops"]["state64"]["impl"]["launches"][0]["grid"], [2, 2, "seqs"])
 
+    def test_prep_pack_and_smem_match_the_headers(self):
+        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
+            text = f.read()
+        off = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"offsetof\(Chunk64PrepParams, (\w+)\) == (\d+)", text)}
+        self.assertEqual(int(re.search(r"sizeof\(Chunk64PrepParams\) == (\d+)", text).group(1)),
+                         g64.C64_PREP_PACK)
+        fields = g64.prep64_op(2, 3)["impl"]["launches"][0]["args"][0]["pack"]["fields"]
+        by_param = {f["param"]: f["at"] for f in fields if "param" in f}
+        names = [name for name, _, _, _, _ in g64._PREP_BUFS]
+        self.assertEqual({names[i]: at for i, at in by_param.items()}, {n: off[n] for n in names})
+        self.assertEqual({f["at"]: f["i32"] for f in fields if "i32" in f}, {off["chunks"]: 3, 76: 0})
+        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep.cu")) as f:
+            smem = int(re.search(r"kChunk64PrepSmem = (\d+);", f.read()).group(1))
+        self.assertEqual(smem, g64.C64_PREP_SMEM)
+
+    def test_forward64_chains_prep_and_state(self):
+        m = g64.forward64_manifest(4, 2, 128, 3)
+        self.assertEqual([c["op"] for c in m["programs"]["forward64"]["calls"]], ["prep64", "state64"])
+        self.assertEqual(m["buffers"]["kq"]["kind"], "output")
+        self.assertEqual(m["buffers"]["qh"], {"dtype": "f32", "shape": ["seqs", 2, 3, 64, 128],
+                                              "kind": "input"})
+        self.assertEqual(m["ops"]["prep64"]["impl"]["launches"][0]["grid"], [3, 2, "seqs"])
+
     def test_refusals(self):
         with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported: expected 128 or 256"):
             g64.state64_manifest(1, 1, 64, 1)

@@ -14,9 +14,16 @@ BUILD/cubins/run, outputs poisoned with NaN, program `state64` run by libkernrt;
     a wrong fragment, swizzle, scale or sign is O(1e-2) or more;
   - against the float64 token loop (kda_ref): o rounded to bf16 and the final state, <= 2e-3
     (the device gate of run.py).
+Then the prep alone (kda_chunk64_prep_sm90a_f16_k128, chunk64.md step 2) on the same cases: the
+prepared fp32 tokens (q, k normalized, alpha, beta, padded per chunk) into a
+kernrt.gen.kda_chunk64 forward64 manifest; program `prep64`: its operands (kq, kbt, tmb, aqk,
+gamma) against the model's (rel rms <= 2e-3: f16 roundings of the same values may flip by one
+ulp, the kernel's solve is fp32 where the model's rounds its products to f16; a wrong index
+or decay is O(1)); program `forward64` (prep, then the state step): o and the final state
+against the float64 loop (<= 2e-3, the gate) and against the model (<= 2e-3).
 Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
 "check") when --out is given; exit 0 when every check passed, 2 without a device.
-With --time, also a diagnostic timing (records nothing; the entry is not pipelined, it copies
+With --time, also a diagnostic timing of prep64 and forward64 at the same shape, and (records nothing; the entry is not pipelined, it copies
 each chunk's operands with all threads): the state step over B8 HV16 V128 NC64 (B8 T4096 H16)
 on random operands, graph replay through libkernrt, printed as "TIME ...". Not part of run.py.
 """
@@ -77,6 +84,86 @@ def run_case(build, gates, lb, V):
             "finite": bool(np.isfinite(o).all() and np.isfinite(xt).all())}
 
 
+def prep_inputs(xp_inputs):
+    """The prepared fp32 tokens of every 64-token chunk, padded: qh, kh, al [B, HV, NC, 64, K],
+    beta [B, HV, NC, 64] (the model's chunk64_head inputs)."""
+    _, q, k, v, gl, beta = xp_inputs
+    B, T, HV, K = k.shape
+    NC = -(-T // m.C)
+    out = {"qh": np.zeros((B, HV, NC, m.C, K), np.float32), "kh": np.zeros((B, HV, NC, m.C, K), np.float32),
+           "al": np.ones((B, HV, NC, m.C, K), np.float32), "beta": np.zeros((B, HV, NC, m.C), np.float32)}
+    alpha = np.exp(gl).astype(np.float32)
+    for b in range(B):
+        for h in range(HV):
+            for c, (_, _, qc, kc, _, ac, bc) in enumerate(m.chunks64(
+                    q[b, :, h].astype(np.float32), k[b, :, h].astype(np.float32),
+                    v[b, :, h].astype(np.float32), alpha[b, :, h], beta[b, :, h].astype(np.float32))):
+                out["qh"][b, h, c], out["kh"][b, h, c] = qc, kc
+                out["al"][b, h, c], out["beta"][b, h, c] = ac, bc
+    return out
+
+
+OPERANDS = ("kq", "kbt", "tmb", "aqk", "gamma")
+
+
+def run_prep_case(build, gates, lb, V):
+    import torch
+    import kernrt
+    from kernrt.gen import kda_chunk64 as g64, pin
+    xp, h0, o_ref, ht_ref = case_inputs(gates, lb, V)
+    s = m.state_inputs(xp, h0)
+    pi = prep_inputs(xp)
+    B, HV, NC = s["kq"].shape[:3]
+    cubins = os.path.join(build, "cubins", "run")
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    for name in ("qh", "kh", "al", "beta"):
+        rt.buffer(name).copy_(torch.from_numpy(pi[name]))
+    rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
+    rt.buffer("x0").copy_(torch.from_numpy(s["x0"]))
+    for name in OPERANDS + ("o", "xt"):
+        rt.buffer(name).fill_(float("nan"))
+    rt.run("prep64", seqs=B)
+    r = {f"{name} vs model": ref.rel_rms(rt.buffer(name).float().cpu().numpy(), s[name])
+         for name in OPERANDS}
+    for name in OPERANDS + ("o", "xt"):
+        rt.buffer(name).fill_(float("nan"))
+    rt.run("forward64", seqs=B)
+    o = rt.buffer("o").float().cpu().numpy()
+    xt = rt.buffer("xt").float().cpu().numpy()
+    T = o_ref.shape[1]
+    o_tok = o.transpose(0, 2, 3, 1, 4).reshape(B, NC * m.C, HV, V)[:, :T]
+    r.update({"o vs model": ref.rel_rms(o, s["o"]), "state vs model": ref.rel_rms(xt, s["xt"]),
+              "o vs float64": ref.rel_rms(cm.bf16(o_tok), cm.bf16(o_ref.astype(np.float32))),
+              "state vs float64": ref.rel_rms(xt, ht_ref)})
+    r["finite"] = bool(np.isfinite(o).all() and np.isfinite(xt).all())
+    return r
+
+
+def time_forward(build, B=8, HV=16, V=128, NC=64):
+    """Median us of prep64 and forward64 at B8 T4096 H16 V128 on random bounded tokens."""
+    import torch
+    import kernrt
+    from kernrt.gen import kda_chunk64 as g64, pin
+    cubins = os.path.join(build, "cubins", "run")
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    gen = torch.Generator(device="cuda").manual_seed(0)
+    for name in ("qh", "kh"):
+        x = torch.randn(rt.buffer(name).shape, generator=gen, device="cuda")
+        rt.buffer(name).copy_(x / x.norm(dim=-1, keepdim=True))
+    a = rt.buffer("al")
+    a.copy_(torch.exp(-0.05 * torch.rand(a.shape, generator=gen, device="cuda")))
+    rt.buffer("beta").fill_(0.5)
+    rt.buffer("v").copy_(torch.randn(rt.buffer("v").shape, generator=gen, device="cuda"))
+    rt.buffer("x0").zero_()
+    for prog in ("prep64", "forward64"):
+        t = rt.time(prog, iters=20, graph=True, seqs=B)
+        print(f"TIME chunk64 {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
+              f"(min {t['min_us']:.1f})", flush=True)
+    print(f"TIME chunk64 forward64: finite o {bool(torch.isfinite(rt.buffer('o')).all())}, "
+          f"finite state {bool(torch.isfinite(rt.buffer('xt')).all())}", flush=True)
+    rt.close()
+
+
 def time_state(build, B=8, HV=16, V=128, NC=64):
     """Median us of the state step at B8 T4096 H16 V128 on random bounded operands."""
     import torch
@@ -128,6 +215,26 @@ def main():
                      "error_state": r["state vs float64"], "error_vs_model": r["o vs model"],
                      "error_state_vs_model": r["state vs model"], "gate": GATE,
                      "gate_vs_model": MODEL_TOL, "pass": good})
+    for gates, lb, V in CASES:
+        label = f"chunk64 prep + state B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
+        try:
+            r = run_prep_case(args.build, gates, lb, V)
+        except Exception as e:  # a refusal or a fault: recorded, the next case still runs
+            print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
+            rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})
+            ok = False
+            continue
+        good = r["finite"] and all(r[f"{n} vs model"] <= GATE for n in OPERANDS) \
+            and r["o vs model"] <= GATE and r["state vs model"] <= GATE \
+            and r["o vs float64"] <= GATE and r["state vs float64"] <= GATE
+        ok &= good
+        print(f"{label}: " + ", ".join(f"{k} {v:.3g}" for k, v in r.items() if k != "finite")
+              + f", finite {r['finite']}: {'pass' if good else 'FAIL'}")
+        rows.append({"case": label, "kind": "check", "error": r["o vs float64"],
+                     "error_state": r["state vs float64"], "error_vs_model": r["o vs model"],
+                     "error_state_vs_model": r["state vs model"], "gate": GATE,
+                     "gate_vs_model": GATE, "pass": good,
+                     "operands_vs_model": {n: r[f"{n} vs model"] for n in OPERANDS}})
     if args.out:
         os.makedirs(args.out, exist_ok=True)
         base = {"date": datetime.date.today().isoformat(), "gpu": torch.cuda.get_device_name(),
@@ -146,6 +253,7 @@ def main():
     if args.time:
         try:
             time_state(args.build)
+            time_forward(args.build)
         except Exception as e:  # noqa: BLE001 - a diagnostic: report it
             print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
     return 0 if ok else 1

@@ -8,6 +8,10 @@ contiguous buffers (N = the `seqs` var, HV heads, NC chunks fixed at generation)
 kq f16 [seqs, HV, NC, 128, 128], kbt f16 [seqs, HV, NC, 128, 64], tmb, aqk f16
 [seqs, HV, NC, 64, 64], gamma f32 [seqs, HV, NC, 128], v bf16 [seqs, HV, NC, 64, V], x0 f32
 [seqs, HV, V, 128] in; xt f32 [seqs, HV, V, 128], o f32 [seqs, HV, NC, 64, V] out.
+forward64_manifest adds the prep alone (kernels/kda/kda_chunk64_prep.cu, chunk64.md step 2,
+pack Chunk64PrepParams) over prepared fp32 tokens qh, kh, al f32 [seqs, HV, NC, 64, 128] and
+beta f32 [seqs, HV, NC, 64]: program `prep64` (the prep: the operands are outputs) and
+`forward64` (the prep, then the state step on its operands).
 Refuses: V not 128 or 256, HV or NC below 1. Does not check kernel behaviour or the manifest
 rules (kernrt-verify does). Python 3 standard library only.
 """
@@ -21,6 +25,11 @@ C64_PACK = 80             # sizeof(Chunk64StateParams)
 C64_VTILE = 128           # value rows per block
 MODULE = {"kda_chunk64_state": {"source": "kda_chunk64_state.sm90a.cubin",
                                 "sha256": "@SHA256:kda_chunk64_state.sm90a@"}}
+PREP_MODULE = {"kda_chunk64_prep": {"source": "kda_chunk64_prep.sm90a.cubin",
+                                    "sha256": "@SHA256:kda_chunk64_prep.sm90a@"}}
+C64_PREP_THREADS = 256    # kda_chunk64_prep.cu kThreads
+C64_PREP_SMEM = 213888    # kChunk64PrepSmem
+C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
          ("tmb", "f16", ["NC", C64, C64], 16, "in"), ("aqk", "f16", ["NC", C64, C64], 24, "in"),
@@ -67,3 +76,42 @@ def state64_manifest(max_seqs, value_heads, dim_v, chunks):
             "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs, "modules": dict(MODULE),
             "ops": {"state64": state64_op(value_heads, dim_v, chunks)},
             "programs": {"state64": {"calls": [{"op": "state64", "args": args}]}}}
+
+
+# (name, dtype, shape after [seqs, HV], field offset in the prep pack, direction)
+_PREP_BUFS = (("qh", "f32", ["NC", C64, K], 0, "in"), ("kh", "f32", ["NC", C64, K], 8, "in"),
+              ("al", "f32", ["NC", C64, K], 16, "in"), ("beta", "f32", ["NC", C64], 24, "in"),
+              ("kq", "f16", ["NC", 2 * C64, K], 32, "out"), ("kbt", "f16", ["NC", K, C64], 40, "out"),
+              ("tmb", "f16", ["NC", C64, C64], 48, "out"), ("aqk", "f16", ["NC", C64, C64], 56, "out"),
+              ("gamma", "f32", ["NC", K], 64, "out"))
+
+
+def prep64_op(value_heads, chunks):
+    """The prep of every chunk of every (sequence, head): grid (NC, HV, seqs)."""
+    _check(value_heads, 128, chunks)
+    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP_BUFS]
+    fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP_BUFS)]
+    fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": 0}]
+    launch = {"module": "kda_chunk64_prep", "entry": "kda_chunk64_prep_sm90a_f16_k128",
+              "params": [f"bytes<{C64_PREP_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
+              "grid": [chunks, value_heads, "seqs"], "shared_mem": C64_PREP_SMEM,
+              "args": [{"pack": {"size": C64_PREP_PACK, "fields": fields}}]}
+    return {"params": params, "impl": {"launches": [launch]}}
+
+
+def forward64_manifest(max_seqs, value_heads, dim_v, chunks):
+    """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both."""
+    _check(value_heads, dim_v, chunks)
+    bufs = {}
+    for name, t, rest, _, d in _PREP_BUFS + _BUFS:
+        kind = "input" if (d == "in" and name not in ("kq", "kbt", "tmb", "aqk", "gamma")) else "output"
+        bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads), "kind": kind}
+    prep = {"op": "prep64", "args": [{"buf": name} for name, _, _, _, _ in _PREP_BUFS]}
+    state = {"op": "state64", "args": [{"buf": name} for name, _, _, _, _ in _BUFS]}
+    return {"schema_version": 4,
+            "model": f"kernrt-kda-chunk64-forward-hv{value_heads}-v{dim_v}-nc{chunks}",
+            "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs,
+            "modules": {**PREP_MODULE, **MODULE},
+            "ops": {"prep64": prep64_op(value_heads, chunks),
+                    "state64": state64_op(value_heads, dim_v, chunks)},
+            "programs": {"prep64": {"calls": [prep]}, "forward64": {"calls": [prep, state]}}}
