@@ -2,7 +2,8 @@
 kernels/kda/chunk64.md step 1), through the product path, in its own process (a fault in this
 untested entry must not take run.py's results with it).
 
-Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA]
+Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
+       ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
 Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
 last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
 "f16"), written into the buffers of a kernrt.gen.kda_chunk64 manifest pinned to
@@ -139,8 +140,9 @@ def run_prep_case(build, gates, lb, V):
     return r
 
 
-def time_forward(build, B=8, HV=16, V=128, NC=64):
-    """Median us of prep64 and forward64 at B8 T4096 H16 V128 on random bounded tokens."""
+def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False):
+    """Median us of prep64 and forward64 at B8 T4096 H16 V128 on random bounded tokens; with
+    `profile`, one eager forward64 instead (the launches an Nsight Compute profile targets)."""
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
@@ -155,6 +157,10 @@ def time_forward(build, B=8, HV=16, V=128, NC=64):
     rt.buffer("beta").fill_(0.5)
     rt.buffer("v").copy_(torch.randn(rt.buffer("v").shape, generator=gen, device="cuda"))
     rt.buffer("x0").zero_()
+    if profile:
+        rt.run("forward64", seqs=B)
+        rt.close()
+        return
     for prog in ("prep64", "forward64"):
         t = rt.time(prog, iters=20, graph=True, seqs=B)
         print(f"TIME chunk64 {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
@@ -190,11 +196,16 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
+    ap.add_argument("--profile", action="store_true",
+                    help="only one eager forward64 at B8 HV16 V128 NC64 (for ncu -k regex:kda_chunk64)")
     args = ap.parse_args()
     import kernrt
     if not kernrt.device_available():
         print("check_chunk64: no CUDA device: nothing checked")
         return 2
+    if args.profile:
+        time_forward(args.build, profile=True)
+        return 0
     import torch
     rows, ok = [], True
     for gates, lb, V in CASES:
