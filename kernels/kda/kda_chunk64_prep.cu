@@ -13,15 +13,17 @@
 //      products of the other sub-blocks' dec; the f16 state operands k a, q a (rows of kq) and
 //      (k b)^T (kbt) and gamma = a_63 straight to global memory; the f16 operands of the
 //      off-diagonal blocks (q la, k la, k lb D) into shared memory; the shipped 16-token
-//      kernel's tf32 operands of the diagonal blocks (prep_channel_tf32 on its PrepScratch);
+//      kernel's tf32 operands of the diagonal blocks (its prep_channel_tf32, from registers,
+//      into its PrepScratch);
 //      then the diagonal blocks of Aqk / Akk as the shipped kernel computes them (tf32
 //      relative to token 7 when every channel is in range, else prep_column's fp32 pairs);
 //   3. the six off-diagonal blocks of Aqk and of Akk (I > J), exp(G_i - G_j) = la_i lb_j D_JI
 //      with D_JI = prod_{M=J+1..I-1} dec_M: mma.sync m16n8k16, f16 operands, fp32 sums;
 //   4. Tm = (I + Akk)^-1 blocked: the four 16 x 16 diagonal inverses by forward substitution
-//      (64 lanes), then T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ in three levels, fp32 on CUDA
-//      cores (the plan's f16 mma here is a later optimisation; fp32 is at least as exact);
-//      Tm Diag(beta) and Aqk rounded to f16 into global memory.
+//      in fp32 (64 lanes), then T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ in three levels on
+//      mma.sync with f16 operands (the model's "f16" solve; an fp32 CUDA-core form was 22 % of
+//      this entry's instructions, ncu at 8ab3ced); Tm Diag(beta) and Aqk rounded to f16 into
+//      global memory.
 //
 // Entry: kda_chunk64_prep_sm90a_f16_k128, one `const __grid_constant__ Chunk64PrepParams`
 // (chunk64_params.h); grid (NC, HV, N). Off sm_90a it compiles all the same (mma.sync exists
@@ -32,6 +34,7 @@
 #include <stdint.h>
 
 #include "common/ptx/mma.cuh"
+#include "common/ptx/sync.cuh"
 #include "kda/chunk64_params.h"
 #include "kda/chunk_prep.cuh"
 
@@ -43,6 +46,7 @@ constexpr int kK = 128;
 constexpr int kThreads = 256;
 constexpr int kRowT = kK + 8;  // f16 row of 128 channels, padded (272 B: conflict-free words)
 constexpr int kRowA = kC + 4;  // fp32 row of a 64 x 64 matrix
+constexpr int kRowS = kC + 8;  // f16 row of a 64 x 64 matrix (144 B: conflict-free words)
 static_assert(kSub == kChunk, "the diagonal blocks reuse the 16-token prep scratch");
 
 // The off-diagonal pairs (I, J) and the k lb D tile of each (rb index): D = 1 for I = J + 1,
@@ -50,12 +54,22 @@ static_assert(kSub == kChunk, "the diagonal blocks reuse the 16-token prep scrat
 __constant__ int8_t kPairI[6] = {1, 2, 3, 2, 3, 3};
 __constant__ int8_t kPairJ[6] = {0, 1, 2, 0, 1, 0};
 
+// f16 operands of the blocked solve, over the prep scratch (dead after step 2).
+struct SolveScratch {
+  __half akh[kC][kRowS];           // Akk (rows I > J used), A operands
+  __half th[4][kSub][kSub + 8];    // T_II row-major, A operands
+  __half tt[kC][kRowS];            // T transposed (tt[j][m] = T[m][j]), B operands
+  __half pw[8][8][kSub + 8];       // per warp: its 16 x 8 product, transposed, B operand
+};
+
 struct PrepSmem {
-  PrepScratch ps[2];               // sub-blocks 2p + half (the shipped 16-token layout)
-  float aqk[kC][kRowA];            // Aqk, lower incl. the diagonal
+  union {
+    PrepScratch ps[2];             // step 2: sub-blocks 2p + half (the shipped 16-token layout)
+    SolveScratch sv;               // step 4
+  };
+  float aqk[kC][kRowA];            // Aqk, lower incl. the diagonal (upper blocks not written)
   float akk[kC][kRowA];            // Akk (rows times beta_i), strictly lower
-  float tm[kC][kRowA];             // T = (I + Akk)^-1
-  float lvl[3][kSub][kSub + 1];    // the blocked solve's products of one level
+  float tm[kC][kRowA];             // T = (I + Akk)^-1 (lower blocks)
   __half lq[3][kSub][kRowT];       // q la of sub-blocks 1..3
   __half lk[3][kSub][kRowT];       // k la of sub-blocks 1..3
   __half rb[6][kSub][kRowT];       // k lb D of pair p (pair order above)
@@ -63,7 +77,8 @@ struct PrepSmem {
   float beta[kC];
   int32_t safe[2][4];
 };
-constexpr int kChunk64PrepSmem = 213888;
+static_assert(sizeof(SolveScratch) <= sizeof(PrepScratch[2]), "the solve's scratch fits the prep's");
+constexpr int kChunk64PrepSmem = 210624;
 static_assert(int(sizeof(PrepSmem)) == kChunk64PrepSmem, "kChunk64PrepSmem is the layout");
 static_assert(kChunk64PrepSmem <= 232448, "one block fits the opt-in shared memory");
 
@@ -94,6 +109,30 @@ __device__ __forceinline__ void diag_tf32(const PrepScratch& ps, PrepSmem& sm, i
   }
 }
 
+// prep_channel_tf32 of the shipped kernel from registers (this thread's channel of 16 tokens:
+// q^, k^, alpha): the tf32 operands q f, k f, k / f with f_t = exp(G_t - G_7) as products of
+// alphas; whether both ends stay within [1e-30, 1e30]. (ps.qh / kh / al are then written only
+// on the fp32-pair path, which reads them.)
+__device__ __forceinline__ bool tf32_operands(PrepScratch& ps, int ch, const float (&q)[kSub],
+                                              const float (&k)[kSub], const float (&a)[kSub]) {
+  constexpr int kRef = 7;
+  float f[kSub], inv[kSub];
+  float P = 1.f;
+  f[kRef] = inv[kRef] = 1.f;
+#pragma unroll
+  for (int t = kRef - 1; t >= 0; --t) P *= a[t + 1], inv[t] = P, f[t] = __fdividef(1.f, P);
+  float F = 1.f;
+#pragma unroll
+  for (int t = kRef + 1; t < kSub; ++t) F *= a[t], f[t] = F, inv[t] = __fdividef(1.f, F);
+#pragma unroll
+  for (int t = 0; t < kSub; ++t) {
+    ps.qf[t][ch] = tf32_rna(q[t] * f[t]);
+    ps.kf[t][ch] = tf32_rna(k[t] * f[t]);
+    ps.ki[t][ch] = tf32_rna(k[t] * inv[t]);
+  }
+  return P >= 1e-30f && F >= 1e-30f;
+}
+
 // One 16 x 8 half (nh) of an off-diagonal block: A (16 tokens x 128 channels, f16 rows) times
 // B^T (8 tokens of the k lb D tile), 8 k-steps of m16n8k16.
 __device__ __forceinline__ void offdiag(const __half (*A)[kRowT], const __half (*B)[kRowT], int nh,
@@ -122,10 +161,7 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
   const float* kh = p.kh + chunk * kC * kK;
   const float* al = p.al + chunk * kC * kK;
 
-  // ---- 1. dec_I per channel; zero the matrices (their upper blocks stay 0) -----------------
-  for (int i = tid; i < kC * kRowA; i += kThreads) {
-    (&sm.aqk[0][0])[i] = 0.f, (&sm.akk[0][0])[i] = 0.f, (&sm.tm[0][0])[i] = 0.f;
-  }
+  // ---- 1. dec_I per channel -------------------------------------------------------------------
   if (tid < kC) sm.beta[tid] = p.beta[chunk * kC + tid];
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
@@ -152,7 +188,6 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
     for (int t = 0; t < kSub; ++t) {
       const int64_t e = int64_t(kSub * I + t) * kK + ch;
       q[t] = qh[e], k[t] = kh[e], a[t] = al[e];
-      ps.qh[t][ch] = q[t], ps.kh[t][ch] = k[t], ps.al[t][ch] = a[t];
     }
     float run = 1.f;
 #pragma unroll
@@ -180,7 +215,7 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
     uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + ch) * kC + kSub * I);
     kbt[0] = make_uint4(kb2[0], kb2[1], kb2[2], kb2[3]);
     kbt[1] = make_uint4(kb2[4], kb2[5], kb2[6], kb2[7]);
-    const bool wsafe = __all_sync(0xffffffffu, prep_channel_tf32(ps, ch));
+    const bool wsafe = __all_sync(0xffffffffu, tf32_operands(ps, ch, q, k, a));
     if (lane == 0) sm.safe[half][w4] = wsafe;
     __syncthreads();
     bool fast = true;
@@ -188,7 +223,10 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
     for (int w = 0; w < 4; ++w) fast = fast && sm.safe[half][w] != 0;
     if (fast) {
       diag_tf32(ps, sm, I, w4, lane);
-    } else {
+    } else {  // uniform over the half: the fp32 pairs read this sub-block's inputs from ps
+#pragma unroll
+      for (int t = 0; t < kSub; ++t) ps.qh[t][ch] = q[t], ps.kh[t][ch] = k[t], ps.al[t][ch] = a[t];
+      ptx::bar_sync(1 + half, kThreads / 2);
       const int cols[4] = {w4, 7 - w4, 8 + w4, 15 - w4};
 #pragma unroll 1
       for (int jj = 0; jj < 4; ++jj) {
@@ -227,7 +265,8 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
   }
   __syncthreads();
 
-  // ---- 4. Tm = (I + Akk)^-1: diagonal inverses, then three levels ------------------------------
+  // ---- 4. Tm = (I + Akk)^-1: diagonal inverses (fp32), Akk in f16 beside them ------------------
+  SolveScratch& sv = sm.sv;
   if (tid < 4 * kSub) {
     const int I = tid >> 4, j = tid & (kSub - 1), o = kSub * I;
     float x[kSub];
@@ -239,31 +278,58 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
       x[i] = i < j ? 0.f : (i == j ? 1.f : -s);
     }
 #pragma unroll
-    for (int i = 0; i < kSub; ++i) sm.tm[o + i][o + j] = x[i];
+    for (int i = 0; i < kSub; ++i) {
+      sm.tm[o + i][o + j] = x[i];
+      sv.th[I][i][j] = __float2half_rn(x[i]);
+      sv.tt[o + j][o + i] = __float2half_rn(x[i]);
+    }
+  } else {
+    // the six blocks I > J of Akk: 1536 elements over 192 threads, 8 consecutive each
+    for (int e = 8 * (tid - 4 * kSub); e < 6 * kSub * kSub; e += 8 * (kThreads - 4 * kSub)) {
+      const int pr = e >> 8, i = (e >> 4) & (kSub - 1), j0 = e & (kSub - 1);
+      const int r = kSub * kPairI[pr] + i, c = kSub * kPairJ[pr] + j0;
+#pragma unroll
+      for (int u = 0; u < 8; u += 2)
+        *reinterpret_cast<uint32_t*>(&sv.akh[r][c + u]) = ptx::pack_f16x2(sm.akk[r][c + u], sm.akk[r][c + u + 1]);
+    }
   }
   __syncthreads();
+  // three levels T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L), on mma m16n8k16 with f16
+  // operands and fp32 sums (chunk64_model.solve64 "f16"): warp w of level L takes block
+  // J = w / 2 and its 8 columns 8 (w % 2) ..; the sum is rounded to f16 as the next B operand
   {
-    const int i = tid >> 4, j = tid & (kSub - 1);
+    const int g = lane >> 2, q = lane & 3;
 #pragma unroll 1
     for (int L = 1; L < 4; ++L) {
-#pragma unroll 1
-      for (int J = 0; J + L < 4; ++J) {
-        const int I = J + L;
-        float s = 0.f;
-        for (int M = J; M < I; ++M)
+      if (warp < 2 * (4 - L)) {
+        const int J = warp >> 1, nh = warp & 1, I = J + L, n0 = kSub * J + 8 * nh;
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        for (int M = J; M < I; ++M) {
+          const int r = kSub * I, c = kSub * M + 2 * q;
+          ptx::mma_m16n8k16_f16(acc, *reinterpret_cast<const uint32_t*>(&sv.akh[r + g][c]),
+                                *reinterpret_cast<const uint32_t*>(&sv.akh[r + g + 8][c]),
+                                *reinterpret_cast<const uint32_t*>(&sv.akh[r + g][c + 8]),
+                                *reinterpret_cast<const uint32_t*>(&sv.akh[r + g + 8][c + 8]),
+                                *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c]),
+                                *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c + 8]));
+        }
+        __half (&pw)[8][kSub + 8] = sv.pw[warp];
 #pragma unroll
-          for (int m = 0; m < kSub; ++m)
-            s = fmaf(sm.akk[kSub * I + i][kSub * M + m], sm.tm[kSub * M + m][kSub * J + j], s);
-        sm.lvl[J][i][j] = s;
-      }
-      __syncthreads();
-#pragma unroll 1
-      for (int J = 0; J + L < 4; ++J) {
-        const int I = J + L;
-        float s = 0.f;
+        for (int e = 0; e < 4; ++e) pw[2 * q + (e & 1)][g + 8 * (e >> 1)] = __float2half_rn(acc[e]);
+        __syncwarp();
+        float t[4] = {0.f, 0.f, 0.f, 0.f};
+        ptx::mma_m16n8k16_f16(t, *reinterpret_cast<const uint32_t*>(&sv.th[I][g][2 * q]),
+                              *reinterpret_cast<const uint32_t*>(&sv.th[I][g + 8][2 * q]),
+                              *reinterpret_cast<const uint32_t*>(&sv.th[I][g][2 * q + 8]),
+                              *reinterpret_cast<const uint32_t*>(&sv.th[I][g + 8][2 * q + 8]),
+                              *reinterpret_cast<const uint32_t*>(&pw[g][2 * q]),
+                              *reinterpret_cast<const uint32_t*>(&pw[g][2 * q + 8]));
 #pragma unroll
-        for (int m = 0; m < kSub; ++m) s = fmaf(sm.tm[kSub * I + i][kSub * I + m], sm.lvl[J][m][j], s);
-        sm.tm[kSub * I + i][kSub * J + j] = -s;
+        for (int e = 0; e < 4; ++e) {
+          const int i = kSub * I + g + 8 * (e >> 1), j = n0 + 2 * q + (e & 1);
+          sm.tm[i][j] = -t[e];
+          sv.tt[j][i] = __float2half_rn(-t[e]);
+        }
       }
       __syncthreads();
     }
@@ -276,8 +342,9 @@ __device__ void prep64(const Chunk64PrepParams& p, PrepSmem& sm) {
 #pragma unroll
     for (int e = 0; e < 8; ++e) {
       const int c = c0 + 2 * e;
-      t2[e] = ptx::pack_f16x2(sm.tm[r][c] * sm.beta[c], sm.tm[r][c + 1] * sm.beta[c + 1]);
-      a2[e] = ptx::pack_f16x2(sm.aqk[r][c], sm.aqk[r][c + 1]);
+      const bool lower = (c >> 4) <= (r >> 4);  // blocks above the diagonal are 0 (not stored)
+      t2[e] = lower ? ptx::pack_f16x2(sm.tm[r][c] * sm.beta[c], sm.tm[r][c + 1] * sm.beta[c + 1]) : 0u;
+      a2[e] = lower ? ptx::pack_f16x2(sm.aqk[r][c], sm.aqk[r][c + 1]) : 0u;
     }
     uint4* tmb = reinterpret_cast<uint4*>(p.tmb + (chunk * kC + r) * kC + c0);
     uint4* aqk = reinterpret_cast<uint4*>(p.aqk + (chunk * kC + r) * kC + c0);

@@ -28,7 +28,7 @@ MODULE = {"kda_chunk64_state": {"source": "kda_chunk64_state.sm90a.cubin",
 PREP_MODULE = {"kda_chunk64_prep": {"source": "kda_chunk64_prep.sm90a.cubin",
                                     "sha256": "@SHA256:kda_chunk64_prep.sm90a@"}}
 C64_PREP_THREADS = 256    # kda_chunk64_prep.cu kThreads
-C64_PREP_SMEM = 213888    # kChunk64PrepSmem
+C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
