@@ -1,8 +1,9 @@
 // KDA / GDN 64-token chunk: the state step alone, on wgmma (sm_90a), from operands prepared
 // elsewhere. Step 1 of kernels/kda/chunk64.md ("Order of work"): it checks the wgmma layouts,
 // the per-warp power-of-two scales and the folded signs against validation/kda/chunk64_model.py
-// (plan "f16"), whose prepared operands a validation script writes to global memory. Not the
-// shipped forward (kda_chunk.cu is), and no manifest selects it yet.
+// (plan "f16"), whose prepared operands a validation script writes to global memory (passes
+// on the H200: check_chunk64.py). Not the shipped forward (kda_chunk.cu is); only the design
+// manifests of kernrt.gen.kda_chunk64 select it.
 //
 // Per (sequence, value head, 128 value rows) block, X = S^T [V, K] fp32 in the registers of
 // two warpgroups (64 value rows each), for every chunk c of 64 tokens (r' = -r, vn' = -vn):
