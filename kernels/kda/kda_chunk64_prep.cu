@@ -1,16 +1,17 @@
 // KDA 64-token chunk: the prep alone (kernels/kda/chunk64.md "Order of work" step 2), from
 // prepared fp32 tokens to the operands of the state-step entry (kda_chunk64_state.cu), in
 // global memory. A check of the 64-token prep's algebra against validation/kda/chunk64_model.py
-// (prep64, plan "f16" but for the solve, below) and a measure of its throughput; not the
-// shipped forward (kda_chunk.cu is) and not a serving op.
+// (prep64, plan "f16") and a measure of its cost (chunk64.md "Measured": 787.8 us, 24.5k warp
+// instructions per chunk at B8 T4096 H16, too many to fuse as is); not the shipped forward
+// (kda_chunk.cu is) and not a serving op.
 //
 // One block per (chunk of 64 tokens, value head, sequence); block 256 (8 warps), one block
 // per SM (kChunk64PrepSmem). Per chunk, sub-blocks I = 0..3 of 16 tokens, every decay a
 // product of alphas (each <= 1: no gate overflows):
 //   1. per key channel: dec_I = the product of sub-block I's alphas (threads (half, channel));
 //   2. per (sub-block, channel), two sub-blocks at a time: la_t (prefix inside the sub-block),
-//      lb_t (suffix), a_t = A_I la_t, b_t = la_t's complement B_I lb_t with A_I, B_I the
-//      products of the other sub-blocks' dec; the f16 state operands k a, q a (rows of kq) and
+//      lb_t (suffix), a_t = A_I la_t, b_t = B_I lb_t with A_I (B_I) the product of the
+//      earlier (later) sub-blocks' dec; the f16 state operands k a, q a (rows of kq) and
 //      (k b)^T (kbt) and gamma = a_63 straight to global memory; the f16 operands of the
 //      off-diagonal blocks (q la, k la, k lb D) into shared memory; the shipped 16-token
 //      kernel's tf32 operands of the diagonal blocks (its prep_channel_tf32, from registers,
