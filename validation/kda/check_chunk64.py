@@ -1,6 +1,7 @@
-"""Device check of the 64-token chunk's state step alone (kda_chunk64_state_sm90a_f16_k128,
-kernels/kda/chunk64.md step 1), through the product path, in its own process (a fault in this
-untested entry must not take run.py's results with it).
+"""Device check of the 64-token chunk's design entries (kernels/kda/chunk64.md steps 1 and 2:
+the state step kda_chunk64_state_sm90a_f16_k128 and the prep kda_chunk64_prep_sm90a_f16_k128),
+through the product path, in its own process (a fault in an entry that no serving path uses
+must not take run.py's results with it).
 
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
        ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
