@@ -1,0 +1,405 @@
+// KDA 64-token chunk: prep v3, a re-plan of kda_chunk64_prep.cu (v2) to the budget of
+// kernels/kda/chunk64.md "Measured" (v2: 24.5k warp instructions per chunk, 206 KiB of scratch;
+// the fused kernel leaves ~60 KiB beside its two operand stages). Same contract as v2:
+// Chunk64PrepParams in (prepared fp32 tokens), the state step's operands out in global memory,
+// the numerics of validation/kda/chunk64_model.py prep64 (plan "f16"). A design entry, not the
+// shipped forward and not a serving op.
+//
+// One block per (chunk, value head, sequence); 256 threads, thread = (sub-block I = warp / 2,
+// channel pair cp = tid % 64): 2 key channels x 16 tokens, all in registers, warp-uniform I.
+//   1. la (prefix inside the sub-block), dec_I, one exchange of dec through shared memory;
+//      a = A_I la, b = B_I lb; the state operands k a, q a (rows of kq) and (k b)^T (kbt)
+//      packed f16x2 straight to global memory, written once; the off-diagonal operands q la,
+//      k la, k lb D as f16x2 into 12 swizzled 16 x 128 f16 tiles (48 KiB);
+//   2. the six off-diagonal pairs (I, J), one warp each, Aqk and Akk together (shared B):
+//      ldmatrix + mma.sync m16n8k16 f16; Aqk to global f16 from the accumulators, Akk (times
+//      beta_i) as f16 blocks (the solve's A operands, the model rounds them there); warps 6, 7
+//      zero the upper blocks of aqk and tmb;
+//   3. the diagonal blocks, two sub-blocks per round over the dead tiles: the tf32 operands
+//      q f, k f, k / f (f relative to token 7, the shipped kernel's products) from the
+//      thread's own registers into swizzled fp32 tiles, then ldmatrix + mma m16n8k8 tf32 by
+//      the 8 warps (sub-block, product, 8 columns); a sub-block with a factor outside
+//      [1e-30, 1e30] takes the fp32 pairs of the shipped kernel, reading the inputs in place
+//      (global memory here, the raw stage when fused);
+//   4. Tm = (I + Akk)^-1: the four 16 x 16 inverses in fp32 (64 threads), three levels on
+//      mma m16n8k16 f16 as v2; Tm Diag(beta) to global f16 from the fp32 values (no 64 x 64
+//      fp32 arrays; tiles alias the dead scratch).
+//
+// Entry: kda_chunk64_prep3_sm90a_f16_k128, `const __grid_constant__ Chunk64PrepParams`, grid
+// (NC, HV, N). Not checked here: what v2 does not check (padded tokens carry q = k = 0,
+// alpha = 1, beta = 0; K = 128; the layouts of chunk64_params.h).
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "common/ptx/mma.cuh"
+#include "kda/chunk64_params.h"
+#include "kda/chunk_prep.cuh"
+
+namespace kernrt::kda::c64p3 {
+
+constexpr int kC = 64, kSub = 16, kK = 128, kThreads = 256;
+constexpr int kRowB = kSub + 8;  // f16 row of a 16 x 16 block (48 B: ldmatrix rows conflict-free)
+
+// f16 tile [16 tokens][128 channels], 16-byte chunks XOR-swizzled by row % 8 (no padding;
+// ldmatrix of 8 rows at one chunk and f16x2 stores of 32 channel pairs are conflict-free).
+__device__ __forceinline__ int swz_h(int t, int c) { return t * kK + ((((c >> 3) ^ (t & 7))) << 3) + (c & 7); }
+// fp32 tile [16 tokens][128 channels], 16-byte chunks (4 floats) swizzled the same way.
+__device__ __forceinline__ int swz_f(int t, int c) { return t * kK + ((((c >> 2) ^ (t & 7))) << 2) + (c & 3); }
+
+struct SolveTiles {
+  __half tt[kC][kC + 8];            // T transposed (tt[j][m] = T[m][j]), lower blocks, B operands
+  __half th[4][kSub][kRowB];        // T_II row-major, A operands
+  __half pw[8][8][kRowB];           // per warp: its 16 x 8 product, transposed, B operand
+};
+
+struct Smem {
+  union {
+    __half tiles[12][kSub * kK];    // phase 1-2: 0..2 q la (I = 1..3), 3..5 k la, 6..11 k lb D (pair)
+    float stg[2][3][kSub * kK];     // phase 3: q f, k f, k / f of two sub-blocks
+    SolveTiles sv;                  // phase 4
+  };
+  __half akh[6][kSub][kRowB];       // Akk of pair p (I > J), f16
+  float akd[4][kSub * kSub + 4];    // Akk diagonal blocks, fp32 (block stride 1040 B: no conflicts)
+  float2 dec[4][kC];                // dec_I of channel pair cp
+  float beta[kC];
+  int32_t safe[4][2];               // per sub-block, per warp: factors in range
+};
+constexpr int kChunk64Prep3Smem = 60256;
+static_assert(int(sizeof(Smem)) == kChunk64Prep3Smem, "kChunk64Prep3Smem is the layout");
+static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
+static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
+
+// Pairs I > J (v2's order) and the k lb D tile of each: D = 1 for I = J + 1, dec_{J+1} for
+// I = J + 2, dec_2 dec_1 for (3, 0). pair_of(I, M) inverts it.
+__device__ __forceinline__ int pair_i(int p) { return p < 3 ? p + 1 : (p < 5 ? p - 1 : 3); }
+__device__ __forceinline__ int pair_j(int p) { return p < 3 ? p : (p < 5 ? p - 3 : 0); }
+__device__ __forceinline__ int pair_of(int I, int M) { return I - M == 1 ? M : (I - M == 2 ? 3 + M : 5); }
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldsm4(uint32_t (&r)[4], const void* p) {
+  ptx::ldmatrix_x4(r[0], r[1], r[2], r[3], smem_u32(p));
+}
+__device__ __forceinline__ void stg_h2(__half* p, float lo, float hi) {
+  *reinterpret_cast<uint32_t*>(p) = ptx::pack_f16x2(lo, hi);
+}
+__device__ __forceinline__ float2 mul2(float2 a, float2 b) { return make_float2(a.x * b.x, a.y * b.y); }
+
+// The fp32 pairs of column j of sub-block rows (v2's prep_column, from fp32 rows in place with
+// row stride K): lane l holds channels 4l..4l+3; lane l < 16 ends with Aqk[l][j], lane
+// l >= 16 with Akk[l - 16][j] (before beta).
+__device__ __forceinline__ float pair_column(const float* qh, const float* kh, const float* al,
+                                             int j, int lane) {
+  float x[2 * kSub];
+#pragma unroll
+  for (int i = 0; i < 2 * kSub; ++i) x[i] = 0.f;
+  const int c = 4 * lane;
+  float4 z = *reinterpret_cast<const float4*>(kh + j * kK + c);
+  {
+    const float4 qv = *reinterpret_cast<const float4*>(qh + j * kK + c);
+    float s = qv.x * z.x;
+    s = fmaf(qv.y, z.y, s), s = fmaf(qv.z, z.z, s), s = fmaf(qv.w, z.w, s);
+#pragma unroll
+    for (int i = 0; i < kSub; ++i)
+      if (i == j) x[i] = s;
+  }
+#pragma unroll
+  for (int i = 1; i < kSub; ++i) {
+    if (i > j) {
+      const float4 a = *reinterpret_cast<const float4*>(al + i * kK + c);
+      const float4 qv = *reinterpret_cast<const float4*>(qh + i * kK + c);
+      const float4 kv = *reinterpret_cast<const float4*>(kh + i * kK + c);
+      z.x *= a.x, z.y *= a.y, z.z *= a.z, z.w *= a.w;
+      float sq = qv.x * z.x, sk = kv.x * z.x;
+      sq = fmaf(qv.y, z.y, sq), sq = fmaf(qv.z, z.z, sq), sq = fmaf(qv.w, z.w, sq);
+      sk = fmaf(kv.y, z.y, sk), sk = fmaf(kv.z, z.z, sk), sk = fmaf(kv.w, z.w, sk);
+      x[i] = sq, x[kSub + i] = sk;
+    }
+  }
+  scatter_step<16>(x, lane);
+  scatter_step<8>(x, lane);
+  scatter_step<4>(x, lane);
+  scatter_step<2>(x, lane);
+  scatter_step<1>(x, lane);
+  return x[0];
+}
+
+__device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
+  const int g = lane >> 2, qd = lane & 3;
+  const int64_t chunk = (int64_t(blockIdx.z) * gridDim.y + blockIdx.y) * p.chunks + blockIdx.x;
+  const float* qh = p.qh + chunk * kC * kK;
+  const float* kh = p.kh + chunk * kC * kK;
+  const float* al = p.al + chunk * kC * kK;
+  __half* aqk = p.aqk + chunk * kC * kC;
+  __half* tmb = p.tmb + chunk * kC * kC;
+
+  // ---- 1. channel pass: thread = (I, channel pair), 16 tokens in registers --------------------
+  if (tid < kC) sm.beta[tid] = p.beta[chunk * kC + tid];
+  float2 q[kSub], k[kSub], a[kSub], la[kSub];
+#pragma unroll
+  for (int t = 0; t < kSub; ++t) {
+    const int e = (kSub * I + t) * kK + c0;
+    q[t] = *reinterpret_cast<const float2*>(qh + e);
+    k[t] = *reinterpret_cast<const float2*>(kh + e);
+    a[t] = *reinterpret_cast<const float2*>(al + e);
+  }
+  {
+    float2 run = make_float2(1.f, 1.f);
+#pragma unroll
+    for (int t = 0; t < kSub; ++t) run = mul2(run, a[t]), la[t] = run;
+  }
+  sm.dec[I][cp] = la[kSub - 1];
+  __syncthreads();
+  const float2 d0 = sm.dec[0][cp], d1 = sm.dec[1][cp], d2 = sm.dec[2][cp], d3 = sm.dec[3][cp];
+  if (I == 0)
+    *reinterpret_cast<float2*>(p.gamma + chunk * kK + c0) = mul2(mul2(mul2(d0, d1), d2), d3);
+  const float2 one = make_float2(1.f, 1.f);
+  const float2 AI = I == 0 ? one : (I == 1 ? d0 : (I == 2 ? mul2(d0, d1) : mul2(mul2(d0, d1), d2)));
+  const float2 BI = I == 3 ? one : (I == 2 ? d3 : (I == 1 ? mul2(d3, d2) : mul2(mul2(d3, d2), d1)));
+  {
+    __half* kq = p.kq + chunk * 2 * kC * kK + c0;
+#pragma unroll
+    for (int t = 0; t < kSub; ++t) {
+      const float2 at = mul2(AI, la[t]);
+      stg_h2(kq + (kSub * I + t) * kK, k[t].x * at.x, k[t].y * at.y);
+      stg_h2(kq + (kC + kSub * I + t) * kK, q[t].x * at.x, q[t].y * at.y);
+      if (I >= 1) {
+        stg_h2(&sm.tiles[I - 1][swz_h(t, c0)], q[t].x * la[t].x, q[t].y * la[t].y);
+        stg_h2(&sm.tiles[2 + I][swz_h(t, c0)], k[t].x * la[t].x, k[t].y * la[t].y);
+      }
+    }
+  }
+  {
+    const float2 d21 = mul2(d2, d1);
+    uint32_t kbx[kSub / 2], kby[kSub / 2];
+    float2 run = one, prev = one;
+#pragma unroll
+    for (int t = kSub - 1; t >= 0; --t) {
+      const float2 lb = run;
+      const float2 kb = mul2(k[t], mul2(BI, lb));
+      if ((t & 1) == 0) kbx[t / 2] = ptx::pack_f16x2(kb.x, prev.x), kby[t / 2] = ptx::pack_f16x2(kb.y, prev.y);
+      prev = kb;
+      const float2 klb = mul2(k[t], lb);
+      const int o = swz_h(t, c0);
+      if (I <= 2) stg_h2(&sm.tiles[6 + I][o], klb.x, klb.y);
+      if (I == 0) {
+        stg_h2(&sm.tiles[6 + 3][o], klb.x * d1.x, klb.y * d1.y);
+        stg_h2(&sm.tiles[6 + 5][o], klb.x * d21.x, klb.y * d21.y);
+      }
+      if (I == 1) stg_h2(&sm.tiles[6 + 4][o], klb.x * d2.x, klb.y * d2.y);
+      run = mul2(run, a[t]);
+    }
+    uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + kSub * I);
+    kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
+    kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
+    kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
+    kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+  }
+  __syncthreads();
+
+  // ---- 2. off-diagonal pairs: warp p < 6 takes pair p, Aqk and Akk (both 16 x 16) ------------
+  if (warp < 6) {
+    const int pI = pair_i(warp), pJ = pair_j(warp);
+    const __half* Aq = sm.tiles[pI - 1];
+    const __half* Ak = sm.tiles[2 + pI];
+    const __half* B = sm.tiles[6 + warp];
+    float aq[2][4] = {}, ak[2][4] = {};
+    const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;        // A: (row, chunk)
+    const int br = 8 * (lane >> 4) + (lane & 7), bch = (lane >> 3) & 1;        // B
+#pragma unroll
+    for (int ks = 0; ks < kK / 16; ++ks) {
+      uint32_t fq[4], fk[4], fb[4];
+      ldsm4(fq, Aq + swz_h(ar, 8 * (2 * ks + ach)));
+      ldsm4(fk, Ak + swz_h(ar, 8 * (2 * ks + ach)));
+      ldsm4(fb, B + swz_h(br, 8 * (2 * ks + bch)));
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        ptx::mma_m16n8k16_f16(aq[nt], fq[0], fq[1], fq[2], fq[3], fb[2 * nt], fb[2 * nt + 1]);
+        ptx::mma_m16n8k16_f16(ak[nt], fk[0], fk[1], fk[2], fk[3], fb[2 * nt], fb[2 * nt + 1]);
+      }
+    }
+    const float b0 = sm.beta[kSub * pI + g], b1 = sm.beta[kSub * pI + g + 8];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int j = 8 * nt + 2 * qd;
+      stg_h2(aqk + (kSub * pI + g) * kC + kSub * pJ + j, aq[nt][0], aq[nt][1]);
+      stg_h2(aqk + (kSub * pI + g + 8) * kC + kSub * pJ + j, aq[nt][2], aq[nt][3]);
+      stg_h2(&sm.akh[warp][g][j], ak[nt][0] * b0, ak[nt][1] * b0);
+      stg_h2(&sm.akh[warp][g + 8][j], ak[nt][2] * b1, ak[nt][3] * b1);
+    }
+  } else {
+    // the upper blocks (I < J) of aqk and tmb are 0: 6 blocks x 16 rows x 2 uint4 each
+    const int u0 = tid - 6 * 32;
+#pragma unroll
+    for (int u = 0; u < 3; ++u) {
+      const int e = u0 + 64 * u, blk = e >> 5, r = (e >> 1) & (kSub - 1), h = e & 1;
+      const int bI = blk < 3 ? 0 : (blk < 5 ? 1 : 2), bJ = blk < 3 ? blk + 1 : (blk < 5 ? blk - 1 : 3);
+      const int off = (kSub * bI + r) * kC + kSub * bJ + 8 * h;
+      *reinterpret_cast<uint4*>(aqk + off) = make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(tmb + off) = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  __syncthreads();  // the tiles are dead: the diagonal operands go over them
+
+  // ---- 3. diagonal blocks, sub-blocks 2r, 2r + 1 per round ------------------------------------
+#pragma unroll 1
+  for (int r = 0; r < 2; ++r) {
+    if ((I >> 1) == r) {
+      constexpr int kRef = 7;
+      float2 f[kSub], inv[kSub];
+      float2 P = one, F = one;
+      f[kRef] = inv[kRef] = one;
+#pragma unroll
+      for (int t = kRef - 1; t >= 0; --t) {
+        P = mul2(P, a[t + 1]), inv[t] = P;
+        f[t] = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
+      }
+#pragma unroll
+      for (int t = kRef + 1; t < kSub; ++t) {
+        F = mul2(F, a[t]), f[t] = F;
+        inv[t] = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
+      }
+      float* st = sm.stg[I & 1][0];
+#pragma unroll
+      for (int t = 0; t < kSub; ++t) {
+        const int o = swz_f(t, c0);
+        *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rna(q[t].x * f[t].x), tf32_rna(q[t].y * f[t].y));
+        *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rna(k[t].x * f[t].x), tf32_rna(k[t].y * f[t].y));
+        *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rna(k[t].x * inv[t].x), tf32_rna(k[t].y * inv[t].y));
+      }
+      const bool ok = P.x >= 1e-30f && P.y >= 1e-30f && F.x >= 1e-30f && F.y >= 1e-30f;
+      const bool wok = __all_sync(0xffffffffu, ok);
+      if (lane == 0) sm.safe[I][warp & 1] = wok;
+    }
+    __syncthreads();
+    const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
+    if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
+      const bool kk = (warp >> 1) & 1;
+      const int nt = warp & 1;
+      const float* A = sm.stg[sl][kk ? 1 : 0];
+      const float* B = sm.stg[sl][2];
+      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
+      const int br = 8 * nt + (lane & 7), bch = lane >> 3;
+      float acc[2][4] = {};
+#pragma unroll
+      for (int s = 0; s < kK / 16; ++s) {
+        uint32_t fb[4], fa0[4], fa1[4];
+        ldsm4(fb, B + swz_f(br, 4 * (4 * s + bch)));
+        ldsm4(fa0, A + swz_f(ar, 4 * (4 * s + ach)));
+        ldsm4(fa1, A + swz_f(ar, 4 * (4 * s + 2 + ach)));
+        ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
+        ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
+      }
+      const int j = 8 * nt + 2 * qd;
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
+      if (!kk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = g + 8 * h;
+          stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = g + 8 * (e >> 1), jj = j + (e & 1);
+          sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * sm.beta[o + i] : 0.f;
+        }
+      }
+    } else {  // the fp32 pairs from the inputs in place, columns {w, 7 - w, 8 + w, 15 - w}
+      const int w4 = warp & 3;
+#pragma unroll 1
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = (jj & 2 ? 8 : 0) + (jj & 1 ? 7 - w4 : w4);
+        const float v = pair_column(qh + o * kK, kh + o * kK, al + o * kK, j, lane);
+        if (lane < kSub) {
+          aqk[(o + lane) * kC + o + j] = __float2half_rn(lane >= j ? v : 0.f);
+        } else {
+          const int i = lane - kSub;
+          sm.akd[Is][i * kSub + j] = i > j ? v * sm.beta[o + i] : 0.f;
+        }
+      }
+    }
+    __syncthreads();  // the next round (or the solve) writes over the operands
+  }
+
+  // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
+  SolveTiles& sv = sm.sv;
+  if (tid < 4 * kSub) {
+    const int bI = tid >> 4, j = tid & (kSub - 1), o = kSub * bI;
+    const float* A = sm.akd[bI];
+    float x[kSub];
+#pragma unroll
+    for (int i = 0; i < kSub; ++i) {
+      float s = 0.f;
+#pragma unroll
+      for (int m4 = 0; m4 < i; m4 += 4) {
+        const float4 row = *reinterpret_cast<const float4*>(A + i * kSub + m4);
+        s = fmaf(row.x, x[m4], s);
+        if (m4 + 1 < i) s = fmaf(row.y, x[m4 + 1], s);
+        if (m4 + 2 < i) s = fmaf(row.z, x[m4 + 2], s);
+        if (m4 + 3 < i) s = fmaf(row.w, x[m4 + 3], s);
+      }
+      x[i] = i < j ? 0.f : (i == j ? 1.f : -s);
+    }
+    const float bj = sm.beta[o + j];
+#pragma unroll
+    for (int i = 0; i < kSub; ++i) {
+      const __half h = __float2half_rn(x[i]);
+      sv.th[bI][i][j] = h;
+      sv.tt[o + j][o + i] = h;
+      tmb[(o + i) * kC + o + j] = __float2half_rn(x[i] * bj);
+    }
+  }
+  __syncthreads();
+  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): warp w of level L takes block J = w / 2
+  // and its 8 columns 8 (w % 2) ..; the sum rounded to f16 as the next B operand (v2's order)
+#pragma unroll 1
+  for (int L = 1; L < 4; ++L) {
+    if (warp < 2 * (4 - L)) {
+      const int J = warp >> 1, nh = warp & 1, bI = J + L, n0 = kSub * J + 8 * nh;
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
+      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ac = 8 * (lane >> 4);
+      for (int M = J; M < bI; ++M) {
+        uint32_t fa[4];
+        ldsm4(fa, &sm.akh[pair_of(bI, M)][ar][ac]);
+        const int c = kSub * M + 2 * qd;
+        ptx::mma_m16n8k16_f16(acc, fa[0], fa[1], fa[2], fa[3],
+                              *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c]),
+                              *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c + 8]));
+      }
+      __half (&pw)[8][kRowB] = sv.pw[warp];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pw[2 * qd + (e & 1)][g + 8 * (e >> 1)] = __float2half_rn(acc[e]);
+      __syncwarp();
+      float t[4] = {0.f, 0.f, 0.f, 0.f};
+      uint32_t fa[4];
+      ldsm4(fa, &sv.th[bI][ar][ac]);
+      ptx::mma_m16n8k16_f16(t, fa[0], fa[1], fa[2], fa[3],
+                            *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd]),
+                            *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd + 8]));
+      const int j = n0 + 2 * qd;
+      const float bj0 = sm.beta[j], bj1 = sm.beta[j + 1];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = kSub * bI + g + 8 * h;
+        stg_h2(tmb + i * kC + j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
+        sv.tt[j][i] = __float2half_rn(-t[2 * h]);
+        sv.tt[j + 1][i] = __float2half_rn(-t[2 * h + 1]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace kernrt::kda::c64p3
+
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p3::kThreads, 1)
+    kda_chunk64_prep3_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepParams p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  kernrt::kda::c64p3::prep64(p, *reinterpret_cast<kernrt::kda::c64p3::Smem*>(smem_raw));
+}
