@@ -4,6 +4,7 @@ through the product path, in its own process (a fault in an entry that no servin
 must not take run.py's results with it).
 
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
+       [--prep prep3]   (the prep cases and timings on prep v3, kda_chunk64_prep3.cu, instead of v2)
        ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
 Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
 last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
@@ -108,7 +109,7 @@ def prep_inputs(xp_inputs):
 OPERANDS = ("kq", "kbt", "tmb", "aqk", "gamma")
 
 
-def run_prep_case(build, gates, lb, V):
+def run_prep_case(build, gates, lb, V, prep="prep"):
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
@@ -117,7 +118,7 @@ def run_prep_case(build, gates, lb, V):
     pi = prep_inputs(xp)
     B, HV, NC = s["kq"].shape[:3]
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep), cubins), cubins=[cubins])
     for name in ("qh", "kh", "al", "beta"):
         rt.buffer(name).copy_(torch.from_numpy(pi[name]))
     rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
@@ -141,14 +142,14 @@ def run_prep_case(build, gates, lb, V):
     return r
 
 
-def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False):
+def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep"):
     """Median us of prep64 and forward64 at B8 T4096 H16 V128 on random bounded tokens; with
     `profile`, one eager forward64 instead (the launches an Nsight Compute profile targets)."""
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep), cubins), cubins=[cubins])
     gen = torch.Generator(device="cuda").manual_seed(0)
     for name in ("qh", "kh"):
         x = torch.randn(rt.buffer(name).shape, generator=gen, device="cuda")
@@ -164,7 +165,7 @@ def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False):
         return
     for prog in ("prep64", "forward64"):
         t = rt.time(prog, iters=20, graph=True, seqs=B)
-        print(f"TIME chunk64 {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
+        print(f"TIME chunk64 {prep} {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
               f"(min {t['min_us']:.1f})", flush=True)
     print(f"TIME chunk64 forward64: finite o {bool(torch.isfinite(rt.buffer('o')).all())}, "
           f"finite state {bool(torch.isfinite(rt.buffer('xt')).all())}", flush=True)
@@ -197,6 +198,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
+    ap.add_argument("--prep", default="prep", choices=("prep", "prep3"),
+                    help="the prep entry under test: v2 (kda_chunk64_prep.cu) or v3 (kda_chunk64_prep3.cu)")
     ap.add_argument("--profile", action="store_true",
                     help="only one eager forward64 at B8 HV16 V128 NC64 (for ncu -k regex:kda_chunk64)")
     args = ap.parse_args()
@@ -205,7 +208,7 @@ def main():
         print("check_chunk64: no CUDA device: nothing checked")
         return 2
     if args.profile:
-        time_forward(args.build, profile=True)
+        time_forward(args.build, profile=True, prep=args.prep)
         return 0
     import torch
     rows, ok = [], True
@@ -228,9 +231,9 @@ def main():
                      "error_state_vs_model": r["state vs model"], "gate": GATE,
                      "gate_vs_model": MODEL_TOL, "pass": good})
     for gates, lb, V in CASES:
-        label = f"chunk64 prep + state B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
+        label = f"chunk64 {args.prep} + state B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
         try:
-            r = run_prep_case(args.build, gates, lb, V)
+            r = run_prep_case(args.build, gates, lb, V, args.prep)
         except Exception as e:  # a refusal or a fault: recorded, the next case still runs
             print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
             rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})
@@ -265,7 +268,7 @@ def main():
     if args.time:
         try:
             time_state(args.build)
-            time_forward(args.build)
+            time_forward(args.build, prep=args.prep)
         except Exception as e:  # noqa: BLE001 - a diagnostic: report it
             print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
     return 0 if ok else 1
