@@ -1,0 +1,185 @@
+"""Static instruction count of a kernel's executed path, from its SASS (a calibration aid for
+design entries before a device run; kernels/kda/chunk64.md "Prep v3").
+
+Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode]
+  KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu).
+Method: `nvdisasm -gi` (the cubins are built with -lineinfo) gives every instruction its chain
+of inlined source lines; the frame inside the device function named by the table (its line
+range in the source) is the instruction's line. The SASS is cut into basic blocks (at labels,
+after branches and EXIT). A block executes as often as the innermost scope of the table that
+holds most of its data and control instructions' lines (not integer index math; the compiler rematerialises index math of earlier
+lines inside a branch's blocks, and predicates short bodies inside the outer block): a scope is a source line range (the body of an `if`, of a
+`#pragma unroll 1` loop, ...) with the number of warp executions it has per block and chunk
+(warps that enter it x trips), written by hand from the source for the path that the timed
+case takes (every sub-block on the tf32 diagonal path). Unrolled loops are separate
+instructions in SASS, so each is counted once per copy. Predicated-off instructions count
+(they take issue slots); blocks only reached by a branch inside a scope count with it.
+Prints warp instructions per block and chunk (= per 64 tokens of one block) by scope and the
+total. A scope table names the text its first line must hold, so an edit that moves lines
+fails here instead of counting wrongly.
+Does not see: dynamic trip counts other than the table's, replays of divergent paths,
+instructions of slow paths the table does not name (they count with their scope: the
+tables' totals are upper bounds by those).
+"""
+import argparse
+import collections
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KDA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "kernels", "kda")
+
+# kernel -> (source, function body (first, last line), [(first, last, warp executions,
+# text of the first line's source), ...]); the first scope is the whole function.
+SCOPES = {
+    "prep3": ("kda_chunk64_prep3.cu", (128, 398), [
+        (128, 398, 8, "__device__ void prep64"),
+        (140, 140, 2, "if (tid < kC) sm.beta"),
+        (158, 158, 2, "*reinterpret_cast<float2*>(p.gamma"),
+        (170, 171, 6, "stg_h2(&sm.tiles[I - 1]"),
+        (187, 187, 6, "if (I <= 2) stg_h2"),
+        (189, 190, 2, "stg_h2(&sm.tiles[6 + 3]"),
+        (192, 192, 2, "if (I == 1) stg_h2"),
+        (205, 232, 6, "const int pI = pair_i(warp)"),
+        (234, 243, 2, "// the upper blocks (I < J)"),
+        (249, 328, 16, "for (int r = 0; r < 2; ++r)"),
+        (251, 275, 8, "constexpr int kRef = 7;"),
+        (280, 312, 16, "const bool kk = (warp >> 1) & 1;"),
+        (301, 305, 8, "#pragma unroll"),
+        (307, 311, 8, "#pragma unroll"),
+        (314, 326, 0, "const int w4 = warp & 3;"),
+        (333, 356, 2, "const int bI = tid >> 4"),
+        (362, 397, 24, "for (int L = 1; L < 4; ++L)"),
+        (364, 395, 12, "const int J = warp >> 1"),
+        (368, 375, 20, "for (int M = J; M < bI; ++M)"),
+    ]),
+    "prep": ("kda_chunk64_prep.cu", (157, 355), [
+        (157, 355, 8, "__device__ void prep64"),
+        (166, 166, 2, "if (tid < kC) sm.beta"),
+        (179, 179, 4, "if (half == 0) p.gamma"),
+        # the pass over (r, half), I = 2 r + half, warps 0-3 half 0: 2 trips x 8 warps; a
+        # condition on I holds for 4 warps per (r, half) it names
+        (182, 246, 16, "for (int r = 0; r < 2; ++r) {"),
+        (208, 209, 12, "sm.lq[I - 1][t][ch]"),
+        (212, 212, 12, "if (I <= 2) sm.rb[I]"),
+        (213, 213, 4, "if (I == 0) sm.rb[3]"),
+        (214, 214, 4, "if (I == 1) sm.rb[4]"),
+        (226, 226, 16, "diag_tf32(ps, sm, I, w4, lane);"),
+        (228, 244, 0, "#pragma unroll"),
+        (250, 266, 24, "for (int job = warp; job < 24; job += 8)"),
+        (272, 286, 2, "const int I = tid >> 4"),
+        (288, 295, 6, "// the six blocks I > J"),
+        (304, 336, 24, "for (int L = 1; L < 4; ++L)"),
+        (306, 334, 12, "const int J = warp >> 1, nh = warp & 1, I = J + L"),
+        (308, 317, 20, "for (int M = J; M < I; ++M)"),
+    ], {
+        # diag_tf32's epilogue: per element a warp-uniform branch, Aqk (w4 < 2) or Akk (w4 >= 2)
+        # rows, each taken by 2 of the 4 warps of each (r, half): 8 of 16
+        0x4a30: 8, 0x4ac0: 8, 0x4b90: 8, 0x4c00: 8, 0x4c70: 8, 0x4ce0: 8, 0x4d50: 8, 0x4dc0: 8,
+        # the M loop (1, 2, 3 trips at levels 1, 2, 3 for 6, 4, 2 warps) as compiled: the
+        # remainder first (copy 1 every level warp: 12; copy 2 with copy 3 predicated: 6),
+        # then a 4-fold body that no trip count reaches
+        0x9800: 12, 0x98c0: 12, 0x99a0: 6, 0x9af0: 12, 0x9b00: 0, 0x9b40: 0,
+    }),
+}
+
+INDEX_OPS = {"IMAD", "LOP3", "SHF", "LEA", "IADD3", "VIADD", "MOV", "SEL", "ISETP", "PRMT",
+             "ULDC", "UMOV", "UIMAD", "S2R", "S2UR", "CS2R", "LDC", "VIMNMX", "PLOP3", "P2R", "R2P"}
+_FRAME = re.compile(r'File "([^"]+)", line (\d+)')
+_INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?);")
+_LABEL = re.compile(r"^(\.L_x_\d+):")
+
+
+def parse(cubin, source, body):
+    """[[(address, opcode, line or None), ...], ...]: the basic blocks of the SASS."""
+    text = subprocess.run(["nvdisasm", "-gi", "-c", cubin], check=True, capture_output=True,
+                          text=True).stdout
+    blocks, cur, frames, line = [], [], [], None
+    pending = False
+    for raw in text.splitlines():
+        s = raw.strip()
+        if s.startswith("//##"):
+            if not pending:
+                frames, pending = [], True
+            frames += [(f, int(n)) for f, n in _FRAME.findall(s)]
+            continue
+        if pending:
+            inside = [n for f, n in frames if os.path.basename(f) == source and body[0] <= n <= body[1]]
+            line = inside[0] if inside else None
+            pending = False
+        if _LABEL.match(s):
+            if cur:
+                blocks.append(cur)
+            cur = []
+            continue
+        m = _INSTR.match(raw)
+        if not m:
+            continue
+        ins = m.group(2).strip()
+        op = ins.split()[0] if not ins.startswith("@") else ins.split()[1]
+        cur.append((int(m.group(1), 16), op.split(".")[0], line))
+        if op.split(".")[0] in ("BRA", "EXIT", "RET", "BRX", "JMP"):
+            blocks.append(cur)
+            cur = []
+    if cur:
+        blocks.append(cur)
+    return blocks
+
+
+def count(cubin, kernel, by_opcode=False):
+    source, body, scopes, *rest = SCOPES[kernel]
+    blocks_at = rest[0] if rest else {}
+    lines = open(os.path.join(KDA, source)).read().splitlines()
+    for first, _, _, want in scopes:
+        if want not in lines[first - 1]:
+            raise SystemExit(f"sass_path: {source}:{first} does not hold {want!r}: the table is stale")
+    totals = collections.Counter()
+    ops = collections.Counter()
+    static, seen = 0, set()
+    for blk in parse(cubin, source, body):
+        # the scope is read from the block's data and control instructions: the line info of
+        # integer index math is unreliable (shared subexpressions of inlined helpers keep the
+        # line of one inlining site)
+        ls = [n for _, op, n in blk if n is not None and op not in INDEX_OPS]
+        ls = ls or [n for _, _, n in blk if n is not None]
+        best = scopes[0]
+        for sc in scopes:
+            inside = sum(sc[0] <= n <= sc[1] for n in ls)
+            if ls and 2 * inside > len(ls) and sc[1] - sc[0] <= best[1] - best[0]:
+                best = sc
+        # a self-loop BRA after the final EXIT, and NOP padding, never issue
+        body_ops = [op for _, op, _ in blk if op != "NOP"]
+        if blk and blk[-1][1] == "BRA" and len(body_ops) == 1 and ls == []:
+            continue
+        static += len(body_ops)
+        key = best[:3]
+        if blk and blk[0][0] in blocks_at:  # a block the table counts by its address
+            key = ("block", f"{blk[0][0]:04x}", blocks_at[blk[0][0]])
+            seen.add(blk[0][0])
+        totals[key] += key[2] * len(body_ops)
+        for op in body_ops:
+            ops[op] += key[2]
+    if seen != set(blocks_at):
+        raise SystemExit(f"sass_path: no block starts at {sorted(set(blocks_at) - seen)}: the table "
+                         f"is stale for this cubin")
+    print(f"{kernel}: {static} SASS instructions (static, without NOP)")
+    print("| source lines | warp executions | warp instructions |")
+    print("|---|---|---|")
+    for (first, last, w), n in sorted(totals.items(), key=str):
+        print(f"| {first}-{last} | {w} | {n} |" if first != "block" else f"| block at {last} | {w} | {n} |")
+    print(f"total warp instructions per 64 tokens of one block: {sum(totals.values())}")
+    if by_opcode:
+        print(", ".join(f"{op} {n}" for op, n in ops.most_common()))
+    return sum(totals.values())
+
+
+if __name__ == "__main__":
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cubin")
+    ap.add_argument("kernel", choices=sorted(SCOPES))
+    ap.add_argument("--by-opcode", action="store_true")
+    a = ap.parse_args()
+    count(a.cubin, a.kernel, a.by_opcode)
+    sys.exit(0)
