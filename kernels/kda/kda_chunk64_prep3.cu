@@ -41,10 +41,11 @@ constexpr int kC = 64, kSub = 16, kK = 128, kThreads = 256;
 constexpr int kRowB = kSub + 8;  // f16 row of a 16 x 16 block (48 B: ldmatrix rows conflict-free)
 
 // f16 tile [16 tokens][128 channels], 16-byte chunks XOR-swizzled by row % 8 (no padding;
-// ldmatrix of 8 rows at one chunk and f16x2 stores of 32 channel pairs are conflict-free).
-__device__ __forceinline__ int swz_h(int t, int c) { return t * kK + ((((c >> 3) ^ (t & 7))) << 3) + (c & 7); }
+// ldmatrix of 8 rows at one chunk and f16x2 stores of 32 channel pairs are conflict-free):
+// chunk (c / 8) ^ (t % 8) is c ^ 8 (t % 8), so a row's offsets are the 8 values c ^ 8 k.
+__device__ __forceinline__ int swz_h(int t, int c) { return t * kK + (c ^ ((t & 7) << 3)); }
 // fp32 tile [16 tokens][128 channels], 16-byte chunks (4 floats) swizzled the same way.
-__device__ __forceinline__ int swz_f(int t, int c) { return t * kK + ((((c >> 2) ^ (t & 7))) << 2) + (c & 3); }
+__device__ __forceinline__ int swz_f(int t, int c) { return t * kK + (c ^ ((t & 7) << 2)); }
 
 struct SolveTiles {
   __half tt[kC][kC + 8];            // T transposed (tt[j][m] = T[m][j]), lower blocks, B operands
@@ -125,6 +126,60 @@ __device__ __forceinline__ float pair_column(const float* qh, const float* kh, c
   return x[0];
 }
 
+// Step 1 after the dec exchange, for sub-block kI (a template: no per-token conditions, no
+// factors of 1): gamma (kI = 0), a = A_I la and b = B_I lb; k a, q a rows of kq and (k b)^T
+// rows of kbt in f16x2 packs to global memory; q la, k la (kI >= 1) and k lb D (kI <= 2, the
+// pairs with J = kI) into the tiles. k a = (k la) A_I and k b = (k lb) B_I: one multiply per
+// element beside the tile's (rounding order differs from v2's k (A_I la) by fp32 ulps).
+template <int kI>
+__device__ __forceinline__ void channel_pass(const Chunk64PrepParams& p, Smem& sm, int64_t chunk,
+                                             int cp, const float2 (&q)[kSub], const float2 (&k)[kSub],
+                                             const float2 (&a)[kSub], const float2 (&la)[kSub]) {
+  const int c0 = 2 * cp;
+  const float2 d0 = sm.dec[0][cp], d1 = sm.dec[1][cp], d2 = sm.dec[2][cp], d3 = sm.dec[3][cp];
+  if (kI == 0)
+    *reinterpret_cast<float2*>(p.gamma + chunk * kK + c0) = mul2(mul2(mul2(d0, d1), d2), d3);
+  const float2 AI = kI == 1 ? d0 : (kI == 2 ? mul2(d0, d1) : mul2(mul2(d0, d1), d2));
+  const float2 BI = kI == 2 ? d3 : (kI == 1 ? mul2(d3, d2) : mul2(mul2(d3, d2), d1));
+  __half* kq = p.kq + chunk * 2 * kC * kK + (kSub * kI) * kK + c0;
+#pragma unroll
+  for (int t = 0; t < kSub; ++t) {
+    const float2 kl = mul2(k[t], la[t]), ql = mul2(q[t], la[t]);
+    if (kI == 0) {
+      stg_h2(kq + t * kK, kl.x, kl.y);
+      stg_h2(kq + (kC + t) * kK, ql.x, ql.y);
+    } else {
+      stg_h2(&sm.tiles[kI - 1][swz_h(t, c0)], ql.x, ql.y);
+      stg_h2(&sm.tiles[2 + kI][swz_h(t, c0)], kl.x, kl.y);
+      stg_h2(kq + t * kK, kl.x * AI.x, kl.y * AI.y);
+      stg_h2(kq + (kC + t) * kK, ql.x * AI.x, ql.y * AI.y);
+    }
+  }
+  const float2 d21 = mul2(d2, d1);
+  uint32_t kbx[kSub / 2], kby[kSub / 2];
+  float2 run = make_float2(1.f, 1.f), prev = run;
+#pragma unroll
+  for (int t = kSub - 1; t >= 0; --t) {
+    const float2 klb = mul2(k[t], run);  // lb_t = run
+    const float2 kb = kI == 3 ? klb : mul2(klb, BI);
+    if ((t & 1) == 0) kbx[t / 2] = ptx::pack_f16x2(kb.x, prev.x), kby[t / 2] = ptx::pack_f16x2(kb.y, prev.y);
+    prev = kb;
+    const int o = swz_h(t, c0);
+    if (kI <= 2) stg_h2(&sm.tiles[6 + kI][o], klb.x, klb.y);
+    if (kI == 0) {
+      stg_h2(&sm.tiles[6 + 3][o], klb.x * d1.x, klb.y * d1.y);
+      stg_h2(&sm.tiles[6 + 5][o], klb.x * d21.x, klb.y * d21.y);
+    }
+    if (kI == 1) stg_h2(&sm.tiles[6 + 4][o], klb.x * d2.x, klb.y * d2.y);
+    if (t > 0) run = mul2(run, a[t]);
+  }
+  uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + kSub * kI);
+  kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
+  kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
+  kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
+  kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+}
+
 __device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -153,50 +208,11 @@ __device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
   }
   sm.dec[I][cp] = la[kSub - 1];
   __syncthreads();
-  const float2 d0 = sm.dec[0][cp], d1 = sm.dec[1][cp], d2 = sm.dec[2][cp], d3 = sm.dec[3][cp];
-  if (I == 0)
-    *reinterpret_cast<float2*>(p.gamma + chunk * kK + c0) = mul2(mul2(mul2(d0, d1), d2), d3);
-  const float2 one = make_float2(1.f, 1.f);
-  const float2 AI = I == 0 ? one : (I == 1 ? d0 : (I == 2 ? mul2(d0, d1) : mul2(mul2(d0, d1), d2)));
-  const float2 BI = I == 3 ? one : (I == 2 ? d3 : (I == 1 ? mul2(d3, d2) : mul2(mul2(d3, d2), d1)));
-  {
-    __half* kq = p.kq + chunk * 2 * kC * kK + c0;
-#pragma unroll
-    for (int t = 0; t < kSub; ++t) {
-      const float2 at = mul2(AI, la[t]);
-      stg_h2(kq + (kSub * I + t) * kK, k[t].x * at.x, k[t].y * at.y);
-      stg_h2(kq + (kC + kSub * I + t) * kK, q[t].x * at.x, q[t].y * at.y);
-      if (I >= 1) {
-        stg_h2(&sm.tiles[I - 1][swz_h(t, c0)], q[t].x * la[t].x, q[t].y * la[t].y);
-        stg_h2(&sm.tiles[2 + I][swz_h(t, c0)], k[t].x * la[t].x, k[t].y * la[t].y);
-      }
-    }
-  }
-  {
-    const float2 d21 = mul2(d2, d1);
-    uint32_t kbx[kSub / 2], kby[kSub / 2];
-    float2 run = one, prev = one;
-#pragma unroll
-    for (int t = kSub - 1; t >= 0; --t) {
-      const float2 lb = run;
-      const float2 kb = mul2(k[t], mul2(BI, lb));
-      if ((t & 1) == 0) kbx[t / 2] = ptx::pack_f16x2(kb.x, prev.x), kby[t / 2] = ptx::pack_f16x2(kb.y, prev.y);
-      prev = kb;
-      const float2 klb = mul2(k[t], lb);
-      const int o = swz_h(t, c0);
-      if (I <= 2) stg_h2(&sm.tiles[6 + I][o], klb.x, klb.y);
-      if (I == 0) {
-        stg_h2(&sm.tiles[6 + 3][o], klb.x * d1.x, klb.y * d1.y);
-        stg_h2(&sm.tiles[6 + 5][o], klb.x * d21.x, klb.y * d21.y);
-      }
-      if (I == 1) stg_h2(&sm.tiles[6 + 4][o], klb.x * d2.x, klb.y * d2.y);
-      run = mul2(run, a[t]);
-    }
-    uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + kSub * I);
-    kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
-    kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
-    kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
-    kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+  switch (I) {  // warp-uniform: each warp runs the straight-line pass of its sub-block
+    case 0: channel_pass<0>(p, sm, chunk, cp, q, k, a, la); break;
+    case 1: channel_pass<1>(p, sm, chunk, cp, q, k, a, la); break;
+    case 2: channel_pass<2>(p, sm, chunk, cp, q, k, a, la); break;
+    default: channel_pass<3>(p, sm, chunk, cp, q, k, a, la); break;
   }
   __syncthreads();
 
@@ -204,17 +220,28 @@ __device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
   if (warp < 6) {
     const int pI = pair_i(warp), pJ = pair_j(warp);
     const __half* Aq = sm.tiles[pI - 1];
-    const __half* Ak = sm.tiles[2 + pI];
     const __half* B = sm.tiles[6 + warp];
     float aq[2][4] = {}, ak[2][4] = {};
     const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;        // A: (row, chunk)
     const int br = 8 * (lane >> 4) + (lane & 7), bch = (lane >> 3) & 1;        // B
+    // k-step ks = 4 u + v reads channel 16 ks + 8 ch of its row at swz_h = row * 128 +
+    // 64 u + ((16 v + 8 ch) ^ 8 (row % 8)): four byte addresses per operand, + 128 u as
+    // immediates (the XOR formed per step was ~1/3 of this phase's instructions)
+    uint32_t pa[4], pb[4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      pa[v] = smem_u32(Aq + ar * kK + ((16 * v + 8 * ach) ^ ((ar & 7) << 3)));
+      pb[v] = smem_u32(B + br * kK + ((16 * v + 8 * bch) ^ ((br & 7) << 3)));
+    }
+    constexpr uint32_t kQk = 3 * kSub * kK * 2;  // bytes from tile q la (I) to tile k la (I)
+    static_assert(kQk == sizeof(sm.tiles[0]) * 3, "tiles 2 + I and I - 1 are 3 tiles apart");
 #pragma unroll
     for (int ks = 0; ks < kK / 16; ++ks) {
       uint32_t fq[4], fk[4], fb[4];
-      ldsm4(fq, Aq + swz_h(ar, 8 * (2 * ks + ach)));
-      ldsm4(fk, Ak + swz_h(ar, 8 * (2 * ks + ach)));
-      ldsm4(fb, B + swz_h(br, 8 * (2 * ks + bch)));
+      const uint32_t u = 128 * (ks >> 2);
+      ptx::ldmatrix_x4(fq[0], fq[1], fq[2], fq[3], pa[ks & 3] + u);
+      ptx::ldmatrix_x4(fk[0], fk[1], fk[2], fk[3], pa[ks & 3] + kQk + u);
+      ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[ks & 3] + u);
 #pragma unroll
       for (int nt = 0; nt < 2; ++nt) {
         ptx::mma_m16n8k16_f16(aq[nt], fq[0], fq[1], fq[2], fq[3], fb[2 * nt], fb[2 * nt + 1]);
@@ -249,6 +276,7 @@ __device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
   for (int r = 0; r < 2; ++r) {
     if ((I >> 1) == r) {
       constexpr int kRef = 7;
+      const float2 one = make_float2(1.f, 1.f);
       float2 f[kSub], inv[kSub];
       float2 P = one, F = one;
       f[kRef] = inv[kRef] = one;
@@ -283,13 +311,24 @@ __device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
       const float* B = sm.stg[sl][2];
       const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
       const int br = 8 * nt + (lane & 7), bch = lane >> 3;
+      // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
+      // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates
+      uint32_t pa[2][2], pb[2];
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          pa[v][h] = smem_u32(A + ar * kK + ((16 * v + 8 * h + 4 * ach) ^ ((ar & 7) << 2)));
+        pb[v] = smem_u32(B + br * kK + ((16 * v + 4 * bch) ^ ((br & 7) << 2)));
+      }
       float acc[2][4] = {};
 #pragma unroll
       for (int s = 0; s < kK / 16; ++s) {
         uint32_t fb[4], fa0[4], fa1[4];
-        ldsm4(fb, B + swz_f(br, 4 * (4 * s + bch)));
-        ldsm4(fa0, A + swz_f(ar, 4 * (4 * s + ach)));
-        ldsm4(fa1, A + swz_f(ar, 4 * (4 * s + 2 + ach)));
+        const uint32_t u = 128 * (s >> 1);
+        ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[s & 1] + u);
+        ptx::ldmatrix_x4(fa0[0], fa0[1], fa0[2], fa0[3], pa[s & 1][0] + u);
+        ptx::ldmatrix_x4(fa1[0], fa1[1], fa1[2], fa1[3], pa[s & 1][1] + u);
         ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
         ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
       }
@@ -303,7 +342,7 @@ __device__ void prep64(const Chunk64PrepParams& p, Smem& sm) {
           const int i = g + 8 * h;
           stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
         }
-      } else {
+      } else {  // Akk rows
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = g + 8 * (e >> 1), jj = j + (e & 1);

@@ -2,6 +2,7 @@
 design entries before a device run; kernels/kda/chunk64.md "Prep v3").
 
 Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode]
+       (CUBIN built from the working tree's source: the scopes are read from it)
   KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu).
 Method: `nvdisasm -gi` (the cubins are built with -lineinfo) gives every instruction its chain
 of inlined source lines; the frame inside the device function named by the table (its line
@@ -31,49 +32,53 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 KDA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "kernels", "kda")
 
-# kernel -> (source, function body (first, last line), [(first, last, warp executions,
-# text of the first line's source), ...]); the first scope is the whole function.
+# kernel -> (source, [(anchor, kind, warp executions), ...], {block address: executions}).
+# A scope is found by its anchor, text that exactly one line of the source holds: kind "open"
+# is that line to its matching closing brace (a loop or `if` line that opens a brace), "in"
+# that line to the end of the block it is in (the first statement of an `if` body), "line"
+# that line alone. The first scope is the device function (its lines are the candidates of
+# every instruction's frame).
 SCOPES = {
-    "prep3": ("kda_chunk64_prep3.cu", (128, 398), [
-        (128, 398, 8, "__device__ void prep64"),
-        (140, 140, 2, "if (tid < kC) sm.beta"),
-        (158, 158, 2, "*reinterpret_cast<float2*>(p.gamma"),
-        (170, 171, 6, "stg_h2(&sm.tiles[I - 1]"),
-        (187, 187, 6, "if (I <= 2) stg_h2"),
-        (189, 190, 2, "stg_h2(&sm.tiles[6 + 3]"),
-        (192, 192, 2, "if (I == 1) stg_h2"),
-        (205, 232, 6, "const int pI = pair_i(warp)"),
-        (234, 243, 2, "// the upper blocks (I < J)"),
-        (249, 328, 16, "for (int r = 0; r < 2; ++r)"),
-        (251, 275, 8, "constexpr int kRef = 7;"),
-        (280, 312, 16, "const bool kk = (warp >> 1) & 1;"),
-        (301, 305, 8, "#pragma unroll"),
-        (307, 311, 8, "#pragma unroll"),
-        (314, 326, 0, "const int w4 = warp & 3;"),
-        (333, 356, 2, "const int bI = tid >> 4"),
-        (362, 397, 24, "for (int L = 1; L < 4; ++L)"),
-        (364, 395, 12, "const int J = warp >> 1"),
-        (368, 375, 20, "for (int M = J; M < bI; ++M)"),
-    ]),
-    "prep": ("kda_chunk64_prep.cu", (157, 355), [
-        (157, 355, 8, "__device__ void prep64"),
-        (166, 166, 2, "if (tid < kC) sm.beta"),
-        (179, 179, 4, "if (half == 0) p.gamma"),
+    "prep3": ("kda_chunk64_prep3.cu", [
+        ("__device__ void prep64(", "open", 8),
+        ("if (tid < kC) sm.beta", "line", 2),
+        # channel_pass<I> (inlined, its frame in prep64 is the case line): 2 warps each
+        ("case 0: channel_pass<0>", "line", 2),
+        ("case 1: channel_pass<1>", "line", 2),
+        ("case 2: channel_pass<2>", "line", 2),
+        ("default: channel_pass<3>", "line", 2),
+        ("const int pI = pair_i(warp)", "in", 6),
+        ("// the upper blocks (I < J)", "in", 2),
+        ("for (int r = 0; r < 2; ++r)", "open", 16),
+        ("constexpr int kRef = 7;", "in", 8),
+        ("const bool kk = (warp >> 1) & 1;", "in", 16),
+        ("if (!kk) {", "open", 8),
+        ("} else {  // Akk rows", "open", 8),
+        ("const int w4 = warp & 3;", "in", 0),
+        ("const int bI = tid >> 4", "in", 2),
+        ("for (int L = 1; L < 4; ++L)", "open", 24),
+        ("const int J = warp >> 1", "in", 12),
+        ("for (int M = J; M < bI; ++M)", "open", 20),
+    ], {}),
+    "prep": ("kda_chunk64_prep.cu", [
+        ("__device__ void prep64(", "open", 8),
+        ("if (tid < kC) sm.beta", "line", 2),
+        ("if (half == 0) p.gamma", "line", 4),
         # the pass over (r, half), I = 2 r + half, warps 0-3 half 0: 2 trips x 8 warps; a
         # condition on I holds for 4 warps per (r, half) it names
-        (182, 246, 16, "for (int r = 0; r < 2; ++r) {"),
-        (208, 209, 12, "sm.lq[I - 1][t][ch]"),
-        (212, 212, 12, "if (I <= 2) sm.rb[I]"),
-        (213, 213, 4, "if (I == 0) sm.rb[3]"),
-        (214, 214, 4, "if (I == 1) sm.rb[4]"),
-        (226, 226, 16, "diag_tf32(ps, sm, I, w4, lane);"),
-        (228, 244, 0, "#pragma unroll"),
-        (250, 266, 24, "for (int job = warp; job < 24; job += 8)"),
-        (272, 286, 2, "const int I = tid >> 4"),
-        (288, 295, 6, "// the six blocks I > J"),
-        (304, 336, 24, "for (int L = 1; L < 4; ++L)"),
-        (306, 334, 12, "const int J = warp >> 1, nh = warp & 1, I = J + L"),
-        (308, 317, 20, "for (int M = J; M < I; ++M)"),
+        ("const int I = 2 * r + half;", "in", 16),
+        ("if (I >= 1) {", "open", 12),
+        ("if (I <= 2) sm.rb[I]", "line", 12),
+        ("if (I == 0) sm.rb[3]", "line", 4),
+        ("if (I == 1) sm.rb[4]", "line", 4),
+        ("diag_tf32(ps, sm, I, w4, lane);", "line", 16),
+        ("for (int t = 0; t < kSub; ++t) ps.qh[t][ch] = q[t]", "in", 0),
+        ("for (int job = warp; job < 24; job += 8)", "open", 24),
+        ("const int I = tid >> 4, j = tid & (kSub - 1), o = kSub * I;", "in", 2),
+        ("// the six blocks I > J of Akk", "in", 6),
+        ("for (int L = 1; L < 4; ++L)", "open", 24),
+        ("const int J = warp >> 1, nh = warp & 1, I = J + L", "in", 12),
+        ("for (int M = J; M < I; ++M)", "open", 20),
     ], {
         # diag_tf32's epilogue: per element a warp-uniform branch, Aqk (w4 < 2) or Akk (w4 >= 2)
         # rows, each taken by 2 of the 4 warps of each (r, half): 8 of 16
@@ -84,6 +89,33 @@ SCOPES = {
         0x9800: 12, 0x98c0: 12, 0x99a0: 6, 0x9af0: 12, 0x9b00: 0, 0x9b40: 0,
     }),
 }
+
+
+def scope_lines(lines, anchor, kind):
+    """(first, last) 1-based lines of a scope (see SCOPES)."""
+    hits = [i for i, t in enumerate(lines) if anchor in t]
+    if len(hits) != 1:
+        raise SystemExit(f"sass_path: {len(hits)} lines hold {anchor!r} (one expected): the table is stale")
+    first = hits[0]
+    if kind == "line":
+        return first + 1, first + 1
+    depth, starts, mins = 0, [], []
+    for t in lines:
+        code = t.split("//")[0]
+        starts.append(depth)
+        low = depth
+        for ch in code:
+            depth += {"{": 1, "}": -1}.get(ch, 0)
+            low = min(low, depth)
+        mins.append(low)
+    d = starts[first]
+    for i in range(first + 1, len(lines)):
+        if kind == "open" and mins[i] <= d:  # the line that closes the anchor's brace
+            return first + 1, i + 1
+        if kind == "in" and mins[i] < d:
+            return first + 1, i
+    raise SystemExit(f"sass_path: no end of the scope at {anchor!r}")
+
 
 INDEX_OPS = {"IMAD", "LOP3", "SHF", "LEA", "IADD3", "VIADD", "MOV", "SEL", "ISETP", "PRMT",
              "ULDC", "UMOV", "UIMAD", "S2R", "S2UR", "CS2R", "LDC", "VIMNMX", "PLOP3", "P2R", "R2P"}
@@ -129,12 +161,10 @@ def parse(cubin, source, body):
 
 
 def count(cubin, kernel, by_opcode=False):
-    source, body, scopes, *rest = SCOPES[kernel]
-    blocks_at = rest[0] if rest else {}
+    source, anchors, blocks_at = SCOPES[kernel]
     lines = open(os.path.join(KDA, source)).read().splitlines()
-    for first, _, _, want in scopes:
-        if want not in lines[first - 1]:
-            raise SystemExit(f"sass_path: {source}:{first} does not hold {want!r}: the table is stale")
+    scopes = [scope_lines(lines, a, kind) + (w,) for a, kind, w in anchors]
+    body = scopes[0][:2]
     totals = collections.Counter()
     ops = collections.Counter()
     static, seen = 0, set()
