@@ -188,7 +188,24 @@ class Chunk64StateEntry(unittest.TestCase):
                                               "kind": "input"})
         self.assertEqual(m["ops"]["prep64"]["impl"]["launches"][0]["grid"], [3, 2, "seqs"])
 
+    def test_prep3_is_selected_with_its_smem(self):
+        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep3.cu")) as f:
+            text = f.read()
+        smem = int(re.search(r"kChunk64Prep3Smem = (\d+);", text).group(1))
+        self.assertEqual(g64.PREPS["prep3"][2], smem)
+        self.assertIn(g64.PREPS["prep3"][1], text)
+        m = g64.forward64_manifest(4, 2, 128, 3, prep="prep3")
+        launch = m["ops"]["prep64"]["impl"]["launches"][0]
+        self.assertEqual((launch["module"], launch["entry"], launch["shared_mem"]), g64.PREPS["prep3"])
+        self.assertEqual(set(m["modules"]), {"kda_chunk64_prep3", "kda_chunk64_state"})
+        self.assertEqual(m["modules"]["kda_chunk64_prep3"]["source"], "kda_chunk64_prep3.sm90a.cubin")
+        # same pack and buffers as v2
+        self.assertEqual(launch["args"], g64.prep64_op(2, 3)["impl"]["launches"][0]["args"])
+        self.assertEqual(m["buffers"], g64.forward64_manifest(4, 2, 128, 3)["buffers"])
+
     def test_refusals(self):
+        with self.assertRaisesRegex(g.GenError, r"prep = 'prep4' is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep4")
         with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported: expected 128 or 256"):
             g64.state64_manifest(1, 1, 64, 1)
         with self.assertRaisesRegex(g.GenError, r"NC = 0 is not supported"):
