@@ -25,6 +25,13 @@
 //      mma m16n8k16 f16 as v2; Tm Diag(beta) to global f16 from the fp32 values (no 64 x 64
 //      fp32 arrays; tiles alias the dead scratch).
 //
+// Cost (static count of the executed path, validation/kda/sass_path.py, which gives v2 25.0k
+// against its measured 24.5k): 13.7k warp instructions per chunk (v2 25.0k), of which the
+// diagonal blocks ~5.8k (operands ~3.4k, tf32 mma 2.1k); 60256 bytes of shared memory (v2
+// 210624); 255 registers (no spills): q, k, alpha of the thread's 32 elements stay live from
+// the channel pass to the diagonal rounds (under 128 registers ptxas spills 304 bytes).
+// kernels/kda/chunk64_prep3.md has the plan, the table and what is left to the budget.
+//
 // Entry: kda_chunk64_prep3_sm90a_f16_k128, `const __grid_constant__ Chunk64PrepParams`, grid
 // (NC, HV, N). Not checked here: what v2 does not check (padded tokens carry q = k = 0,
 // alpha = 1, beta = 0; K = 128; the layouts of chunk64_params.h).
