@@ -1,5 +1,5 @@
 """Static instruction count of a kernel's executed path, from its SASS (a calibration aid for
-design entries before a device run; kernels/kda/chunk64.md "Prep v3").
+design entries before a device run; kernels/kda/chunk64_prep3.md).
 
 Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode]
        (CUBIN built from the working tree's source: the scopes are read from it)
