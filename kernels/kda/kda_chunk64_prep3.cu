@@ -450,11 +450,3 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p3::kThreads, 1)
   extern __shared__ __align__(16) unsigned char smem_raw[];
   kernrt::kda::c64p3::prep64(p, *reinterpret_cast<kernrt::kda::c64p3::Smem*>(smem_raw));
 }
-
-// Occupancy probe: the same prep held to 128 registers (two blocks per SM; ptxas spills what
-// does not fit), to see whether the 26 % issue rate at one block per SM is latency.
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p3::kThreads, 2)
-    kda_chunk64_prep3_sm90a_f16_k128_b2(const __grid_constant__ kernrt::kda::Chunk64PrepParams p) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  kernrt::kda::c64p3::prep64(p, *reinterpret_cast<kernrt::kda::c64p3::Smem*>(smem_raw));
-}

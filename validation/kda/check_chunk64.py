@@ -198,8 +198,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
-    ap.add_argument("--prep", default="prep", choices=("prep", "prep3", "prep3b2"),
-                    help="the prep entry under test: v2 (kda_chunk64_prep.cu) or v3 (kda_chunk64_prep3.cu; prep3b2: v3 at 128 registers)")
+    ap.add_argument("--prep", default="prep", choices=("prep", "prep3"),
+                    help="the prep entry under test: v2 (kda_chunk64_prep.cu) or v3 (kda_chunk64_prep3.cu)")
     ap.add_argument("--profile", action="store_true",
                     help="only one eager forward64 at B8 HV16 V128 NC64 (for ncu -k regex:kda_chunk64)")
     args = ap.parse_args()

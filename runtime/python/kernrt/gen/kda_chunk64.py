@@ -31,9 +31,7 @@ C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 # the prep entries a forward64 manifest can select: (module, entry, shared memory = the
 # source's kChunk64PrepSmem / kChunk64Prep3Smem); both take Chunk64PrepParams, 256 threads
 PREPS = {"prep": ("kda_chunk64_prep", "kda_chunk64_prep_sm90a_f16_k128", C64_PREP_SMEM),
-         "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256),
-         # prep v3 held to 128 registers (two blocks per SM): an occupancy probe
-         "prep3b2": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128_b2", 60256)}
+         "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256)}
 C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
