@@ -67,4 +67,45 @@ static_assert(offsetof(Chunk64PrepParams, gamma) == 64, "pack layout");
 static_assert(offsetof(Chunk64PrepParams, chunks) == 72, "pack layout");
 static_assert(sizeof(Chunk64PrepParams) == 80, "pack size");
 
+// Parameter block of kda_chunk64_prep4_sm90a_f16_k128 (kda_chunk64_prep4.cu, chunk64_prep4.md):
+// prep v4 takes a chunk's raw inputs and does the token code itself (q, k l2norm, eps 1e-6
+// inside the sqrt, q times scale; the softplus gate alpha = exp(-exp(A_log) softplus(g +
+// dt_bias)); padded tokens q = k = 0, alpha = 1, beta = 0), then Chunk64PrepParams's outputs.
+// Inputs dense per sequence: token t of sequence n at row n * T + t; GVA: value head hv reads
+// q, k head hv / (HV / H) (HV = gridDim.y).
+struct Chunk64Prep4Params {
+  const uint16_t* q;        // [N, T, H, K] bf16
+  const uint16_t* k;        // [N, T, H, K] bf16
+  const uint16_t* g;        // [N, T, HV, K] bf16, the raw gate input
+  const float* beta;        // [N, T, HV] fp32, the effective beta (in (0, 2); no sigmoid here)
+  const float* a_log;       // [HV]
+  const float* dt_bias;     // [HV, K]
+  __half* kq;               // as Chunk64PrepParams ([N, HV, NC, ...])
+  __half* kbt;
+  __half* tmb;
+  __half* aqk;
+  float* gamma;
+  float scale;              // q scale (K^-0.5 by default)
+  int32_t tokens;           // T, tokens per sequence (NC = ceil(T / 64))
+  int32_t heads;            // H
+  int32_t chunks;           // NC
+};
+
+static_assert(offsetof(Chunk64Prep4Params, q) == 0, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, k) == 8, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, g) == 16, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, beta) == 24, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, a_log) == 32, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, dt_bias) == 40, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, kq) == 48, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, kbt) == 56, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, tmb) == 64, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, aqk) == 72, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, gamma) == 80, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, scale) == 88, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, tokens) == 92, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, heads) == 96, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, chunks) == 100, "pack layout");
+static_assert(sizeof(Chunk64Prep4Params) == 104, "pack size");
+
 }  // namespace kernrt::kda

@@ -1,0 +1,533 @@
+// KDA 64-token chunk: prep v4, prep v3 (kda_chunk64_prep3.cu) with the token code inside and
+// its registers cut to two blocks per SM (kernels/kda/chunk64_prep4.md). Raw inputs in
+// (Chunk64Prep4Params: bf16 q, k, raw bf16 g with A_log and dt_bias, fp32 effective beta;
+// GVA), the state step's operands out as v3 (kq, kbt, tmb, aqk, gamma), with the numerics of
+// validation/kda/chunk64_model.py tokens64 then prep64 (plan "f16"). A design entry, not the
+// shipped forward and not a serving op.
+//
+// One block per (chunk, value head, sequence); 256 threads, thread = (sub-block I = warp / 2,
+// channel pair cp = tid % 64) as v3. What differs from v3:
+//   0. the raw stage: q, k of the chunk's 64 tokens by cp.async into shared memory (bf16
+//      rows, zero past T), re-read there whenever a pass needs them instead of held in
+//      registers; g straight to registers, beta by 64 threads;
+//   1. the token code in the channel pass: per token the sums of squares of the thread's two
+//      channels, one reduce-scatter over the warp (lane l ends with the sum of index l: q of
+//      token l, k of token l - 16) and one shared exchange between the two warps of the
+//      sub-block (beside dec's): each warp forms the 32 scales 1 / sqrt(sum + 1e-6) (q's times
+//      scale) in its own copy; the gate per element in log2 units, alpha = 2^(-A log2(1 +
+//      2^((g + dt_bias) log2 e))) (A = exp(A_log); 3 MUFU, no branch; alpha = 1 past T);
+//      only alpha (16 float2) stays in registers until the diagonal rounds;
+//   2. the channel pass streamed: q^, k^ formed from the raw stage per token in a forward
+//      pass (la products) and a backward one (lb products); the diagonal rounds form them once
+//      more from the raw stage; a sub-block off the tf32 path stages fp32 q^, k^, alpha for
+//      the pairs (v3 read its fp32 inputs in place);
+//   3. the off-diagonal mma, the diagonal mma, the solve: v3's code.
+//
+// Cost: kernels/kda/chunk64_prep4.md (static count by validation/kda/sass_path.py, registers,
+// shared memory 95072 bytes: two blocks per SM fit).
+//
+// Entry: kda_chunk64_prep4_sm90a_f16_k128, `const __grid_constant__ Chunk64Prep4Params`, grid
+// (NC, HV, N), 256 threads, __launch_bounds__(256, 2). Not checked here: K = 128; HV a
+// multiple of H; the buffers' extents; NC = ceil(T / 64).
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/mma.cuh"
+#include "kda/chunk64_params.h"
+#include "kda/chunk_prep.cuh"
+
+namespace kernrt::kda::c64p4 {
+
+constexpr int kC = 64, kSub = 16, kK = 128, kThreads = 256;
+constexpr int kRowB = kSub + 8;  // f16 row of a 16 x 16 block (48 B: ldmatrix rows conflict-free)
+
+// f16 tile [16 tokens][128 channels], 16-byte chunks XOR-swizzled by row % 8 (no padding;
+// ldmatrix of 8 rows at one chunk and f16x2 stores of 32 channel pairs are conflict-free):
+// chunk (c / 8) ^ (t % 8) is c ^ 8 (t % 8), so a row's offsets are the 8 values c ^ 8 k.
+__device__ __forceinline__ int swz_h(int t, int c) { return t * kK + (c ^ ((t & 7) << 3)); }
+// fp32 tile [16 tokens][128 channels], 16-byte chunks (4 floats) swizzled the same way.
+__device__ __forceinline__ int swz_f(int t, int c) { return t * kK + (c ^ ((t & 7) << 2)); }
+
+struct SolveTiles {
+  __half tt[kC][kC + 8];            // T transposed (tt[j][m] = T[m][j]), lower blocks, B operands
+  __half th[4][kSub][kRowB];        // T_II row-major, A operands
+  __half pw[8][8][kRowB];           // per warp: its 16 x 8 product, transposed, B operand
+};
+
+struct Smem {
+  union {
+    __half tiles[12][kSub * kK];    // phase 1-2: 0..2 q la (I = 1..3), 3..5 k la, 6..11 k lb D (pair)
+    float stg[2][3][kSub * kK];     // phase 3: q f, k f, k / f (or fp32 q^, k^, alpha) of two sub-blocks
+    SolveTiles sv;                  // phase 4
+  };
+  __half akh[6][kSub][kRowB];       // Akk of pair p (I > J), f16
+  float akd[4][kSub * kSub + 4];    // Akk diagonal blocks, fp32 (block stride 1040 B: no conflicts)
+  float2 dec[4][kC];                // dec_I of channel pair cp
+  float beta[kC];
+  int32_t safe[4][2];               // per sub-block, per warp: factors in range
+  uint32_t rq[kC][kK / 2];          // the raw stage: bf16 pairs of q, k, row = token of the chunk
+  uint32_t rk[kC][kK / 2];
+  float part[4][2][2 * kSub];       // per sub-block and warp: lane l's sum of squares (index l)
+  float rs[4][2][2 * kSub];         // per sub-block, each warp's copy: the 32 l2 scales
+};
+constexpr int kChunk64Prep4Smem = 95072;
+static_assert(int(sizeof(Smem)) == kChunk64Prep4Smem, "kChunk64Prep4Smem is the layout");
+static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
+static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
+static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
+
+constexpr float kLog2e = 1.4426950408889634f;
+
+// Pairs I > J (v2's order) and the k lb D tile of each: D = 1 for I = J + 1, dec_{J+1} for
+// I = J + 2, dec_2 dec_1 for (3, 0). pair_of(I, M) inverts it.
+__device__ __forceinline__ int pair_i(int p) { return p < 3 ? p + 1 : (p < 5 ? p - 1 : 3); }
+__device__ __forceinline__ int pair_j(int p) { return p < 3 ? p : (p < 5 ? p - 3 : 0); }
+__device__ __forceinline__ int pair_of(int I, int M) { return I - M == 1 ? M : (I - M == 2 ? 3 + M : 5); }
+
+__device__ __forceinline__ uint32_t smem_u32(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void ldsm4(uint32_t (&r)[4], const void* p) {
+  ptx::ldmatrix_x4(r[0], r[1], r[2], r[3], smem_u32(p));
+}
+__device__ __forceinline__ void stg_h2(__half* p, float lo, float hi) {
+  *reinterpret_cast<uint32_t*>(p) = ptx::pack_f16x2(lo, hi);
+}
+__device__ __forceinline__ float2 mul2(float2 a, float2 b) { return make_float2(a.x * b.x, a.y * b.y); }
+
+// The fp32 pairs of column j of sub-block rows (v2's prep_column, from fp32 rows in place with
+// row stride K): lane l holds channels 4l..4l+3; lane l < 16 ends with Aqk[l][j], lane
+// l >= 16 with Akk[l - 16][j] (before beta).
+__device__ __forceinline__ float pair_column(const float* qh, const float* kh, const float* al,
+                                             int j, int lane) {
+  float x[2 * kSub];
+#pragma unroll
+  for (int i = 0; i < 2 * kSub; ++i) x[i] = 0.f;
+  const int c = 4 * lane;
+  float4 z = *reinterpret_cast<const float4*>(kh + j * kK + c);
+  {
+    const float4 qv = *reinterpret_cast<const float4*>(qh + j * kK + c);
+    float s = qv.x * z.x;
+    s = fmaf(qv.y, z.y, s), s = fmaf(qv.z, z.z, s), s = fmaf(qv.w, z.w, s);
+#pragma unroll
+    for (int i = 0; i < kSub; ++i)
+      if (i == j) x[i] = s;
+  }
+#pragma unroll
+  for (int i = 1; i < kSub; ++i) {
+    if (i > j) {
+      const float4 a = *reinterpret_cast<const float4*>(al + i * kK + c);
+      const float4 qv = *reinterpret_cast<const float4*>(qh + i * kK + c);
+      const float4 kv = *reinterpret_cast<const float4*>(kh + i * kK + c);
+      z.x *= a.x, z.y *= a.y, z.z *= a.z, z.w *= a.w;
+      float sq = qv.x * z.x, sk = kv.x * z.x;
+      sq = fmaf(qv.y, z.y, sq), sq = fmaf(qv.z, z.z, sq), sq = fmaf(qv.w, z.w, sq);
+      sk = fmaf(kv.y, z.y, sk), sk = fmaf(kv.z, z.z, sk), sk = fmaf(kv.w, z.w, sk);
+      x[i] = sq, x[kSub + i] = sk;
+    }
+  }
+  scatter_step<16>(x, lane);
+  scatter_step<8>(x, lane);
+  scatter_step<4>(x, lane);
+  scatter_step<2>(x, lane);
+  scatter_step<1>(x, lane);
+  return x[0];
+}
+
+// Step 1 after the dec exchange, for sub-block kI (a template: no per-token conditions, no
+// factors of 1): gamma (kI = 0), a = A_I la and b = B_I lb; k a, q a rows of kq and (k b)^T
+// rows of kbt in f16x2 packs to global memory; q la, k la (kI >= 1) and k lb D (kI <= 2, the
+// pairs with J = kI) into the tiles. k a = (k la) A_I and k b = (k lb) B_I: one multiply per
+// element beside the tile's (rounding order differs from v2's k (A_I la) by fp32 ulps).
+__device__ __forceinline__ float2 bf2(uint32_t w) { return make_float2(bf16_lo(w), bf16_hi(w)); }
+__device__ __forceinline__ float2 scl2(float2 a, float s) { return make_float2(a.x * s, a.y * s); }
+
+// alpha of one element in log2 units: exp(-A softplus(x)) = 2^(-A log2(1 + 2^xl)) with
+// xl = x log2 e, x = g + dt_bias, formed as g log2 e + dtl (dtl = dt_bias log2 e, once per
+// channel). 2^xl = inf gives alpha = 0 (the limit); A = 0 (past T) gives exactly 1.
+__device__ __forceinline__ float gate_alpha(float g, float dtl, float A) {
+  return exp2f(-A * __log2f(1.f + exp2f(fmaf(g, kLog2e, dtl))));
+}
+
+// Step 1 after the exchanges, for sub-block kI (a template: no per-token conditions, no
+// factors of 1): gamma (kI = 0), a = A_I la and b = B_I lb; k a, q a rows of kq and (k b)^T
+// rows of kbt in f16x2 packs to global memory; q la, k la (kI >= 1) and k lb D (kI <= 2, the
+// pairs with J = kI) into the tiles. q^, k^ are formed per token from the raw stage and the
+// scales rs (the forward pass for la, the backward pass re-forms k^ for lb).
+template <int kI>
+__device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& sm, int64_t chunk,
+                                             int cp, const float* rs, const float2 (&a)[kSub]) {
+  const int c0 = 2 * cp, r0 = kSub * kI;
+  const float2 d0 = sm.dec[0][cp], d1 = sm.dec[1][cp], d2 = sm.dec[2][cp], d3 = sm.dec[3][cp];
+  if (kI == 0)
+    *reinterpret_cast<float2*>(p.gamma + chunk * kK + c0) = mul2(mul2(mul2(d0, d1), d2), d3);
+  const float2 AI = kI == 1 ? d0 : (kI == 2 ? mul2(d0, d1) : mul2(mul2(d0, d1), d2));
+  const float2 BI = kI == 2 ? d3 : (kI == 1 ? mul2(d3, d2) : mul2(mul2(d3, d2), d1));
+  __half* kq = p.kq + chunk * 2 * kC * kK + r0 * kK + c0;
+  float2 la = make_float2(1.f, 1.f);
+#pragma unroll
+  for (int t = 0; t < kSub; ++t) {
+    la = mul2(la, a[t]);
+    const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t]), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
+    const float2 kl = mul2(k, la), ql = mul2(q, la);
+    if (kI == 0) {
+      stg_h2(kq + t * kK, kl.x, kl.y);
+      stg_h2(kq + (kC + t) * kK, ql.x, ql.y);
+    } else {
+      stg_h2(&sm.tiles[kI - 1][swz_h(t, c0)], ql.x, ql.y);
+      stg_h2(&sm.tiles[2 + kI][swz_h(t, c0)], kl.x, kl.y);
+      stg_h2(kq + t * kK, kl.x * AI.x, kl.y * AI.y);
+      stg_h2(kq + (kC + t) * kK, ql.x * AI.x, ql.y * AI.y);
+    }
+  }
+  const float2 d21 = mul2(d2, d1);
+  uint32_t kbx[kSub / 2], kby[kSub / 2];
+  float2 run = make_float2(1.f, 1.f), prev = run;
+#pragma unroll
+  for (int t = kSub - 1; t >= 0; --t) {
+    const float2 k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
+    const float2 klb = mul2(k, run);  // lb_t = run
+    const float2 kb = kI == 3 ? klb : mul2(klb, BI);
+    if ((t & 1) == 0) kbx[t / 2] = ptx::pack_f16x2(kb.x, prev.x), kby[t / 2] = ptx::pack_f16x2(kb.y, prev.y);
+    prev = kb;
+    const int o = swz_h(t, c0);
+    if (kI <= 2) stg_h2(&sm.tiles[6 + kI][o], klb.x, klb.y);
+    if (kI == 0) {
+      stg_h2(&sm.tiles[6 + 3][o], klb.x * d1.x, klb.y * d1.y);
+      stg_h2(&sm.tiles[6 + 5][o], klb.x * d21.x, klb.y * d21.y);
+    }
+    if (kI == 1) stg_h2(&sm.tiles[6 + 4][o], klb.x * d2.x, klb.y * d2.y);
+    if (t > 0) run = mul2(run, a[t]);
+  }
+  uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + r0);
+  kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
+  kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
+  kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
+  kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+}
+
+__device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
+  const int g = lane >> 2, qd = lane & 3;
+  const int hv = blockIdx.y, HV = gridDim.y, h = hv / (HV / p.heads);
+  const int tok0 = kC * blockIdx.x, live = p.tokens - tok0;  // tokens of this chunk (>= 64: full)
+  const int64_t row0 = int64_t(blockIdx.z) * p.tokens + tok0;  // row of token 0 of the chunk
+  const int64_t chunk = (int64_t(blockIdx.z) * HV + hv) * p.chunks + blockIdx.x;
+  __half* aqk = p.aqk + chunk * kC * kC;
+  __half* tmb = p.tmb + chunk * kC * kC;
+
+  // ---- 0. raw stage: q, k rows (16 chunks of 16 bytes each) by cp.async, zero past T --------
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int e = tid + kThreads * u, t = e >> 4, c = 8 * (e & 15);
+    const bool ok = t < live;
+    const int64_t src = ((row0 + (ok ? t : 0)) * p.heads + h) * kK + c;
+    ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + src, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + src, ok ? 16 : 0);
+  }
+  ptx::cp_async_commit_group();
+  if (tid < kC) sm.beta[tid] = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
+  uint32_t gw[kSub];  // raw g of the thread's 16 tokens, 2 channels each (0 past T)
+  {
+    const uint16_t* gp = p.g + ((row0 + kSub * I) * HV + hv) * kK + c0;
+#pragma unroll
+    for (int t = 0; t < kSub; ++t)
+      gw[t] = kSub * I + t < live ? ptx::ld_global_nc_u32(gp + int64_t(t) * HV * kK) : 0u;
+  }
+  const float2 dtl = scl2(*reinterpret_cast<const float2*>(p.dt_bias + hv * kK + c0), kLog2e);
+  const float A = __expf(p.a_log[hv]);
+  ptx::cp_async_wait_group<0>();
+  __syncthreads();
+
+  // ---- 1. token code: sums of squares -> one reduce-scatter per warp; the gate -> alpha, dec
+  {
+    float x[2 * kSub];
+#pragma unroll
+    for (int t = 0; t < kSub; ++t) {
+      const float2 q = bf2(sm.rq[kSub * I + t][cp]), k = bf2(sm.rk[kSub * I + t][cp]);
+      x[t] = fmaf(q.y, q.y, q.x * q.x);
+      x[kSub + t] = fmaf(k.y, k.y, k.x * k.x);
+    }
+    scatter_step<16>(x, lane);
+    scatter_step<8>(x, lane);
+    scatter_step<4>(x, lane);
+    scatter_step<2>(x, lane);
+    scatter_step<1>(x, lane);
+    sm.part[I][warp & 1][lane] = x[0];
+  }
+  float2 a[kSub];
+  {
+    float2 dec = make_float2(1.f, 1.f);
+#pragma unroll
+    for (int t = 0; t < kSub; ++t) {
+      const float At = kSub * I + t < live ? A : 0.f;
+      const float2 gv = bf2(gw[t]);
+      a[t] = make_float2(gate_alpha(gv.x, dtl.x, At), gate_alpha(gv.y, dtl.y, At));
+      dec = mul2(dec, a[t]);
+    }
+    sm.dec[I][cp] = dec;
+  }
+  __syncthreads();
+  {
+    // both warps of sub-block I add the two halves in the same order: the same scales
+    const float s = sm.part[I][0][lane] + sm.part[I][1][lane];
+    const float r = l2_rscale(s);
+    sm.rs[I][warp & 1][lane] = lane < kSub ? r * p.scale : r;
+    __syncwarp();
+  }
+  const float* rs = sm.rs[I][warp & 1];
+  switch (I) {  // warp-uniform: each warp runs the straight-line pass of its sub-block
+    case 0: channel_pass<0>(p, sm, chunk, cp, rs, a); break;
+    case 1: channel_pass<1>(p, sm, chunk, cp, rs, a); break;
+    case 2: channel_pass<2>(p, sm, chunk, cp, rs, a); break;
+    default: channel_pass<3>(p, sm, chunk, cp, rs, a); break;
+  }
+  __syncthreads();
+
+  // ---- 2. off-diagonal pairs: warp p < 6 takes pair p, Aqk and Akk (both 16 x 16) ------------
+  if (warp < 6) {
+    const int pI = pair_i(warp), pJ = pair_j(warp);
+    const __half* Aq = sm.tiles[pI - 1];
+    const __half* B = sm.tiles[6 + warp];
+    float aq[2][4] = {}, ak[2][4] = {};
+    const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;        // A: (row, chunk)
+    const int br = 8 * (lane >> 4) + (lane & 7), bch = (lane >> 3) & 1;        // B
+    // k-step ks = 4 u + v reads channel 16 ks + 8 ch of its row at swz_h = row * 128 +
+    // 64 u + ((16 v + 8 ch) ^ 8 (row % 8)): four byte addresses per operand, + 128 u as
+    // immediates (the XOR formed per step was ~1/3 of this phase's instructions)
+    uint32_t pa[4], pb[4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      pa[v] = smem_u32(Aq + ar * kK + ((16 * v + 8 * ach) ^ ((ar & 7) << 3)));
+      pb[v] = smem_u32(B + br * kK + ((16 * v + 8 * bch) ^ ((br & 7) << 3)));
+    }
+    constexpr uint32_t kQk = 3 * kSub * kK * 2;  // bytes from tile q la (I) to tile k la (I)
+    static_assert(kQk == sizeof(sm.tiles[0]) * 3, "tiles 2 + I and I - 1 are 3 tiles apart");
+#pragma unroll
+    for (int ks = 0; ks < kK / 16; ++ks) {
+      uint32_t fq[4], fk[4], fb[4];
+      const uint32_t u = 128 * (ks >> 2);
+      ptx::ldmatrix_x4(fq[0], fq[1], fq[2], fq[3], pa[ks & 3] + u);
+      ptx::ldmatrix_x4(fk[0], fk[1], fk[2], fk[3], pa[ks & 3] + kQk + u);
+      ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[ks & 3] + u);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        ptx::mma_m16n8k16_f16(aq[nt], fq[0], fq[1], fq[2], fq[3], fb[2 * nt], fb[2 * nt + 1]);
+        ptx::mma_m16n8k16_f16(ak[nt], fk[0], fk[1], fk[2], fk[3], fb[2 * nt], fb[2 * nt + 1]);
+      }
+    }
+    const float b0 = sm.beta[kSub * pI + g], b1 = sm.beta[kSub * pI + g + 8];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int j = 8 * nt + 2 * qd;
+      stg_h2(aqk + (kSub * pI + g) * kC + kSub * pJ + j, aq[nt][0], aq[nt][1]);
+      stg_h2(aqk + (kSub * pI + g + 8) * kC + kSub * pJ + j, aq[nt][2], aq[nt][3]);
+      stg_h2(&sm.akh[warp][g][j], ak[nt][0] * b0, ak[nt][1] * b0);
+      stg_h2(&sm.akh[warp][g + 8][j], ak[nt][2] * b1, ak[nt][3] * b1);
+    }
+  } else {
+    // the upper blocks (I < J) of aqk and tmb are 0: 6 blocks x 16 rows x 2 uint4 each
+    const int u0 = tid - 6 * 32;
+#pragma unroll
+    for (int u = 0; u < 3; ++u) {
+      const int e = u0 + 64 * u, blk = e >> 5, r = (e >> 1) & (kSub - 1), h = e & 1;
+      const int bI = blk < 3 ? 0 : (blk < 5 ? 1 : 2), bJ = blk < 3 ? blk + 1 : (blk < 5 ? blk - 1 : 3);
+      const int off = (kSub * bI + r) * kC + kSub * bJ + 8 * h;
+      *reinterpret_cast<uint4*>(aqk + off) = make_uint4(0u, 0u, 0u, 0u);
+      *reinterpret_cast<uint4*>(tmb + off) = make_uint4(0u, 0u, 0u, 0u);
+    }
+  }
+  __syncthreads();  // the tiles are dead: the diagonal operands go over them
+
+  // ---- 3. diagonal blocks, sub-blocks 2r, 2r + 1 per round ------------------------------------
+#pragma unroll 1
+  for (int r = 0; r < 2; ++r) {
+    const bool mine = (I >> 1) == r;
+    constexpr int kRef = 7;
+    const float2 one = make_float2(1.f, 1.f);
+    if (mine) {  // the factors' range decides what the staging holds
+      float2 P = one, F = one;
+#pragma unroll
+      for (int t = kRef - 1; t >= 0; --t) P = mul2(P, a[t + 1]);
+#pragma unroll
+      for (int t = kRef + 1; t < kSub; ++t) F = mul2(F, a[t]);
+      const bool ok = P.x >= 1e-30f && P.y >= 1e-30f && F.x >= 1e-30f && F.y >= 1e-30f;
+      const bool wok = __all_sync(0xffffffffu, ok);
+      if (lane == 0) sm.safe[I][warp & 1] = wok;
+    }
+    __syncthreads();
+    if (mine) {
+      float* st = sm.stg[I & 1][0];
+      const int r0 = kSub * I;
+      if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32 q f, k f, k / f, f relative to token 7
+        float2 P = one, F = one;
+#pragma unroll
+        for (int i = 0; i < kSub; ++i) {
+          const int t = i <= kRef ? kRef - i : i;  // 7, 6, .., 0, then 8, .., 15
+          float2 f = one, inv = one;
+          if (t < kRef) {
+            P = mul2(P, a[t + 1]), inv = P;
+            f = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
+          } else if (t > kRef) {
+            F = mul2(F, a[t]), f = F;
+            inv = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
+          }
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t]), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
+          const int o = swz_f(t, c0);
+          *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rna(q.x * f.x), tf32_rna(q.y * f.y));
+          *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rna(k.x * f.x), tf32_rna(k.y * f.y));
+          *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rna(k.x * inv.x), tf32_rna(k.y * inv.y));
+        }
+      } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
+#pragma unroll
+        for (int t = 0; t < kSub; ++t) {
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t]), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
+          *reinterpret_cast<float2*>(st + t * kK + c0) = q;
+          *reinterpret_cast<float2*>(st + kSub * kK + t * kK + c0) = k;
+          *reinterpret_cast<float2*>(st + 2 * kSub * kK + t * kK + c0) = a[t];
+        }
+      }
+    }
+    __syncthreads();
+    const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
+    if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
+      const bool kk = (warp >> 1) & 1;
+      const int nt = warp & 1;
+      const float* A = sm.stg[sl][kk ? 1 : 0];
+      const float* B = sm.stg[sl][2];
+      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
+      const int br = 8 * nt + (lane & 7), bch = lane >> 3;
+      // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
+      // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates
+      uint32_t pa[2][2], pb[2];
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+          pa[v][h] = smem_u32(A + ar * kK + ((16 * v + 8 * h + 4 * ach) ^ ((ar & 7) << 2)));
+        pb[v] = smem_u32(B + br * kK + ((16 * v + 4 * bch) ^ ((br & 7) << 2)));
+      }
+      float acc[2][4] = {};
+#pragma unroll
+      for (int s = 0; s < kK / 16; ++s) {
+        uint32_t fb[4], fa0[4], fa1[4];
+        const uint32_t u = 128 * (s >> 1);
+        ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[s & 1] + u);
+        ptx::ldmatrix_x4(fa0[0], fa0[1], fa0[2], fa0[3], pa[s & 1][0] + u);
+        ptx::ldmatrix_x4(fa1[0], fa1[1], fa1[2], fa1[3], pa[s & 1][1] + u);
+        ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
+        ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
+      }
+      const int j = 8 * nt + 2 * qd;
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
+      if (!kk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = g + 8 * h;
+          stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
+        }
+      } else {  // Akk rows
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = g + 8 * (e >> 1), jj = j + (e & 1);
+          sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * sm.beta[o + i] : 0.f;
+        }
+      }
+    } else {  // the fp32 pairs from the staged tokens, columns {w, 7 - w, 8 + w, 15 - w}
+      const int w4 = warp & 3;
+#pragma unroll 1
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = (jj & 2 ? 8 : 0) + (jj & 1 ? 7 - w4 : w4);
+        const float v = pair_column(sm.stg[sl][0], sm.stg[sl][1], sm.stg[sl][2], j, lane);
+        if (lane < kSub) {
+          aqk[(o + lane) * kC + o + j] = __float2half_rn(lane >= j ? v : 0.f);
+        } else {
+          const int i = lane - kSub;
+          sm.akd[Is][i * kSub + j] = i > j ? v * sm.beta[o + i] : 0.f;
+        }
+      }
+    }
+    __syncthreads();  // the next round (or the solve) writes over the operands
+  }
+
+  // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
+  SolveTiles& sv = sm.sv;
+  if (tid < 4 * kSub) {
+    const int bI = tid >> 4, j = tid & (kSub - 1), o = kSub * bI;
+    const float* A = sm.akd[bI];
+    float x[kSub];
+#pragma unroll
+    for (int i = 0; i < kSub; ++i) {
+      float s = 0.f;
+#pragma unroll
+      for (int m4 = 0; m4 < i; m4 += 4) {
+        const float4 row = *reinterpret_cast<const float4*>(A + i * kSub + m4);
+        s = fmaf(row.x, x[m4], s);
+        if (m4 + 1 < i) s = fmaf(row.y, x[m4 + 1], s);
+        if (m4 + 2 < i) s = fmaf(row.z, x[m4 + 2], s);
+        if (m4 + 3 < i) s = fmaf(row.w, x[m4 + 3], s);
+      }
+      x[i] = i < j ? 0.f : (i == j ? 1.f : -s);
+    }
+    const float bj = sm.beta[o + j];
+#pragma unroll
+    for (int i = 0; i < kSub; ++i) {
+      const __half h = __float2half_rn(x[i]);
+      sv.th[bI][i][j] = h;
+      sv.tt[o + j][o + i] = h;
+      tmb[(o + i) * kC + o + j] = __float2half_rn(x[i] * bj);
+    }
+  }
+  __syncthreads();
+  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): warp w of level L takes block J = w / 2
+  // and its 8 columns 8 (w % 2) ..; the sum rounded to f16 as the next B operand (v2's order)
+#pragma unroll 1
+  for (int L = 1; L < 4; ++L) {
+    if (warp < 2 * (4 - L)) {
+      const int J = warp >> 1, nh = warp & 1, bI = J + L, n0 = kSub * J + 8 * nh;
+      float acc[4] = {0.f, 0.f, 0.f, 0.f};
+      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ac = 8 * (lane >> 4);
+#pragma unroll 1
+      for (int M = J; M < bI; ++M) {  // 1-3 trips: not unrolled (a 4-fold body none reaches)
+        uint32_t fa[4];
+        ldsm4(fa, &sm.akh[pair_of(bI, M)][ar][ac]);
+        const int c = kSub * M + 2 * qd;
+        ptx::mma_m16n8k16_f16(acc, fa[0], fa[1], fa[2], fa[3],
+                              *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c]),
+                              *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c + 8]));
+      }
+      __half (&pw)[8][kRowB] = sv.pw[warp];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) pw[2 * qd + (e & 1)][g + 8 * (e >> 1)] = __float2half_rn(acc[e]);
+      __syncwarp();
+      float t[4] = {0.f, 0.f, 0.f, 0.f};
+      uint32_t fa[4];
+      ldsm4(fa, &sv.th[bI][ar][ac]);
+      ptx::mma_m16n8k16_f16(t, fa[0], fa[1], fa[2], fa[3],
+                            *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd]),
+                            *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd + 8]));
+      const int j = n0 + 2 * qd;
+      const float bj0 = sm.beta[j], bj1 = sm.beta[j + 1];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int i = kSub * bI + g + 8 * h;
+        stg_h2(tmb + i * kC + j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
+        sv.tt[j][i] = __float2half_rn(-t[2 * h]);
+        sv.tt[j + 1][i] = __float2half_rn(-t[2 * h + 1]);
+      }
+    }
+    __syncthreads();
+  }
+}
+
+}  // namespace kernrt::kda::c64p4
+
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  kernrt::kda::c64p4::prep64(p, *reinterpret_cast<kernrt::kda::c64p4::Smem*>(smem_raw));
+}
