@@ -72,7 +72,7 @@ static_assert(sizeof(Chunk64PrepParams) == 80, "pack size");
 // inside the sqrt, q times scale; the softplus gate alpha = exp(-exp(A_log) softplus(g +
 // dt_bias)); padded tokens q = k = 0, alpha = 1, beta = 0), then Chunk64PrepParams's outputs.
 // Inputs dense per sequence: token t of sequence n at row n * T + t; GVA: value head hv reads
-// q, k head hv / (HV / H) (HV = gridDim.y).
+// q, k head hv / group (group = HV / H, HV = gridDim.y).
 struct Chunk64Prep4Params {
   const uint16_t* q;        // [N, T, H, K] bf16
   const uint16_t* k;        // [N, T, H, K] bf16
@@ -88,7 +88,9 @@ struct Chunk64Prep4Params {
   float scale;              // q scale (K^-0.5 by default)
   int32_t tokens;           // T, tokens per sequence (NC = ceil(T / 64))
   int32_t heads;            // H
+  int32_t group;            // HV / H (value heads per q, k head)
   int32_t chunks;           // NC
+  int32_t pad;
 };
 
 static_assert(offsetof(Chunk64Prep4Params, q) == 0, "pack layout");
@@ -105,7 +107,8 @@ static_assert(offsetof(Chunk64Prep4Params, gamma) == 80, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, scale) == 88, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, tokens) == 92, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, heads) == 96, "pack layout");
-static_assert(offsetof(Chunk64Prep4Params, chunks) == 100, "pack layout");
-static_assert(sizeof(Chunk64Prep4Params) == 104, "pack size");
+static_assert(offsetof(Chunk64Prep4Params, group) == 100, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, chunks) == 104, "pack layout");
+static_assert(sizeof(Chunk64Prep4Params) == 112, "pack size");
 
 }  // namespace kernrt::kda

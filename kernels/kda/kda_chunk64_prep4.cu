@@ -68,10 +68,9 @@ struct Smem {
   int32_t safe[4][2];               // per sub-block, per warp: factors in range
   uint32_t rq[kC][kK / 2];          // the raw stage: bf16 pairs of q, k, row = token of the chunk
   uint32_t rk[kC][kK / 2];
-  float part[4][2][2 * kSub];       // per sub-block and warp: lane l's sum of squares (index l)
-  float rs[4][2][2 * kSub];         // per sub-block, each warp's copy: the 32 l2 scales
+  float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
 };
-constexpr int kChunk64Prep4Smem = 95072;
+constexpr int kChunk64Prep4Smem = 93536;
 static_assert(int(sizeof(Smem)) == kChunk64Prep4Smem, "kChunk64Prep4Smem is the layout");
 static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
 static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
@@ -150,6 +149,27 @@ __device__ __forceinline__ float gate_alpha(float g, float dtl, float A) {
   return exp2f(-A * __log2f(1.f + exp2f(fmaf(g, kLog2e, dtl))));
 }
 
+// The raw g of 16 tokens (2 channels each) at byte stride gs; kTail: tokens t >= nl are past T
+// (g = 0).
+template <bool kTail>
+__device__ __forceinline__ void load_g(const char* gp, uint32_t gs, int nl, uint32_t (&gw)[kSub]) {
+#pragma unroll
+  for (int t = 0; t < kSub; ++t) gw[t] = (!kTail || t < nl) ? ptx::ld_global_nc_u32(gp + t * gs) : 0u;
+}
+
+// alpha of 16 tokens (2 channels each) from their raw g; kTail: tokens t >= nl get A = 0, so
+// alpha = 1 exactly.
+template <bool kTail>
+__device__ __forceinline__ void token_alphas(const uint32_t (&gw)[kSub], int nl, float2 dtl, float A,
+                                             float2 (&a)[kSub]) {
+#pragma unroll
+  for (int t = 0; t < kSub; ++t) {
+    const float At = (!kTail || t < nl) ? A : 0.f;
+    const float2 gv = bf2(gw[t]);
+    a[t] = make_float2(gate_alpha(gv.x, dtl.x, At), gate_alpha(gv.y, dtl.y, At));
+  }
+}
+
 // Step 1 after the exchanges, for sub-block kI (a template: no per-token conditions, no
 // factors of 1): gamma (kI = 0), a = A_I la and b = B_I lb; k a, q a rows of kq and (k b)^T
 // rows of kbt in f16x2 packs to global memory; q la, k la (kI >= 1) and k lb D (kI <= 2, the
@@ -157,7 +177,7 @@ __device__ __forceinline__ float gate_alpha(float g, float dtl, float A) {
 // scales rs (the forward pass for la, the backward pass re-forms k^ for lb).
 template <int kI>
 __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& sm, int64_t chunk,
-                                             int cp, const float* rs, const float2 (&a)[kSub]) {
+                                             int cp, const float2* rs, const float2 (&a)[kSub]) {
   const int c0 = 2 * cp, r0 = kSub * kI;
   const float2 d0 = sm.dec[0][cp], d1 = sm.dec[1][cp], d2 = sm.dec[2][cp], d3 = sm.dec[3][cp];
   if (kI == 0)
@@ -165,12 +185,13 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
   const float2 AI = kI == 1 ? d0 : (kI == 2 ? mul2(d0, d1) : mul2(mul2(d0, d1), d2));
   const float2 BI = kI == 2 ? d3 : (kI == 1 ? mul2(d3, d2) : mul2(mul2(d3, d2), d1));
   __half* kq = p.kq + chunk * 2 * kC * kK + r0 * kK + c0;
-  float2 la = make_float2(1.f, 1.f);
+  float2 la = make_float2(1.f, 1.f), k[kSub];  // k^ held for the backward pass
 #pragma unroll
   for (int t = 0; t < kSub; ++t) {
     la = mul2(la, a[t]);
-    const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t]), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
-    const float2 kl = mul2(k, la), ql = mul2(q, la);
+    const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x);
+    k[t] = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
+    const float2 kl = mul2(k[t], la), ql = mul2(q, la);
     if (kI == 0) {
       stg_h2(kq + t * kK, kl.x, kl.y);
       stg_h2(kq + (kC + t) * kK, ql.x, ql.y);
@@ -186,8 +207,7 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
   float2 run = make_float2(1.f, 1.f), prev = run;
 #pragma unroll
   for (int t = kSub - 1; t >= 0; --t) {
-    const float2 k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
-    const float2 klb = mul2(k, run);  // lb_t = run
+    const float2 klb = mul2(k[t], run);  // lb_t = run
     const float2 kb = kI == 3 ? klb : mul2(klb, BI);
     if ((t & 1) == 0) kbx[t / 2] = ptx::pack_f16x2(kb.x, prev.x), kby[t / 2] = ptx::pack_f16x2(kb.y, prev.y);
     prev = kb;
@@ -211,7 +231,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
   const int g = lane >> 2, qd = lane & 3;
-  const int hv = blockIdx.y, HV = gridDim.y, h = hv / (HV / p.heads);
+  const int hv = blockIdx.y, HV = gridDim.y, h = hv / p.group;
   const int tok0 = kC * blockIdx.x, live = p.tokens - tok0;  // tokens of this chunk (>= 64: full)
   const int64_t row0 = int64_t(blockIdx.z) * p.tokens + tok0;  // row of token 0 of the chunk
   const int64_t chunk = (int64_t(blockIdx.z) * HV + hv) * p.chunks + blockIdx.x;
@@ -219,65 +239,71 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   __half* tmb = p.tmb + chunk * kC * kC;
 
   // ---- 0. raw stage: q, k rows (16 chunks of 16 bytes each) by cp.async, zero past T --------
+  {
+    const int t0 = tid >> 4, c = 8 * (tid & 15);  // rows t0 + 16 u, chunk tid % 16
+    const int64_t e0 = ((row0 + t0) * p.heads + h) * kK + c, step = int64_t(kSub) * p.heads * kK;
 #pragma unroll
-  for (int u = 0; u < 4; ++u) {
-    const int e = tid + kThreads * u, t = e >> 4, c = 8 * (e & 15);
-    const bool ok = t < live;
-    const int64_t src = ((row0 + (ok ? t : 0)) * p.heads + h) * kK + c;
-    ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + src, ok ? 16 : 0);
-    ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + src, ok ? 16 : 0);
+    for (int u = 0; u < 4; ++u) {
+      const int t = t0 + kSub * u;
+      const bool ok = t < live;
+      const int64_t e = ok ? e0 + u * step : 0;
+      ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + e, ok ? 16 : 0);
+      ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + e, ok ? 16 : 0);
+    }
   }
   ptx::cp_async_commit_group();
   if (tid < kC) sm.beta[tid] = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
-  uint32_t gw[kSub];  // raw g of the thread's 16 tokens, 2 channels each (0 past T)
-  {
-    const uint16_t* gp = p.g + ((row0 + kSub * I) * HV + hv) * kK + c0;
-#pragma unroll
-    for (int t = 0; t < kSub; ++t)
-      gw[t] = kSub * I + t < live ? ptx::ld_global_nc_u32(gp + int64_t(t) * HV * kK) : 0u;
-  }
+  // raw g of the thread's 16 tokens, 2 channels each; a sub-block past T (warp-uniform) takes
+  // the masked copy
+  const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)
+  const char* gp = reinterpret_cast<const char*>(p.g + ((row0 + kSub * I) * HV + hv) * kK + c0);
+  const uint32_t gs = uint32_t(HV) * kK * 2;  // bytes from token to token
+  uint32_t gw[kSub];
+  if (nl >= kSub) load_g<false>(gp, gs, nl, gw);
+  else load_g<true>(gp, gs, nl, gw);
   const float2 dtl = scl2(*reinterpret_cast<const float2*>(p.dt_bias + hv * kK + c0), kLog2e);
   const float A = __expf(p.a_log[hv]);
   ptx::cp_async_wait_group<0>();
   __syncthreads();
 
-  // ---- 1. token code: sums of squares -> one reduce-scatter per warp; the gate -> alpha, dec
+  // ---- 1. token code: the sums of squares are the diagonals of the Gram matrices q q^T, k k^T
+  // of each sub-block on tensor cores (bf16 products exact, fp32 sums), warp w: sub-block w / 2,
+  // q (w even) or k; ldmatrix.x4 of rows 16 I + (l % 8) + 8 ((l / 8) % 2), 16-byte chunk
+  // 2 ks + l / 16: registers (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) are
+  // the A fragment and, for B = A^T, (r0, r2) of n-tile 0 and (r1, r3) of n-tile 1. The
+  // unpadded rows (256 B) make each ldmatrix 8-way conflicted: 8 per warp.
   {
-    float x[2 * kSub];
+    const uint32_t* raw = (warp & 1) ? &sm.rk[0][0] : &sm.rq[0][0];
+    const int row = kSub * I + (lane & 7) + 8 * ((lane >> 3) & 1);
+    const uint32_t base = smem_u32(raw + row * (kK / 2)) + 16 * (lane >> 4);
+    float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
-    for (int t = 0; t < kSub; ++t) {
-      const float2 q = bf2(sm.rq[kSub * I + t][cp]), k = bf2(sm.rk[kSub * I + t][cp]);
-      x[t] = fmaf(q.y, q.y, q.x * q.x);
-      x[kSub + t] = fmaf(k.y, k.y, k.x * k.x);
+    for (int ks = 0; ks < kK / 16; ++ks) {
+      uint32_t f[4];
+      ptx::ldmatrix_x4(f[0], f[1], f[2], f[3], base + 32 * ks);
+      ptx::mma_m16n8k16_bf16(d0, f[0], f[1], f[2], f[3], f[0], f[2]);
+      ptx::mma_m16n8k16_bf16(d1, f[0], f[1], f[2], f[3], f[1], f[3]);
     }
-    scatter_step<16>(x, lane);
-    scatter_step<8>(x, lane);
-    scatter_step<4>(x, lane);
-    scatter_step<2>(x, lane);
-    scatter_step<1>(x, lane);
-    sm.part[I][warp & 1][lane] = x[0];
+    // C[i][i]: lane (g = i % 8, qd = g / 2), element g % 2 of d0 (i < 8) or 2 + g % 2 of d1
+    if ((g >> 1) == qd) {
+      const bool e = g & 1;
+      const float sc = (warp & 1) ? 1.f : p.scale;
+      float* rw = &sm.rs[kSub * I].x + (warp & 1);
+      rw[2 * g] = l2_rscale(e ? d0[1] : d0[0]) * sc;
+      rw[2 * (g + 8)] = l2_rscale(e ? d1[3] : d1[2]) * sc;
+    }
   }
   float2 a[kSub];
+  if (nl >= kSub) token_alphas<false>(gw, nl, dtl, A, a);
+  else token_alphas<true>(gw, nl, dtl, A, a);
   {
     float2 dec = make_float2(1.f, 1.f);
 #pragma unroll
-    for (int t = 0; t < kSub; ++t) {
-      const float At = kSub * I + t < live ? A : 0.f;
-      const float2 gv = bf2(gw[t]);
-      a[t] = make_float2(gate_alpha(gv.x, dtl.x, At), gate_alpha(gv.y, dtl.y, At));
-      dec = mul2(dec, a[t]);
-    }
+    for (int t = 0; t < kSub; ++t) dec = mul2(dec, a[t]);
     sm.dec[I][cp] = dec;
   }
   __syncthreads();
-  {
-    // both warps of sub-block I add the two halves in the same order: the same scales
-    const float s = sm.part[I][0][lane] + sm.part[I][1][lane];
-    const float r = l2_rscale(s);
-    sm.rs[I][warp & 1][lane] = lane < kSub ? r * p.scale : r;
-    __syncwarp();
-  }
-  const float* rs = sm.rs[I][warp & 1];
+  const float2* rs = sm.rs + kSub * I;
   switch (I) {  // warp-uniform: each warp runs the straight-line pass of its sub-block
     case 0: channel_pass<0>(p, sm, chunk, cp, rs, a); break;
     case 1: channel_pass<1>(p, sm, chunk, cp, rs, a); break;
@@ -374,7 +400,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
             F = mul2(F, a[t]), f = F;
             inv = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
           }
-          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t]), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
           const int o = swz_f(t, c0);
           *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rna(q.x * f.x), tf32_rna(q.y * f.y));
           *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rna(k.x * f.x), tf32_rna(k.y * f.y));
@@ -383,7 +409,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
 #pragma unroll
         for (int t = 0; t < kSub; ++t) {
-          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t]), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[kSub + t]);
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
           *reinterpret_cast<float2*>(st + t * kK + c0) = q;
           *reinterpret_cast<float2*>(st + kSub * kK + t * kK + c0) = k;
           *reinterpret_cast<float2*>(st + 2 * kSub * kK + t * kK + c0) = a[t];

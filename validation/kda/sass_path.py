@@ -3,7 +3,8 @@ design entries before a device run; kernels/kda/chunk64_prep3.md).
 
 Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode]
        (CUBIN built from the working tree's source: the scopes are read from it)
-  KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu).
+  KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu,
+  prep4 = kda_chunk64_prep4.cu).
 Method: `nvdisasm -gi` (the cubins are built with -lineinfo) gives every instruction its chain
 of inlined source lines; the frame inside the device function named by the table (its line
 range in the source) is the instruction's line. The SASS is cut into basic blocks (at labels,
@@ -51,6 +52,34 @@ SCOPES = {
         ("// the upper blocks (I < J)", "in", 2),
         ("for (int r = 0; r < 2; ++r)", "open", 16),
         ("constexpr int kRef = 7;", "in", 8),
+        ("const bool kk = (warp >> 1) & 1;", "in", 16),
+        ("if (!kk) {", "open", 8),
+        ("} else {  // Akk rows", "open", 8),
+        ("const int w4 = warp & 3;", "in", 0),
+        ("const int bI = tid >> 4", "in", 2),
+        ("for (int L = 1; L < 4; ++L)", "open", 24),
+        ("const int J = warp >> 1", "in", 12),
+        ("for (int M = J; M < bI; ++M)", "open", 20),
+    ], {}),
+    "prep4": ("kda_chunk64_prep4.cu", [
+        ("__device__ void prep64(", "open", 8),
+        ("if (tid < kC) sm.beta[tid] = tid < live", "line", 2),
+        # a sub-block past T takes the masked copies (the timed case has none)
+        ("else load_g<true>(", "line", 0),
+        ("else token_alphas<true>(", "line", 0),
+        ("case 0: channel_pass<0>", "line", 2),
+        ("case 1: channel_pass<1>", "line", 2),
+        ("case 2: channel_pass<2>", "line", 2),
+        ("default: channel_pass<3>", "line", 2),
+        ("const int pI = pair_i(warp)", "in", 6),
+        ("// the upper blocks (I < J)", "in", 2),
+        ("for (int r = 0; r < 2; ++r)", "open", 16),
+        # per round the 4 warps of its two sub-blocks: the range vote, then the staging (the
+        # timed case: every sub-block on the tf32 path)
+        ("if (mine) {  // the factors' range", "open", 8),
+        ("float* st = sm.stg[I & 1][0];", "in", 8),
+        ("if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32", "open", 8),
+        ("} else {  // fp32 q^, k^, alpha rows", "open", 0),
         ("const bool kk = (warp >> 1) & 1;", "in", 16),
         ("if (!kk) {", "open", 8),
         ("} else {  // Akk rows", "open", 8),
