@@ -137,7 +137,9 @@ def scope_lines(lines, anchor, kind):
             depth += {"{": 1, "}": -1}.get(ch, 0)
             low = min(low, depth)
         mins.append(low)
-    d = starts[first]
+    # the depth the scope closes to: the line's lowest (a `} else {` line opens its body one
+    # level below where it starts)
+    d = mins[first] if kind == "open" else starts[first]
     for i in range(first + 1, len(lines)):
         if kind == "open" and mins[i] <= d:  # the line that closes the anchor's brace
             return first + 1, i + 1
