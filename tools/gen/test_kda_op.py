@@ -203,9 +203,52 @@ class Chunk64StateEntry(unittest.TestCase):
         self.assertEqual(launch["args"], g64.prep64_op(2, 3)["impl"]["launches"][0]["args"])
         self.assertEqual(m["buffers"], g64.forward64_manifest(4, 2, 128, 3)["buffers"])
 
+    def test_prep4_pack_smem_and_buffers(self):
+        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
+            text = f.read()
+        off = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"offsetof\(Chunk64Prep4Params, (\w+)\) == (\d+)", text)}
+        self.assertEqual(int(re.search(r"sizeof\(Chunk64Prep4Params\) == (\d+)", text).group(1)),
+                         g64.C64_PREP4_PACK)
+        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep4.cu")) as f:
+            src = f.read()
+        self.assertEqual(int(re.search(r"kChunk64Prep4Smem = (\d+);", src).group(1)), g64.PREPS["prep4"][2])
+        self.assertIn(g64.PREPS["prep4"][1], src)
+        m = g64.forward64_manifest(4, 4, 256, 4, prep="prep4", heads=2, tokens=200, scale=0.5)
+        launch = m["ops"]["prep64"]["impl"]["launches"][0]
+        self.assertEqual((launch["module"], launch["entry"], launch["shared_mem"]), g64.PREPS["prep4"])
+        self.assertEqual(launch["grid"], [4, 4, "seqs"])
+        fields = launch["args"][0]["pack"]["fields"]
+        names = [c["buf"] for c in m["programs"]["prep64"]["calls"][0]["args"]]
+        self.assertEqual({names[f["param"]]: f["at"] for f in fields if "param" in f},
+                         {n: off[n] for n in names})
+        lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
+        self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
+                                off["group"]: 2, off["chunks"]: 4, off["chunks"] + 4: 0})
+        self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 200, 2, 128], "kind": "input"})
+        self.assertEqual(m["buffers"]["g"]["shape"], ["seqs", 200, 4, 128])
+        self.assertEqual(m["buffers"]["beta"], {"dtype": "f32", "shape": ["seqs", 200, 4], "kind": "input"})
+        self.assertEqual(m["buffers"]["dt_bias"]["shape"], [4, 128])
+        self.assertEqual(m["buffers"]["kq"], {"dtype": "f16", "shape": ["seqs", 4, 4, 128, 128], "kind": "output"})
+        self.assertNotIn("qh", m["buffers"])
+        self.assertEqual([c["op"] for c in m["programs"]["forward64"]["calls"]], ["prep64", "state64"])
+        self.assertEqual(set(m["modules"]), {"kda_chunk64_prep4", "kda_chunk64_state"})
+        # the default scale is K^-0.5, the default T fills the chunks
+        d = g64.forward64_manifest(1, 1, 128, 2, prep="prep4")["ops"]["prep64"]["impl"]["launches"][0]
+        dl = {f["at"]: f.get("i32", f.get("f32")) for f in d["args"][0]["pack"]["fields"] if "param" not in f}
+        self.assertEqual((dl[off["scale"]], dl[off["tokens"]]), (128 ** -0.5, 128))
+
+    def test_prep4_refusals(self):
+        with self.assertRaisesRegex(g.GenError, r"HV = 3 is not a multiple of H = 2"):
+            g64.forward64_manifest(1, 3, 128, 1, prep="prep4", heads=2)
+        with self.assertRaisesRegex(g.GenError, r"T = 64 does not fill NC = 2 chunks"):
+            g64.forward64_manifest(1, 1, 128, 2, prep="prep4", tokens=64)
+        with self.assertRaisesRegex(g.GenError, r"prep4' takes the raw inputs"):
+            g64.prep64_op(1, 1, "prep4")
+
     def test_refusals(self):
-        with self.assertRaisesRegex(g.GenError, r"prep = 'prep4' is not supported"):
-            g64.forward64_manifest(1, 1, 128, 1, prep="prep4")
+        with self.assertRaisesRegex(g.GenError, r"prep = 'prep5' is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep5")
         with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported: expected 128 or 256"):
             g64.state64_manifest(1, 1, 64, 1)
         with self.assertRaisesRegex(g.GenError, r"NC = 0 is not supported"):

@@ -12,8 +12,13 @@ forward64_manifest adds the prep alone (kernels/kda/kda_chunk64_prep.cu, chunk64
 pack Chunk64PrepParams) over prepared fp32 tokens qh, kh, al f32 [seqs, HV, NC, 64, 128] and
 beta f32 [seqs, HV, NC, 64]: program `prep64` (the prep: the operands are outputs) and
 `forward64` (the prep, then the state step on its operands). prep="prep3" selects prep v3
-(kernels/kda/kda_chunk64_prep3.cu, the same pack and buffers) instead of v2.
-Refuses: V not 128 or 256, HV or NC below 1. Does not check kernel behaviour or the manifest
+(kernels/kda/kda_chunk64_prep3.cu, the same pack and buffers) instead of v2. prep="prep4"
+selects prep v4 (kernels/kda/kda_chunk64_prep4.cu, pack Chunk64Prep4Params) over the raw
+inputs instead of the prepared tokens: q, k bf16 [seqs, T, H, 128], g bf16 [seqs, T, HV, 128]
+(the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log f32 [HV], dt_bias
+f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale `scale`.
+Refuses: V not 128 or 256, HV or NC below 1; for prep4 HV not a multiple of H, T not in the
+NC chunks. Does not check kernel behaviour or the manifest
 rules (kernrt-verify does). Python 3 standard library only.
 """
 
@@ -31,7 +36,9 @@ C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 # the prep entries a forward64 manifest can select: (module, entry, shared memory = the
 # source's kChunk64PrepSmem / kChunk64Prep3Smem); both take Chunk64PrepParams, 256 threads
 PREPS = {"prep": ("kda_chunk64_prep", "kda_chunk64_prep_sm90a_f16_k128", C64_PREP_SMEM),
-         "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256)}
+         "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256),
+         "prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 93536)}
+C64_PREP4_PACK = 112      # sizeof(Chunk64Prep4Params)
 C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
@@ -99,6 +106,8 @@ def prep64_op(value_heads, chunks, prep="prep"):
     """The prep of every chunk of every (sequence, head): grid (NC, HV, seqs)."""
     _check(value_heads, 128, chunks)
     module, entry, smem = _prep_kind(prep)
+    if prep == "prep4":
+        raise GenError("prep = 'prep4' takes the raw inputs: use prep4_op")
     params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP_BUFS]
     fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP_BUFS)]
     fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": 0}]
@@ -109,22 +118,76 @@ def prep64_op(value_heads, chunks, prep="prep"):
     return {"params": params, "impl": {"launches": [launch]}}
 
 
-def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep"):
+# prep v4: (name, dtype, shape, field offset in Chunk64Prep4Params, direction); "seqs" first
+# where the buffer has one, T / H / HV / NC substituted
+_PREP4_BUFS = (("q", "bf16", ["seqs", "T", "H", K], 0, "in"), ("k", "bf16", ["seqs", "T", "H", K], 8, "in"),
+               ("g", "bf16", ["seqs", "T", "HV", K], 16, "in"), ("beta", "f32", ["seqs", "T", "HV"], 24, "in"),
+               ("a_log", "f32", ["HV"], 32, "in"), ("dt_bias", "f32", ["HV", K], 40, "in"),
+               ("kq", "f16", ["seqs", "HV", "NC", 2 * C64, K], 48, "out"),
+               ("kbt", "f16", ["seqs", "HV", "NC", K, C64], 56, "out"),
+               ("tmb", "f16", ["seqs", "HV", "NC", C64, C64], 64, "out"),
+               ("aqk", "f16", ["seqs", "HV", "NC", C64, C64], 72, "out"),
+               ("gamma", "f32", ["seqs", "HV", "NC", K], 80, "out"))
+
+
+def _check4(value_heads, heads, tokens, chunks):
+    if not isinstance(heads, int) or heads < 1 or value_heads % heads:
+        raise GenError(f"HV = {value_heads} is not a multiple of H = {heads}")
+    if not isinstance(tokens, int) or not (chunks - 1) * C64 < tokens <= chunks * C64:
+        raise GenError(f"T = {tokens} does not fill NC = {chunks} chunks of {C64} tokens")
+
+
+def prep4_op(value_heads, heads, tokens, chunks, scale=None):
+    """Prep v4 over the raw inputs of every chunk of every (sequence, head): grid (NC, HV, seqs)."""
+    _check(value_heads, 128, chunks)
+    _check4(value_heads, heads, tokens, chunks)
+    module, entry, smem = PREPS["prep4"]
+    scale = K ** -0.5 if scale is None else float(scale)
+    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP4_BUFS]
+    fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP4_BUFS)]
+    fields += [{"at": 88, "f32": scale}, {"at": 92, "i32": tokens}, {"at": 96, "i32": heads},
+               {"at": 100, "i32": value_heads // heads}, {"at": 104, "i32": chunks},
+               {"at": 108, "i32": 0}]
+    launch = {"module": module, "entry": entry,
+              "params": [f"bytes<{C64_PREP4_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
+              "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
+              "args": [{"pack": {"size": C64_PREP4_PACK, "fields": fields}}]}
+    return {"params": params, "impl": {"launches": [launch]}}
+
+
+def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=1, tokens=None,
+                       scale=None):
     """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both; `prep`
-    names the prep entry (PREPS)."""
+    names the prep entry (PREPS); prep4 takes `heads`, `tokens` (default NC * 64), `scale`."""
     _check(value_heads, dim_v, chunks)
     module = _prep_kind(prep)[0]
     bufs = {}
-    for name, t, rest, _, d in _PREP_BUFS + _BUFS:
-        kind = "input" if (d == "in" and name not in ("kq", "kbt", "tmb", "aqk", "gamma")) else "output"
-        bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads), "kind": kind}
-    prep_call = {"op": "prep64", "args": [{"buf": name} for name, _, _, _, _ in _PREP_BUFS]}
+    outs = ("kq", "kbt", "tmb", "aqk", "gamma")
+    if prep == "prep4":
+        tokens = chunks * C64 if tokens is None else tokens
+        _check4(value_heads, heads, tokens, chunks)
+        sub = {"T": tokens, "H": heads, "HV": value_heads, "NC": chunks}
+        prep_bufs = _PREP4_BUFS
+        for name, t, shape, _, d in _PREP4_BUFS:
+            bufs[name] = {"dtype": t, "shape": [sub.get(x, x) for x in shape],
+                          "kind": "input" if d == "in" else "output"}
+        for name, t, rest, _, d in _BUFS:
+            bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads),
+                          "kind": "input" if (d == "in" and name not in outs) else "output"}
+        prep_op = prep4_op(value_heads, heads, tokens, chunks, scale)
+    else:
+        prep_bufs = _PREP_BUFS
+        for name, t, rest, _, d in _PREP_BUFS + _BUFS:
+            kind = "input" if (d == "in" and name not in outs) else "output"
+            bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads), "kind": kind}
+        prep_op = prep64_op(value_heads, chunks, prep)
+    prep_call = {"op": "prep64", "args": [{"buf": name} for name, _, _, _, _ in prep_bufs]}
     state = {"op": "state64", "args": [{"buf": name} for name, _, _, _, _ in _BUFS]}
     return {"schema_version": 4,
             "model": f"kernrt-kda-chunk64-forward-{prep}-hv{value_heads}-v{dim_v}-nc{chunks}",
             "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs,
             "modules": {module: {"source": f"{module}.sm90a.cubin",
                                  "sha256": f"@SHA256:{module}.sm90a@"}, **MODULE},
-            "ops": {"prep64": prep64_op(value_heads, chunks, prep),
+            "ops": {"prep64": prep_op,
                     "state64": state64_op(value_heads, dim_v, chunks)},
             "programs": {"prep64": {"calls": [prep_call]}, "forward64": {"calls": [prep_call, state]}}}
