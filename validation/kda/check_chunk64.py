@@ -5,6 +5,7 @@ must not take run.py's results with it).
 
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
        [--prep prep3]   (the prep cases and timings on prep v3, kda_chunk64_prep3.cu, instead of v2)
+       [--prep prep4]   (prep v4, kda_chunk64_prep4.cu: raw inputs, its own cases, see below)
        ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
 Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
 last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
@@ -24,6 +25,10 @@ gamma) against the model's (rel rms <= 2e-3: f16 roundings of the same values ma
 ulp, the kernel's solve is fp32 where the model's rounds its products to f16; a wrong index
 or decay is O(1)); program `forward64` (prep, then the state step): o and the final state
 against the float64 loop (<= 2e-3, the gate) and against the model (<= 2e-3).
+Prep v4 (--prep prep4) takes the raw inputs (bf16 q, k, raw g with A_log and dt_bias, beta;
+the softplus gate only, so its cases are fla-init V 128 / 256 and harsh V 128, B 2, T 200,
+HV 2 over H 1) and is compared with the model fed by chunk64_model.tokens64 (the token code
+in fp32 as the kernel forms it), with the same tolerances and the same float64 gate.
 Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
 "check") when --out is given; exit 0 when every check passed, 2 without a device.
 With --time, also a diagnostic timing of prep64 and forward64 at the same shape, and (records nothing; the entry is not pipelined, it copies
@@ -48,6 +53,7 @@ from test_chunk_model import inputs  # noqa: E402
 
 MODEL_TOL, GATE = 5e-4, 2e-3
 CASES = (("init", None, 128), ("harsh", None, 128), ("init", -5.0, 256))
+PREP4_CASES = (("init", None, 128), ("harsh", None, 128), ("init", None, 256))  # softplus gate
 
 
 def case_inputs(gates, lb, V, B=2, T=200, H=1, HV=2, seed=0):
@@ -87,6 +93,25 @@ def run_case(build, gates, lb, V):
             "finite": bool(np.isfinite(o).all() and np.isfinite(xt).all())}
 
 
+def raw_case(gates, V, B=2, T=200, H=1, HV=2, seed=0):
+    """Prep v4's raw inputs of a case (case_inputs' draw, softplus gate), the model's operands
+    and results on chunk64_model.tokens64's tokens (state_inputs' dict), h0, and the float64
+    loop's o and final state."""
+    rng = np.random.default_rng(seed)
+    parts = [inputs(rng, T, H, HV, V, gates) for _ in range(B)]
+    q, k, v, g, beta = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    A_log, dt = parts[0][5], parts[0][6]
+    h0 = np.concatenate([p[7] for p in parts])
+    opts = dict(l2norm_qk=True, gate_in_kernel=True, A_log=A_log, dt_bias=dt)
+    o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, **opts)
+    xp = ref.prepare(q, k, v, g, beta, None, **opts)
+    qh, kh, al, bt = m.tokens64(q, k, g, beta, A_log, dt)
+    s = m.state_inputs((xp[0], qh, kh, xp[3], None, bt), h0, alpha=al)
+    raw = {"q": q, "k": k, "g": g, "beta": np.asarray(beta, np.float32),
+           "a_log": np.asarray(A_log, np.float32), "dt_bias": np.asarray(dt, np.float32).reshape(HV, -1)}
+    return raw, s, h0, o, ht
+
+
 def prep_inputs(xp_inputs):
     """The prepared fp32 tokens of every 64-token chunk, padded: qh, kh, al [B, HV, NC, 64, K],
     beta [B, HV, NC, 64] (the model's chunk64_head inputs)."""
@@ -123,6 +148,31 @@ def run_prep_case(build, gates, lb, V, prep="prep"):
         rt.buffer(name).copy_(torch.from_numpy(pi[name]))
     rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
     rt.buffer("x0").copy_(torch.from_numpy(s["x0"]))
+    return prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V)
+
+
+def run_prep4_case(build, gates, V):
+    """run_prep_case for prep v4: the raw inputs in, the model on tokens64's tokens."""
+    import torch
+    import kernrt
+    from kernrt.gen import kda_chunk64 as g64, pin
+    raw, s, h0, o_ref, ht_ref = raw_case(gates, V)
+    B, T, H = raw["q"].shape[:3]
+    HV, NC = raw["g"].shape[2], s["kq"].shape[2]
+    cubins = os.path.join(build, "cubins", "run")
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, "prep4", heads=H, tokens=T), cubins),
+                     cubins=[cubins])
+    for name in ("q", "k", "g", "beta", "a_log", "dt_bias"):
+        dt = torch.bfloat16 if name in ("q", "k", "g") else torch.float32
+        rt.buffer(name).copy_(torch.from_numpy(np.ascontiguousarray(raw[name])).to(dt))
+    rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
+    rt.buffer("x0").copy_(torch.from_numpy(s["x0"]))
+    return prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V)
+
+
+def prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V):
+    """Programs prep64 and forward64 on the loaded inputs (outputs poisoned first): the
+    operands against the model's `s`, o and the final state against the model and float64."""
     for name in OPERANDS + ("o", "xt"):
         rt.buffer(name).fill_(float("nan"))
     rt.run("prep64", seqs=B)
@@ -149,13 +199,21 @@ def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep"):
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep), cubins), cubins=[cubins])
+    extra = {"heads": HV} if prep == "prep4" else {}  # B8 T4096 H16: no GVA
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep, **extra), cubins), cubins=[cubins])
     gen = torch.Generator(device="cuda").manual_seed(0)
-    for name in ("qh", "kh"):
-        x = torch.randn(rt.buffer(name).shape, generator=gen, device="cuda")
-        rt.buffer(name).copy_(x / x.norm(dim=-1, keepdim=True))
-    a = rt.buffer("al")
-    a.copy_(torch.exp(-0.05 * torch.rand(a.shape, generator=gen, device="cuda")))
+    if prep == "prep4":  # raw inputs; alpha = exp(-4 softplus(g - 6)) ~ 0.99: the tf32 path
+        for name in ("q", "k", "g"):
+            b = rt.buffer(name)
+            b.copy_(torch.randn(b.shape, generator=gen, device="cuda"))
+        rt.buffer("a_log").fill_(float(np.log(4.0)))
+        rt.buffer("dt_bias").fill_(-6.0)
+    else:
+        for name in ("qh", "kh"):
+            x = torch.randn(rt.buffer(name).shape, generator=gen, device="cuda")
+            rt.buffer(name).copy_(x / x.norm(dim=-1, keepdim=True))
+        a = rt.buffer("al")
+        a.copy_(torch.exp(-0.05 * torch.rand(a.shape, generator=gen, device="cuda")))
     rt.buffer("beta").fill_(0.5)
     rt.buffer("v").copy_(torch.randn(rt.buffer("v").shape, generator=gen, device="cuda"))
     rt.buffer("x0").zero_()
@@ -198,8 +256,9 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
-    ap.add_argument("--prep", default="prep", choices=("prep", "prep3"),
-                    help="the prep entry under test: v2 (kda_chunk64_prep.cu) or v3 (kda_chunk64_prep3.cu)")
+    ap.add_argument("--prep", default="prep", choices=("prep", "prep3", "prep4"),
+                    help="the prep entry under test: v2 (kda_chunk64_prep.cu), v3 (kda_chunk64_prep3.cu) "
+                         "or v4 (kda_chunk64_prep4.cu, raw inputs)")
     ap.add_argument("--profile", action="store_true",
                     help="only one eager forward64 at B8 HV16 V128 NC64 (for ncu -k regex:kda_chunk64)")
     args = ap.parse_args()
@@ -230,10 +289,11 @@ def main():
                      "error_state": r["state vs float64"], "error_vs_model": r["o vs model"],
                      "error_state_vs_model": r["state vs model"], "gate": GATE,
                      "gate_vs_model": MODEL_TOL, "pass": good})
-    for gates, lb, V in CASES:
+    for gates, lb, V in (PREP4_CASES if args.prep == "prep4" else CASES):
         label = f"chunk64 {args.prep} + state B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
         try:
-            r = run_prep_case(args.build, gates, lb, V, args.prep)
+            r = (run_prep4_case(args.build, gates, V) if args.prep == "prep4"
+                 else run_prep_case(args.build, gates, lb, V, args.prep))
         except Exception as e:  # a refusal or a fault: recorded, the next case still runs
             print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
             rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})

@@ -25,7 +25,9 @@ Owns: the algorithm and where each rounding sits, per chunk of 64 tokens in 4 su
   plan["qk"], Tm Diag(beta) by plan["tm"], Aqk by plan["aqk"].
 prep64 forms one chunk's operands, step64 applies one state step; state_inputs lays out the
 operands of the state-step entry (kernels/kda/chunk64_params.h) with the model's results for
-them, for validation/kda/check_chunk64.py.
+them, for validation/kda/check_chunk64.py. tokens64 is prep v4's token code (the raw inputs to
+q^, k^, alpha in fp32 as kda_chunk64_prep4.cu forms them: l2norm, scale, the softplus gate in
+log2 units); its outputs go into state_inputs (alpha= given) in place of kda_ref.prepare's.
 Does not model fp32 summation order, fast-math intrinsics or the gate's own rounding (the same
 as chunk_model; those errors are far below the operand roundings). `python3 chunk64_model.py`
 prints the precision table of notes.md (a minute on 2 cores); test_chunk64_model.py is fast.
@@ -59,6 +61,36 @@ PLANS = {
     "tf32": {key: "tf32" for key in F16},
 }
 STATS = {"max_tm": 0.0}  # largest |Tm Diag(beta)| seen (f16 operands need it below 65504)
+
+
+LOG2E = np.float32(1.4426950408889634)
+
+
+def tokens64(q, k, g, beta, A_log, dt_bias, scale=None):
+    """prep v4's token code in fp32 (kernels/kda/kda_chunk64_prep4.cu), for q, k [B, T, H, K]
+    and raw g [B, T, HV, K] (bf16 values), beta [B, T, HV] (effective), A_log [HV], dt_bias
+    [HV * K] or [HV, K]: (q^, k^, alpha [B, T, HV, K], beta [B, T, HV]) float32, value head hv
+    reading q, k head hv // (HV / H). q^ = q (scale / sqrt(sum q^2 + 1e-6)) (the scale on the
+    norm's factor first), k^ = k / sqrt(sum k^2 + 1e-6); alpha = 2^(-A log2(1 + 2^xl)),
+    xl = g log2 e + dt_bias log2 e, A = exp(A_log): exp(-A softplus(g + dt_bias)) in log2
+    units (2^xl = inf gives alpha = 0). Sums in fp32 in numpy's order (the kernel's are the
+    tensor cores'), exp2 / log2 exact where the kernel's MUFU are approximate."""
+    f = np.float32
+    q, k, g = np.asarray(q, f), np.asarray(k, f), np.asarray(g, f)
+    B, T, HV, K = g.shape
+    rep = HV // q.shape[2]
+    scale = f(K ** -0.5 if scale is None else scale)
+
+    def rscale(x):
+        return (f(1) / np.sqrt((x * x).sum(-1, dtype=f) + f(1e-6))).astype(f)
+
+    qh = np.repeat(q * (rscale(q) * scale)[..., None], rep, 2)
+    kh = np.repeat(k * rscale(k)[..., None], rep, 2)
+    A = np.exp(np.asarray(A_log, f).astype(np.float64)).astype(f)[:, None]  # the kernel reads f32
+    dtl = np.asarray(dt_bias, f).reshape(HV, K) * LOG2E
+    with np.errstate(over="ignore"):
+        alpha = np.exp2(-A * np.log2(f(1) + np.exp2(g * LOG2E + dtl)))
+    return qh.astype(f), kh.astype(f), alpha.astype(f), np.asarray(beta, f)
 
 
 def sub_products(ac):
@@ -173,14 +205,16 @@ def forward(xp_inputs, init=None, cu=None, plan=PLANS["f16"], head=None):
                       head=head or (lambda *args, kda: chunk64_head(*args, kda=kda, plan=plan)))
 
 
-def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
-    """Dense kda_ref.prepare outputs ([B, T, ..]) -> the operands of the state-step entry
+def state_inputs(xp_inputs, init, plan=PLANS["f16"], alpha=None):
+    """Dense kda_ref.prepare outputs ([B, T, ..]; with `alpha` [B, T, HV, K] given, gl is not
+    read: tokens64's outputs) -> the operands of the state-step entry
     kda_chunk64_state (kernels/kda/chunk64_params.h layouts; float32 arrays holding f16 / bf16
     values exactly: the caller casts kq, kbt, tmb, aqk to f16 and v to bf16), with what the
     model's state steps give for them: o [B, HV, NC, 64, V] fp32 and the final X [B, HV, V, K]."""
     _, q, k, v, gl, beta = xp_inputs
     B, T, HV, K = k.shape
     V, NC = v.shape[3], -(-T // C)
+    kda = alpha is not None or gl.shape[-1] != 1
     out = {"kq": np.zeros((B, HV, NC, 2 * C, K), np.float32),
            "kbt": np.zeros((B, HV, NC, K, C), np.float32),
            "tmb": np.zeros((B, HV, NC, C, C), np.float32),
@@ -190,7 +224,7 @@ def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
            "x0": np.asarray(init, np.float32).copy(),
            "o": np.zeros((B, HV, NC, C, V), np.float32),
            "xt": np.zeros((B, HV, V, K), np.float32)}
-    alpha = np.exp(gl).astype(np.float32)
+    alpha = np.exp(gl).astype(np.float32) if alpha is None else np.asarray(alpha, np.float32)
     for b in range(B):
         for h in range(HV):
             X = out["x0"][b, h].copy()
@@ -198,7 +232,7 @@ def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
                     q[b, :, h].astype(np.float32), k[b, :, h].astype(np.float32),
                     v[b, :, h].astype(np.float32), alpha[b, :, h],
                     beta[b, :, h].astype(np.float32))):
-                op = prep64(qc, kc, vc, ac, bc, gl.shape[-1] != 1, plan)
+                op = prep64(qc, kc, vc, ac, bc, kda, plan)
                 out["kq"][b, h, c] = np.concatenate([op["kw"], op["qt"]])
                 out["kbt"][b, h, c] = op["kt"].T
                 for name in ("tmb", "aqk", "gamma", "v"):

@@ -109,5 +109,39 @@ class DeviceCheckInputs(unittest.TestCase):
                 np.testing.assert_array_equal(op[name], s[name][b, h, c])
 
 
+class Prep4TokenCode(unittest.TestCase):
+    """chunk64_model.tokens64 (prep v4's token code in fp32) against kda_ref.prepare's float64
+    definition, and the model on its tokens against the float64 loop (check_chunk64.py's prep4
+    cases)."""
+
+    def test_token_code_matches_float64(self):
+        for gates in ("init", "harsh"):
+            rng = np.random.default_rng(5)
+            q, k, v, g, beta, A_log, dt, _ = inputs(rng, 96, 1, 2, 128, gates)
+            xp = ref.prepare(q, k, v, g, beta, None, l2norm_qk=True, gate_in_kernel=True,
+                             A_log=A_log, dt_bias=dt)
+            qh, kh, al, bt = m.tokens64(q, k, g, beta, A_log, dt)
+            self.assertEqual((qh.shape, al.dtype), (xp[1].shape, np.float32))
+            # fp32 roundings of one product and one rsqrt: a few ulps
+            self.assertLess(np.max(np.abs(qh - xp[1]) / np.abs(xp[1])), 5e-7, gates)
+            self.assertLess(np.max(np.abs(kh - xp[2]) / np.abs(xp[2])), 5e-7, gates)
+            # alpha: 1 + 2^xl in fp32 loses the low bits of a small softplus (|log alpha| small
+            # then, so alpha's relative error stays ~1e-6); where alpha is in fp32's normal range
+            a64 = np.exp(xp[4])
+            n = a64 >= 1e-30
+            self.assertLess(np.max(np.abs(al[n] - a64[n]) / a64[n]), 2e-5, gates)
+            np.testing.assert_array_equal(bt, np.asarray(beta, np.float32))
+
+    def test_prep4_cases_meet_gate(self):
+        import check_chunk64 as chk
+        for gates in ("init", "harsh"):
+            raw, s, h0, o, ht = chk.raw_case(gates, 128, B=1, T=130)
+            self.assertEqual(raw["dt_bias"].shape, (2, 128))
+            T, HV = o.shape[1], o.shape[2]
+            om = s["o"].transpose(0, 2, 3, 1, 4).reshape(1, -1, HV, 128)[:, :T]
+            self.assertLess(ref.rel_rms(cm.bf16(om), cm.bf16(o.astype(np.float32))), GATE, gates)
+            self.assertLess(ref.rel_rms(s["xt"], ht), GATE, gates)
+
+
 if __name__ == "__main__":
     unittest.main()
