@@ -1,0 +1,132 @@
+"""CPU test of prep v4's new shared-memory layouts and index maps (kernels/kda/kda_chunk64_prep4.cu;
+the tiles, the tf32 staging and the solve are prep v3's, test_chunk64_prep3_layout.py): a numpy
+mirror of
+- the raw stage: the cp.async map (thread tid, step u: row tid / 16 + 16 u, 16-byte chunk
+  tid % 16) covers every (token row, chunk) of q and k once, from the token row it names; the
+  channel pass's LDS.32 of word [t][cp] is channels 2 cp, 2 cp + 1, conflict-free per warp;
+- the Gram diagonals (the l2 norms): the ldmatrix.x4 lane addresses over the raw rows,
+  ldmatrix simulated from its PTX definition (test_chunk64_prep3_layout.ldmatrix_x4), the
+  registers read through the m16n8k16 A / B fragment layouts (A = (r0, r1, r2, r3), B of
+  n-tile 0 = (r0, r2), of n-tile 1 = (r1, r3)), the products summed over the 8 k-steps, and
+  the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
+- the g loads (byte stride HV K 2 from the sub-block's first token) and the fp32 staging of a
+  sub-block off the tf32 path, row stride K as pair_column reads it.
+A second copy of the formulas: a change in the kernel needs the same change here.
+"""
+import os
+import sys
+import unittest
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_chunk64_prep3_layout import banks_conflict_free, ldmatrix_x4  # noqa: E402
+
+K, SUB, C, THREADS = 128, 16, 64, 256
+
+
+def bf16_pair(word):
+    """The two channels' values a u32 word of the raw stage holds (low half first)."""
+    return word & 0xffff, word >> 16
+
+
+class Prep4Layout(unittest.TestCase):
+    def test_raw_stage_cp_async_map(self):
+        seen = {}
+        H, h, row0 = 3, 1, 5  # any sizes: the source element names the row it lands in
+        for tid in range(THREADS):
+            t0, c = tid >> 4, 8 * (tid & 15)
+            e0, step = ((row0 + t0) * H + h) * K + c, SUB * H * K
+            for u in range(4):
+                t = t0 + SUB * u
+                dst = t * (K // 2) + c // 2          # word of &sm.rq[t][c / 2]
+                self.assertNotIn(dst, seen)
+                seen[dst] = e0 + u * step
+                src = e0 + u * step
+                self.assertEqual((src // K - h) // H - row0, t)  # token row of the source
+                self.assertEqual(src % K, c)
+                self.assertEqual((src // K) % H, h)
+        self.assertEqual(sorted(seen), list(range(0, C * K // 2, 4)))  # 16-byte chunks, all
+
+    def test_channel_pass_reads(self):
+        # word [t][cp] holds channels 2 cp, 2 cp + 1 (chunk c / 8 holds channels c..c + 7)
+        for cp in range(C):
+            word = cp
+            self.assertEqual((4 * word) // 16, (2 * cp) // 8)
+        for w in range(2):
+            addrs = [4 * (7 * (K // 2) + 32 * w + lane) for lane in range(32)]
+            self.assertTrue(banks_conflict_free(addrs, 4))
+
+    def test_gram_diagonals(self):
+        rng = np.random.default_rng(0)
+        # raw rows of 64 tokens as words; word value = (row << 8 | pair): decoded symbolically
+        words = np.array([(t << 8) | p for t in range(C) for p in range(K // 2)], np.int64)
+        vals = rng.integers(-8, 8, (C, K)).astype(np.float64)  # channel values behind the words
+        for I in range(4):
+            d = [np.zeros((16, 8)), np.zeros((16, 8))]
+            for ks in range(K // 16):
+                addr = [((SUB * I + (l & 7) + 8 * ((l >> 3) & 1)) * (K // 2)) * 4 + 16 * (l >> 4) + 32 * ks
+                        for l in range(32)]
+                r = ldmatrix_x4(words, addr)
+                A = np.zeros((16, 16))
+                B = [np.zeros((16, 8)), np.zeros((16, 8))]
+                for lane in range(32):
+                    g, q = lane >> 2, lane & 3
+
+                    def chan(w):
+                        t, p = int(w) >> 8, int(w) & 0xff
+                        return t, 2 * p
+
+                    for reg, (row, kk) in zip(range(4), ((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
+                        t, c = chan(r[lane, reg])
+                        A[row, kk], A[row, kk + 1] = vals[t, c], vals[t, c + 1]
+                    for nt, (b0, b1) in enumerate(((0, 2), (1, 3))):
+                        for reg, kk in ((b0, 2 * q), (b1, 2 * q + 8)):
+                            t, c = chan(r[lane, reg])
+                            B[nt][kk, g], B[nt][kk + 1, g] = vals[t, c], vals[t, c + 1]
+                # the fragments are the sub-block's rows and channels 16 ks ..
+                rows = vals[SUB * I:SUB * I + 16, 16 * ks:16 * ks + 16]
+                np.testing.assert_array_equal(A, rows)
+                np.testing.assert_array_equal(B[0], rows[:8].T)
+                np.testing.assert_array_equal(B[1], rows[8:].T)
+                d[0] += A @ B[0]
+                d[1] += A @ B[1]
+            rs = np.full((C, 2), np.nan)
+            sums = (vals[SUB * I:SUB * I + 16] ** 2).sum(1)
+            for lane in range(32):
+                g, q = lane >> 2, lane & 3
+                if (g >> 1) == q:
+                    e = g & 1
+                    # d0[e] = D0[g][2q + e], d1[2 + e] = D1[g + 8][2q + e]
+                    rs[SUB * I + g, 0] = d[0][g, 2 * q + e]
+                    rs[SUB * I + g + 8, 0] = d[1][g + 8, 2 * q + e]
+            np.testing.assert_array_equal(rs[SUB * I:SUB * I + 16, 0], sums)
+
+    def test_rs_slots(self):
+        # rw = &rs[16 I].x + (warp & 1): floats 2 g (+1 for k) and 2 (g + 8) of the sub-block
+        for I in range(4):
+            for w in range(2):
+                for g in range(8):
+                    base = 2 * SUB * I + (w & 1)
+                    for f, t in ((base + 2 * g, g), (base + 2 * (g + 8), g + 8)):
+                        self.assertEqual((f // 2, f % 2), (SUB * I + t, w & 1))
+
+    def test_g_loads_and_fp32_staging(self):
+        HV, hv, row0 = 4, 2, 70
+        for I in range(4):
+            for cp in (0, 17, 63):
+                c0 = 2 * cp
+                base = ((row0 + SUB * I) * HV + hv) * K + c0
+                for t in range(SUB):
+                    byte = 2 * base + t * (HV * K * 2)
+                    self.assertEqual(byte // 2, ((row0 + SUB * I + t) * HV + hv) * K + c0)
+        # staging float2 at t K + 2 cp; pair_column's lane l reads float4 at j K + 4 l
+        for t in range(SUB):
+            for lane in range(32):
+                writers = {t * K + 2 * cp + i: 2 * cp + i for cp in range(C) for i in range(2)}
+                self.assertEqual([writers[t * K + 4 * lane + i] for i in range(4)],
+                                 [4 * lane + i for i in range(4)])
+
+
+if __name__ == "__main__":
+    unittest.main()
