@@ -10,21 +10,22 @@
 //   0. the raw stage: q, k of the chunk's 64 tokens by cp.async into shared memory (bf16
 //      rows, zero past T), re-read there whenever a pass needs them instead of held in
 //      registers; g straight to registers, beta by 64 threads;
-//   1. the token code in the channel pass: per token the sums of squares of the thread's two
-//      channels, one reduce-scatter over the warp (lane l ends with the sum of index l: q of
-//      token l, k of token l - 16) and one shared exchange between the two warps of the
-//      sub-block (beside dec's): each warp forms the 32 scales 1 / sqrt(sum + 1e-6) (q's times
-//      scale) in its own copy; the gate per element in log2 units, alpha = 2^(-A log2(1 +
-//      2^((g + dt_bias) log2 e))) (A = exp(A_log); 3 MUFU, no branch; alpha = 1 past T);
-//      only alpha (16 float2) stays in registers until the diagonal rounds;
+//   1. the token code: the l2 norms' sums of squares as the diagonals of the sub-blocks'
+//      Gram matrices q q^T, k k^T on tensor cores (one warp each, from the raw stage), the 64
+//      scales 1 / sqrt(sum + 1e-6) (q's times scale) to shared memory beside dec's exchange;
+//      the gate per element in log2 units, alpha = 2^(-A log2(1 + 2^((g + dt_bias) log2 e)))
+//      (A = exp(A_log); 3 MUFU, no branch; alpha = 1 past T); only alpha (16 float2) stays
+//      in registers until the diagonal rounds;
 //   2. the channel pass streamed: q^, k^ formed from the raw stage per token in a forward
 //      pass (la products) and a backward one (lb products); the diagonal rounds form them once
 //      more from the raw stage; a sub-block off the tf32 path stages fp32 q^, k^, alpha for
 //      the pairs (v3 read its fp32 inputs in place);
 //   3. the off-diagonal mma, the diagonal mma, the solve: v3's code.
 //
-// Cost: kernels/kda/chunk64_prep4.md (static count by validation/kda/sass_path.py, registers,
-// shared memory 95072 bytes: two blocks per SM fit).
+// Cost (static count of the executed path, validation/kda/sass_path.py): 20.0k warp
+// instructions per chunk with the token code (v3 13.4k without it; v3 + the shipped token code
+// ~23.1k); 128 registers, no spills (v3 255); 93536 bytes of shared memory: two blocks per SM.
+// kernels/kda/chunk64_prep4.md has the table and what is left to the fused budget.
 //
 // Entry: kda_chunk64_prep4_sm90a_f16_k128, `const __grid_constant__ Chunk64Prep4Params`, grid
 // (NC, HV, N), 256 threads, __launch_bounds__(256, 2). Not checked here: K = 128; HV a
