@@ -24,7 +24,7 @@
 //
 // Cost (static count of the executed path, validation/kda/sass_path.py): 20.0k warp
 // instructions per chunk with the token code (v3 13.4k without it; v3 + the shipped token code
-// ~23.1k); 128 registers, no spills (v3 255); 93536 bytes of shared memory: two blocks per SM.
+// ~23.1k); 128 registers, no spills (v3 255); 95584 bytes of shared memory: two blocks per SM.
 // kernels/kda/chunk64_prep4.md has the table and what is left to the fused budget.
 //
 // Entry: kda_chunk64_prep4_sm90a_f16_k128, `const __grid_constant__ Chunk64Prep4Params`, grid
@@ -42,6 +42,10 @@ namespace kernrt::kda::c64p4 {
 
 constexpr int kC = 64, kSub = 16, kK = 128, kThreads = 256;
 constexpr int kRowB = kSub + 8;  // f16 row of a 16 x 16 block (48 B: ldmatrix rows conflict-free)
+// raw stage row in u32 words: 64 bf16 pairs + 4 words of padding (272 B: the Gram's ldmatrix
+// rows, 8 at one 16-byte column, fall on 8 distinct 4-bank groups; unpadded 256 B rows were
+// 8-way conflicted)
+constexpr int kRawW = kK / 2 + 4;
 
 // f16 tile [16 tokens][128 channels], 16-byte chunks XOR-swizzled by row % 8 (no padding;
 // ldmatrix of 8 rows at one chunk and f16x2 stores of 32 channel pairs are conflict-free):
@@ -67,11 +71,11 @@ struct Smem {
   float2 dec[4][kC];                // dec_I of channel pair cp
   float beta[kC];
   int32_t safe[4][2];               // per sub-block, per warp: factors in range
-  uint32_t rq[kC][kK / 2];          // the raw stage: bf16 pairs of q, k, row = token of the chunk
-  uint32_t rk[kC][kK / 2];
+  uint32_t rq[kC][kRawW];           // the raw stage: bf16 pairs of q, k, row = token of the chunk
+  uint32_t rk[kC][kRawW];
   float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
 };
-constexpr int kChunk64Prep4Smem = 93536;
+constexpr int kChunk64Prep4Smem = 95584;
 static_assert(int(sizeof(Smem)) == kChunk64Prep4Smem, "kChunk64Prep4Smem is the layout");
 static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
 static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
@@ -271,12 +275,12 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   // of each sub-block on tensor cores (bf16 products exact, fp32 sums), warp w: sub-block w / 2,
   // q (w even) or k; ldmatrix.x4 of rows 16 I + (l % 8) + 8 ((l / 8) % 2), 16-byte chunk
   // 2 ks + l / 16: registers (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) are
-  // the A fragment and, for B = A^T, (r0, r2) of n-tile 0 and (r1, r3) of n-tile 1. The
-  // unpadded rows (256 B) make each ldmatrix 8-way conflicted: 8 per warp.
+  // the A fragment and, for B = A^T, (r0, r2) of n-tile 0 and (r1, r3) of n-tile 1. Rows of
+  // kRawW words: conflict-free.
   {
     const uint32_t* raw = (warp & 1) ? &sm.rk[0][0] : &sm.rq[0][0];
     const int row = kSub * I + (lane & 7) + 8 * ((lane >> 3) & 1);
-    const uint32_t base = smem_u32(raw + row * (kK / 2)) + 16 * (lane >> 4);
+    const uint32_t base = smem_u32(raw + row * kRawW) + 16 * (lane >> 4);
     float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int ks = 0; ks < kK / 16; ++ks) {

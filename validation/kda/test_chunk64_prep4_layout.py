@@ -2,10 +2,11 @@
 the tiles, the tf32 staging and the solve are prep v3's, test_chunk64_prep3_layout.py): a numpy
 mirror of
 - the raw stage: the cp.async map (thread tid, step u: row tid / 16 + 16 u, 16-byte chunk
-  tid % 16) covers every (token row, chunk) of q and k once, from the token row it names; the
+  tid % 16) covers every (token row, chunk) of q and k once, from the token row it names (rows of
+  RAW_W words, 4 of them padding); the
   channel pass's LDS.32 of word [t][cp] is channels 2 cp, 2 cp + 1, conflict-free per warp;
 - the Gram diagonals (the l2 norms): the ldmatrix.x4 lane addresses over the raw rows,
-  ldmatrix simulated from its PTX definition (test_chunk64_prep3_layout.ldmatrix_x4), the
+  conflict-free per 8-lane phase, ldmatrix simulated from its PTX definition (test_chunk64_prep3_layout.ldmatrix_x4), the
   registers read through the m16n8k16 A / B fragment layouts (A = (r0, r1, r2, r3), B of
   n-tile 0 = (r0, r2), of n-tile 1 = (r1, r3)), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
@@ -20,9 +21,10 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_chunk64_prep3_layout import banks_conflict_free, ldmatrix_x4  # noqa: E402
+from test_chunk64_prep3_layout import banks_conflict_free, ldmatrix_x4, ldsm_phases_ok  # noqa: E402
 
 K, SUB, C, THREADS = 128, 16, 64, 256
+RAW_W = K // 2 + 4  # kRawW: a raw-stage row in u32 words (64 bf16 pairs + 4 words of padding)
 
 
 def bf16_pair(word):
@@ -39,14 +41,15 @@ class Prep4Layout(unittest.TestCase):
             e0, step = ((row0 + t0) * H + h) * K + c, SUB * H * K
             for u in range(4):
                 t = t0 + SUB * u
-                dst = t * (K // 2) + c // 2          # word of &sm.rq[t][c / 2]
+                dst = t * RAW_W + c // 2             # word of &sm.rq[t][c / 2]
                 self.assertNotIn(dst, seen)
                 seen[dst] = e0 + u * step
                 src = e0 + u * step
                 self.assertEqual((src // K - h) // H - row0, t)  # token row of the source
                 self.assertEqual(src % K, c)
                 self.assertEqual((src // K) % H, h)
-        self.assertEqual(sorted(seen), list(range(0, C * K // 2, 4)))  # 16-byte chunks, all
+        # 16-byte chunks, all of every row's 64 pairs (the padding words are never written)
+        self.assertEqual(sorted(seen), [t * RAW_W + w for t in range(C) for w in range(0, K // 2, 4)])
 
     def test_channel_pass_reads(self):
         # word [t][cp] holds channels 2 cp, 2 cp + 1 (chunk c / 8 holds channels c..c + 7)
@@ -54,19 +57,22 @@ class Prep4Layout(unittest.TestCase):
             word = cp
             self.assertEqual((4 * word) // 16, (2 * cp) // 8)
         for w in range(2):
-            addrs = [4 * (7 * (K // 2) + 32 * w + lane) for lane in range(32)]
+            addrs = [4 * (7 * RAW_W + 32 * w + lane) for lane in range(32)]
             self.assertTrue(banks_conflict_free(addrs, 4))
 
     def test_gram_diagonals(self):
         rng = np.random.default_rng(0)
         # raw rows of 64 tokens as words; word value = (row << 8 | pair): decoded symbolically
-        words = np.array([(t << 8) | p for t in range(C) for p in range(K // 2)], np.int64)
+        # (the padding words hold -1: a read of one fails the decode below)
+        words = np.array([(t << 8) | p if p < K // 2 else -1 for t in range(C) for p in range(RAW_W)],
+                         np.int64)
         vals = rng.integers(-8, 8, (C, K)).astype(np.float64)  # channel values behind the words
         for I in range(4):
             d = [np.zeros((16, 8)), np.zeros((16, 8))]
             for ks in range(K // 16):
-                addr = [((SUB * I + (l & 7) + 8 * ((l >> 3) & 1)) * (K // 2)) * 4 + 16 * (l >> 4) + 32 * ks
+                addr = [((SUB * I + (l & 7) + 8 * ((l >> 3) & 1)) * RAW_W) * 4 + 16 * (l >> 4) + 32 * ks
                         for l in range(32)]
+                self.assertTrue(ldsm_phases_ok(addr))  # the padded rows: no bank conflicts
                 r = ldmatrix_x4(words, addr)
                 A = np.zeros((16, 16))
                 B = [np.zeros((16, 8)), np.zeros((16, 8))]
@@ -74,6 +80,7 @@ class Prep4Layout(unittest.TestCase):
                     g, q = lane >> 2, lane & 3
 
                     def chan(w):
+                        self.assertGreaterEqual(int(w), 0)  # not a padding word
                         t, p = int(w) >> 8, int(w) & 0xff
                         return t, 2 * p
 
