@@ -7,9 +7,9 @@
 //
 // One block per (chunk, value head, sequence); 256 threads, thread = (sub-block I = warp / 2,
 // channel pair cp = tid % 64) as v3. What differs from v3:
-//   0. the raw stage: q, k of the chunk's 64 tokens by cp.async into shared memory (bf16
-//      rows, zero past T), re-read there whenever a pass needs them instead of held in
-//      registers; g straight to registers, beta by 64 threads;
+//   0. the raw stage: q, k, g of the chunk's 64 tokens by cp.async into shared memory (bf16
+//      rows, zero past T), q, k re-read there whenever a pass needs them instead of held in
+//      registers; beta by 64 threads;
 //   1. the token code: the l2 norms' sums of squares as the diagonals of the sub-blocks'
 //      Gram matrices q q^T, k k^T on tensor cores (one warp each, from the raw stage), the 64
 //      scales 1 / sqrt(sum + 1e-6) (q's times scale) to shared memory beside dec's exchange;
@@ -24,7 +24,7 @@
 //
 // Cost (static count of the executed path, validation/kda/sass_path.py): 20.0k warp
 // instructions per chunk with the token code (v3 13.4k without it; v3 + the shipped token code
-// ~23.1k); 128 registers, no spills (v3 255); 95584 bytes of shared memory: two blocks per SM.
+// ~23.1k); 128 registers, no spills (v3 255); 111968 bytes of shared memory: two blocks per SM.
 // kernels/kda/chunk64_prep4.md has the table and what is left to the fused budget.
 //
 // Entry: kda_chunk64_prep4_sm90a_f16_k128, `const __grid_constant__ Chunk64Prep4Params`, grid
@@ -73,9 +73,10 @@ struct Smem {
   int32_t safe[4][2];               // per sub-block, per warp: factors in range
   uint32_t rq[kC][kRawW];           // the raw stage: bf16 pairs of q, k, row = token of the chunk
   uint32_t rk[kC][kRawW];
+  uint32_t rg[kC][kK / 2];          // raw g, bf16 pairs (value head hv), row = token of the chunk
   float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
 };
-constexpr int kChunk64Prep4Smem = 95584;
+constexpr int kChunk64Prep4Smem = 111968;
 static_assert(int(sizeof(Smem)) == kChunk64Prep4Smem, "kChunk64Prep4Smem is the layout");
 static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
 static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
@@ -154,23 +155,16 @@ __device__ __forceinline__ float gate_alpha(float g, float dtl, float A) {
   return exp2f(-A * __log2f(1.f + exp2f(fmaf(g, kLog2e, dtl))));
 }
 
-// The raw g of 16 tokens (2 channels each) at byte stride gs; kTail: tokens t >= nl are past T
-// (g = 0).
+// alpha of 16 tokens (2 channels each) from their raw g (the g stage's words of pair cp, row
+// stride kK / 2); kTail: tokens t >= nl get A = 0, so alpha = 1 exactly (their g is the zero
+// fill).
 template <bool kTail>
-__device__ __forceinline__ void load_g(const char* gp, uint32_t gs, int nl, uint32_t (&gw)[kSub]) {
-#pragma unroll
-  for (int t = 0; t < kSub; ++t) gw[t] = (!kTail || t < nl) ? ptx::ld_global_nc_u32(gp + t * gs) : 0u;
-}
-
-// alpha of 16 tokens (2 channels each) from their raw g; kTail: tokens t >= nl get A = 0, so
-// alpha = 1 exactly.
-template <bool kTail>
-__device__ __forceinline__ void token_alphas(const uint32_t (&gw)[kSub], int nl, float2 dtl, float A,
+__device__ __forceinline__ void token_alphas(const uint32_t* gw, int nl, float2 dtl, float A,
                                              float2 (&a)[kSub]) {
 #pragma unroll
   for (int t = 0; t < kSub; ++t) {
     const float At = (!kTail || t < nl) ? A : 0.f;
-    const float2 gv = bf2(gw[t]);
+    const float2 gv = bf2(gw[t * (kK / 2)]);
     a[t] = make_float2(gate_alpha(gv.x, dtl.x, At), gate_alpha(gv.y, dtl.y, At));
   }
 }
@@ -243,29 +237,26 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   __half* aqk = p.aqk + chunk * kC * kC;
   __half* tmb = p.tmb + chunk * kC * kC;
 
-  // ---- 0. raw stage: q, k rows (16 chunks of 16 bytes each) by cp.async, zero past T --------
+  // ---- 0. raw stage: q, k, g rows (16 chunks of 16 bytes each) by cp.async, zero past T -----
+  // (g through shared memory: 4 cp.async and 16 LDS per thread instead of 16 LDG with a 64-bit
+  // address each)
   {
     const int t0 = tid >> 4, c = 8 * (tid & 15);  // rows t0 + 16 u, chunk tid % 16
     const int64_t e0 = ((row0 + t0) * p.heads + h) * kK + c, step = int64_t(kSub) * p.heads * kK;
+    const int64_t g0 = ((row0 + t0) * HV + hv) * kK + c, gstep = int64_t(kSub) * HV * kK;
 #pragma unroll
     for (int u = 0; u < 4; ++u) {
       const int t = t0 + kSub * u;
       const bool ok = t < live;
-      const int64_t e = ok ? e0 + u * step : 0;
+      const int64_t e = ok ? e0 + u * step : 0, eg = ok ? g0 + u * gstep : 0;
       ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + e, ok ? 16 : 0);
       ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + e, ok ? 16 : 0);
+      ptx::cp_async_cg_16_zfill(&sm.rg[t][c / 2], p.g + eg, ok ? 16 : 0);
     }
   }
   ptx::cp_async_commit_group();
   if (tid < kC) sm.beta[tid] = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
-  // raw g of the thread's 16 tokens, 2 channels each; a sub-block past T (warp-uniform) takes
-  // the masked copy
   const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)
-  const char* gp = reinterpret_cast<const char*>(p.g + ((row0 + kSub * I) * HV + hv) * kK + c0);
-  const uint32_t gs = uint32_t(HV) * kK * 2;  // bytes from token to token
-  uint32_t gw[kSub];
-  if (nl >= kSub) load_g<false>(gp, gs, nl, gw);
-  else load_g<true>(gp, gs, nl, gw);
   const float2 dtl = scl2(*reinterpret_cast<const float2*>(p.dt_bias + hv * kK + c0), kLog2e);
   const float A = __expf(p.a_log[hv]);
   ptx::cp_async_wait_group<0>();
@@ -298,9 +289,9 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       rw[2 * (g + 8)] = l2_rscale(e ? d1[3] : d1[2]) * sc;
     }
   }
-  float2 a[kSub];
-  if (nl >= kSub) token_alphas<false>(gw, nl, dtl, A, a);
-  else token_alphas<true>(gw, nl, dtl, A, a);
+  float2 a[kSub];  // a sub-block past T (warp-uniform) takes the masked copy
+  if (nl >= kSub) token_alphas<false>(&sm.rg[kSub * I][cp], nl, dtl, A, a);
+  else token_alphas<true>(&sm.rg[kSub * I][cp], nl, dtl, A, a);
   {
     float2 dec = make_float2(1.f, 1.f);
 #pragma unroll

@@ -10,8 +10,8 @@ mirror of
   registers read through the m16n8k16 A / B fragment layouts (A = (r0, r1, r2, r3), B of
   n-tile 0 = (r0, r2), of n-tile 1 = (r1, r3)), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
-- the g loads (byte stride HV K 2 from the sub-block's first token) and the fp32 staging of a
-  sub-block off the tf32 path, row stride K as pair_column reads it.
+- the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
+  the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
 A second copy of the formulas: a change in the kernel needs the same change here.
 """
 import os
@@ -118,15 +118,28 @@ class Prep4Layout(unittest.TestCase):
                     for f, t in ((base + 2 * g, g), (base + 2 * (g + 8), g + 8)):
                         self.assertEqual((f // 2, f % 2), (SUB * I + t, w & 1))
 
-    def test_g_loads_and_fp32_staging(self):
+    def test_g_stage_and_fp32_staging(self):
+        # the g stage: cp.async of g rows (value head hv of HV) into rows of K / 2 words; the
+        # gate of thread (I, cp) reads word t K / 2 from &rg[16 I][cp]: token 16 I + t, channels
+        # 2 cp, 2 cp + 1
         HV, hv, row0 = 4, 2, 70
+        src_of = {}
+        for tid in range(THREADS):
+            t0, c = tid >> 4, 8 * (tid & 15)
+            g0, gstep = ((row0 + t0) * HV + hv) * K + c, SUB * HV * K
+            for u in range(4):
+                dst = (t0 + SUB * u) * (K // 2) + c // 2
+                self.assertNotIn(dst, src_of)
+                for w in range(4):  # the chunk's 4 words: channel pairs of element g0 + u gstep ..
+                    src_of[dst + w] = g0 + u * gstep + 2 * w
+        self.assertEqual(sorted(src_of), list(range(C * K // 2)))
         for I in range(4):
             for cp in (0, 17, 63):
-                c0 = 2 * cp
-                base = ((row0 + SUB * I) * HV + hv) * K + c0
                 for t in range(SUB):
-                    byte = 2 * base + t * (HV * K * 2)
-                    self.assertEqual(byte // 2, ((row0 + SUB * I + t) * HV + hv) * K + c0)
+                    word = (SUB * I) * (K // 2) + cp + t * (K // 2)
+                    self.assertEqual(src_of[word], ((row0 + SUB * I + t) * HV + hv) * K + 2 * cp)
+        for w in range(2):  # a warp's 32 pairs of one row: conflict-free
+            self.assertTrue(banks_conflict_free([4 * (5 * (K // 2) + 32 * w + lane) for lane in range(32)], 4))
         # staging float2 at t K + 2 cp; pair_column's lane l reads float4 at j K + 4 l
         for t in range(SUB):
             for lane in range(32):

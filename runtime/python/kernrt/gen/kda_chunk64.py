@@ -37,7 +37,7 @@ C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 # source's kChunk64PrepSmem / kChunk64Prep3Smem); both take Chunk64PrepParams, 256 threads
 PREPS = {"prep": ("kda_chunk64_prep", "kda_chunk64_prep_sm90a_f16_k128", C64_PREP_SMEM),
          "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256),
-         "prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 95584)}
+         "prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968)}
 C64_PREP4_PACK = 112      # sizeof(Chunk64Prep4Params)
 C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
