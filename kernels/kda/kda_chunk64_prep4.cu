@@ -31,6 +31,7 @@
 // (NC, HV, N), 256 threads, __launch_bounds__(256, 2). Not checked here: K = 128; HV a
 // multiple of H; the buffers' extents; NC = ceil(T / 64).
 #include <cuda_fp16.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "common/ptx/ldst.cuh"
@@ -81,6 +82,7 @@ static_assert(int(sizeof(Smem)) == kChunk64Prep4Smem, "kChunk64Prep4Smem is the 
 static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
 static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
+static_assert(offsetof(Smem, rs) % 16 == 0, "rs is read as float4 (two tokens' scales)");
 
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -185,11 +187,14 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
   const float2 BI = kI == 2 ? d3 : (kI == 1 ? mul2(d3, d2) : mul2(mul2(d3, d2), d1));
   __half* kq = p.kq + chunk * 2 * kC * kK + r0 * kK + c0;
   float2 la = make_float2(1.f, 1.f), k[kSub];  // k^ held for the backward pass
+  float4 r2;  // rs of a token pair: one LDS.128 per two tokens
 #pragma unroll
   for (int t = 0; t < kSub; ++t) {
     la = mul2(la, a[t]);
-    const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x);
-    k[t] = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
+    if ((t & 1) == 0) r2 = reinterpret_cast<const float4*>(rs)[t / 2];  // scales of tokens t, t + 1
+    const float2 r = (t & 1) ? make_float2(r2.z, r2.w) : make_float2(r2.x, r2.y);
+    const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x);
+    k[t] = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
     const float2 kl = mul2(k[t], la), ql = mul2(q, la);
     if (kI == 0) {
       stg_h2(kq + t * kK, kl.x, kl.y);
@@ -385,9 +390,12 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       const int r0 = kSub * I;
       if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32 q f, k f, k / f, f relative to token 7
         float2 P = one, F = one;
+        float4 r2;  // rs of the token pair (2 (t / 2), + 1), loaded at the pair's first token
 #pragma unroll
         for (int i = 0; i < kSub; ++i) {
           const int t = i <= kRef ? kRef - i : i;  // 7, 6, .., 0, then 8, .., 15
+          if ((t & 1) == (t <= kRef ? 1 : 0)) r2 = reinterpret_cast<const float4*>(rs)[t / 2];
+          const float2 r = (t & 1) ? make_float2(r2.z, r2.w) : make_float2(r2.x, r2.y);
           float2 f = one, inv = one;
           if (t < kRef) {
             P = mul2(P, a[t + 1]), inv = P;
@@ -396,7 +404,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
             F = mul2(F, a[t]), f = F;
             inv = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
           }
-          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x), k = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
           const int o = swz_f(t, c0);
           *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rna(q.x * f.x), tf32_rna(q.y * f.y));
           *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rna(k.x * f.x), tf32_rna(k.y * f.y));
