@@ -269,21 +269,26 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 
   // ---- 1. token code: the sums of squares are the diagonals of the Gram matrices q q^T, k k^T
   // of each sub-block on tensor cores (bf16 products exact, fp32 sums), warp w: sub-block w / 2,
-  // q (w even) or k; ldmatrix.x4 of rows 16 I + (l % 8) + 8 ((l / 8) % 2), 16-byte chunk
-  // 2 ks + l / 16: registers (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15) are
-  // the A fragment and, for B = A^T, (r0, r2) of n-tile 0 and (r1, r3) of n-tile 1. Rows of
-  // kRawW words: conflict-free.
+  // q (w even) or k. Per 16 channels two ldmatrix.x4 of the same rows: the A fragment from rows
+  // 16 I + (l % 8) + 8 ((l / 8) % 2), 16-byte chunk 2 ks + l / 16 (registers (rows 0-7, k
+  // 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)), the B fragments (B = A^T) from rows
+  // 16 I + (l % 8) + 8 (l / 16), chunk 2 ks + (l / 8) % 2 (registers (0-7, 0-7), (0-7, 8-15):
+  // n-tile 0, (8-15, 0-7), (8-15, 8-15): n-tile 1), so each mma's B is a register pair as
+  // loaded (B taken from the A registers cost 4 MOV per 16 channels). Rows of kRawW words:
+  // conflict-free.
   {
     const uint32_t* raw = (warp & 1) ? &sm.rk[0][0] : &sm.rq[0][0];
-    const int row = kSub * I + (lane & 7) + 8 * ((lane >> 3) & 1);
-    const uint32_t base = smem_u32(raw + row * kRawW) + 16 * (lane >> 4);
+    const int ra = kSub * I + (lane & 7) + 8 * ((lane >> 3) & 1), rb = kSub * I + (lane & 7) + 8 * (lane >> 4);
+    const uint32_t pa = smem_u32(raw + ra * kRawW) + 16 * (lane >> 4);
+    const uint32_t pb = smem_u32(raw + rb * kRawW) + 16 * ((lane >> 3) & 1);
     float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
     for (int ks = 0; ks < kK / 16; ++ks) {
-      uint32_t f[4];
-      ptx::ldmatrix_x4(f[0], f[1], f[2], f[3], base + 32 * ks);
-      ptx::mma_m16n8k16_bf16(d0, f[0], f[1], f[2], f[3], f[0], f[2]);
-      ptx::mma_m16n8k16_bf16(d1, f[0], f[1], f[2], f[3], f[1], f[3]);
+      uint32_t f[4], b[4];
+      ptx::ldmatrix_x4(f[0], f[1], f[2], f[3], pa + 32 * ks);
+      ptx::ldmatrix_x4(b[0], b[1], b[2], b[3], pb + 32 * ks);
+      ptx::mma_m16n8k16_bf16(d0, f[0], f[1], f[2], f[3], b[0], b[1]);
+      ptx::mma_m16n8k16_bf16(d1, f[0], f[1], f[2], f[3], b[2], b[3]);
     }
     // C[i][i]: lane (g = i % 8, qd = g / 2), element g % 2 of d0 (i < 8) or 2 + g % 2 of d1
     if ((g >> 1) == qd) {

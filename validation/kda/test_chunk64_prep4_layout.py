@@ -5,10 +5,11 @@ mirror of
   tid % 16) covers every (token row, chunk) of q and k once, from the token row it names (rows of
   RAW_W words, 4 of them padding); the
   channel pass's LDS.32 of word [t][cp] is channels 2 cp, 2 cp + 1, conflict-free per warp;
-- the Gram diagonals (the l2 norms): the ldmatrix.x4 lane addresses over the raw rows,
-  conflict-free per 8-lane phase, ldmatrix simulated from its PTX definition (test_chunk64_prep3_layout.ldmatrix_x4), the
-  registers read through the m16n8k16 A / B fragment layouts (A = (r0, r1, r2, r3), B of
-  n-tile 0 = (r0, r2), of n-tile 1 = (r1, r3)), the products summed over the 8 k-steps, and
+- the Gram diagonals (the l2 norms): the two ldmatrix.x4 lane address maps over the raw rows
+  (A, and B = A^T), conflict-free per 8-lane phase, ldmatrix simulated from its PTX definition
+  (test_chunk64_prep3_layout.ldmatrix_x4), the registers read through the m16n8k16 A / B
+  fragment layouts (A = (r0, r1, r2, r3); B of n-tile 0 = (b0, b1), of n-tile 1 = (b2, b3) of
+  the second load), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
 - the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
   the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
@@ -73,7 +74,11 @@ class Prep4Layout(unittest.TestCase):
                 addr = [((SUB * I + (l & 7) + 8 * ((l >> 3) & 1)) * RAW_W) * 4 + 16 * (l >> 4) + 32 * ks
                         for l in range(32)]
                 self.assertTrue(ldsm_phases_ok(addr))  # the padded rows: no bank conflicts
+                addr_b = [((SUB * I + (l & 7) + 8 * (l >> 4)) * RAW_W) * 4 + 16 * ((l >> 3) & 1) + 32 * ks
+                          for l in range(32)]
+                self.assertTrue(ldsm_phases_ok(addr_b))
                 r = ldmatrix_x4(words, addr)
+                rb = ldmatrix_x4(words, addr_b)
                 A = np.zeros((16, 16))
                 B = [np.zeros((16, 8)), np.zeros((16, 8))]
                 for lane in range(32):
@@ -87,9 +92,9 @@ class Prep4Layout(unittest.TestCase):
                     for reg, (row, kk) in zip(range(4), ((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
                         t, c = chan(r[lane, reg])
                         A[row, kk], A[row, kk + 1] = vals[t, c], vals[t, c + 1]
-                    for nt, (b0, b1) in enumerate(((0, 2), (1, 3))):
+                    for nt, (b0, b1) in enumerate(((0, 1), (2, 3))):  # B: the second ldmatrix's pairs
                         for reg, kk in ((b0, 2 * q), (b1, 2 * q + 8)):
-                            t, c = chan(r[lane, reg])
+                            t, c = chan(rb[lane, reg])
                             B[nt][kk, g], B[nt][kk + 1, g] = vals[t, c], vals[t, c + 1]
                 # the fragments are the sub-block's rows and channels 16 ks ..
                 rows = vals[SUB * I:SUB * I + 16, 16 * ks:16 * ks + 16]
