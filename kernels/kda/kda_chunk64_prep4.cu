@@ -102,6 +102,10 @@ __device__ __forceinline__ void stg_h2(__half* p, float lo, float hi) {
   *reinterpret_cast<uint32_t*>(p) = ptx::pack_f16x2(lo, hi);
 }
 __device__ __forceinline__ float2 mul2(float2 a, float2 b) { return make_float2(a.x * b.x, a.y * b.y); }
+// fp32 -> tf32, round to nearest, ties to even: cvt.rn.tf32.f32, one F2FP.TF32 (sm_90a, sm_100a)
+// where the ties-away add-and-mask (kda_vec.cuh tf32_rna) is an IADD3 and a LOP3; the model's
+// diagonal rounding for this entry is chunk_model.tf32_rn (chunk64_model.PREP4).
+__device__ __forceinline__ float tf32_rn(float x) { return ptx::cvt_rn_tf32(x); }
 
 // The fp32 pairs of column j of sub-block rows (v2's prep_column, from fp32 rows in place with
 // row stride K): lane l holds channels 4l..4l+3; lane l < 16 ends with Aqk[l][j], lane
@@ -411,9 +415,9 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
           }
           const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x), k = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
           const int o = swz_f(t, c0);
-          *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rna(q.x * f.x), tf32_rna(q.y * f.y));
-          *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rna(k.x * f.x), tf32_rna(k.y * f.y));
-          *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rna(k.x * inv.x), tf32_rna(k.y * inv.y));
+          *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rn(q.x * f.x), tf32_rn(q.y * f.y));
+          *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rn(k.x * f.x), tf32_rn(k.y * f.y));
+          *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rn(k.x * inv.x), tf32_rn(k.y * inv.y));
         }
       } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
 #pragma unroll

@@ -28,7 +28,8 @@ against the float64 loop (<= 2e-3, the gate) and against the model (<= 2e-3).
 Prep v4 (--prep prep4) takes the raw inputs (bf16 q, k, raw g with A_log and dt_bias, beta;
 the softplus gate only, so its cases are fla-init V 128 / 256 and harsh V 128, B 2, T 200,
 HV 2 over H 1) and is compared with the model fed by chunk64_model.tokens64 (the token code
-in fp32 as the kernel forms it), with the same tolerances and the same float64 gate.
+in fp32 as the kernel forms it) under plan chunk64_model.PREP4 (its diagonal tf32 operands
+round to even), with the same tolerances and the same float64 gate.
 Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
 "check") when --out is given; exit 0 when every check passed, 2 without a device.
 With --time, also a diagnostic timing of prep64 and forward64 at the same shape, and (records nothing; the entry is not pipelined, it copies
@@ -106,7 +107,7 @@ def raw_case(gates, V, B=2, T=200, H=1, HV=2, seed=0):
     o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, **opts)
     xp = ref.prepare(q, k, v, g, beta, None, **opts)
     qh, kh, al, bt = m.tokens64(q, k, g, beta, A_log, dt)
-    s = m.state_inputs((xp[0], qh, kh, xp[3], None, bt), h0, alpha=al)
+    s = m.state_inputs((xp[0], qh, kh, xp[3], None, bt), h0, plan=m.PREP4, alpha=al)
     raw = {"q": q, "k": k, "g": g, "beta": np.asarray(beta, np.float32),
            "a_log": np.asarray(A_log, np.float32), "dt_bias": np.asarray(dt, np.float32).reshape(HV, -1)}
     return raw, s, h0, o, ht

@@ -9,7 +9,8 @@ Owns: the algorithm and where each rounding sits, per chunk of 64 tokens in 4 su
   where the true term is below fp32's range);
 - the diagonal 16 x 16 blocks of Aqk / Akk exactly as the shipped 16-token kernel
   (chunk_model.intra16: tf32 relative to token 7 when in range, else fp32 pairs; the "fp32"
-  plan always takes the pairs);
+  plan always takes the pairs; the tf32 operands round ties away, plan["diag"] "tf32", or to
+  even, "tf32rn": PREP4, prep v4's plan);
 - the off-diagonal blocks (I > J) through the boundary before sub-block I:
       exp(G_i - G_j) = la_i * (lb_j * prod_{M=J+1..I-1} dec_M)
   both factors <= 1: Aqk[I, J] = (q_I la_I)(k_J lb_J D_JI)^T, Akk likewise times beta_i, as
@@ -42,8 +43,8 @@ import chunk_model as cm  # noqa: E402
 
 C = 64   # tokens per chunk
 SUB = 16  # tokens per sub-block (the exact diagonal blocks)
-ROUND = {"fp32": lambda x: np.asarray(x, np.float32), "tf32": cm.tf32, "bf16": cm.bf16,
-         "f16": cm.f16, "f16s": cm.f16_rows}
+ROUND = {"fp32": lambda x: np.asarray(x, np.float32), "tf32": cm.tf32, "tf32rn": cm.tf32_rn,
+         "bf16": cm.bf16, "f16": cm.f16, "f16s": cm.f16_rows}
 
 # operand plans; "f16" is the one kernels/kda/chunk64.md builds (every product f16 in, fp32
 # accumulate, but the diagonal blocks' tf32 / fp32 pairs); the others change one operand class
@@ -60,6 +61,9 @@ PLANS = {
     "bf16": {key: "bf16" for key in F16},
     "tf32": {key: "tf32" for key in F16},
 }
+# prep v4 (kda_chunk64_prep4.cu): the "f16" plan with the diagonal blocks' tf32 operands rounded
+# to nearest even (cvt.rn.tf32.f32) where the others round ties away ("diag", default "tf32")
+PREP4 = dict(F16, diag="tf32rn")
 STATS = {"max_tm": 0.0}  # largest |Tm Diag(beta)| seen (f16 operands need it below 65504)
 
 
@@ -114,7 +118,8 @@ def intra64(qc, kc, ac, bc, kda, plan):
     for I in range(C // SUB):
         sI = slice(I * SUB, I * SUB + SUB)
         Aqk[sI, sI], Akk[sI, sI] = cm.intra16(qc[sI], kc[sI], ac[sI], bc[sI], kda,
-                                                 tf32_ok=plan["intra"] != "fp32")
+                                                 tf32_ok=plan["intra"] != "fp32",
+                                                 rnd=ROUND[plan.get("diag", "tf32")])
         lq, lk = R(qc[sI] * la[sI]), R(kc[sI] * la[sI])
         D = np.ones(kc.shape[1], np.float32)
         for J in range(I - 1, -1, -1):

@@ -109,6 +109,32 @@ class DeviceCheckInputs(unittest.TestCase):
                 np.testing.assert_array_equal(op[name], s[name][b, h, c])
 
 
+class Tf32RoundToEven(unittest.TestCase):
+    """chunk_model.tf32_rn (prep v4's cvt.rn.tf32.f32) against an integer definition, and where it
+    differs from the ties-away tf32."""
+
+    def test_against_definition(self):
+        rng = np.random.default_rng(3)
+        u = rng.integers(0, 0x7f000000, 20000, dtype=np.uint64).astype(np.uint32)
+        ties = (rng.integers(0, 0x3f800, 2000, dtype=np.uint64).astype(np.uint32) << 13) | 0x1000
+        u = np.concatenate([u, ties, ties ^ 0x80000000]).astype(np.uint32)
+        x = u.view(np.float32)
+        low, top = u & 0x1fff, (u >> 13).astype(np.uint64)
+        up = (low > 0x1000) | ((low == 0x1000) & (top & 1 == 1))
+        want = ((top + up) << 13).astype(np.uint32).view(np.float32)
+        np.testing.assert_array_equal(cm.tf32_rn(x), want)
+        tie = low == 0x1000
+        np.testing.assert_array_equal(cm.tf32_rn(x)[~tie], cm.tf32(x)[~tie])
+        # at a tie with an even top part ties away rounds up, to even stays
+        even = tie & (top & 1 == 0)
+        self.assertTrue(even.any())
+        self.assertTrue(np.all(np.abs(cm.tf32_rn(x)[even]) < np.abs(cm.tf32(x)[even])))
+
+    def test_prep4_plan_changes_only_the_diagonal_rounding(self):
+        self.assertEqual({k: v for k, v in m.PREP4.items() if k != "diag"}, m.PLANS["f16"])
+        self.assertEqual(m.PREP4["diag"], "tf32rn")
+
+
 class Prep4TokenCode(unittest.TestCase):
     """chunk64_model.tokens64 (prep v4's token code in fp32) against kda_ref.prepare's float64
     definition, and the model on its tokens against the float64 loop (check_chunk64.py's prep4
