@@ -235,6 +235,26 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
   kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
 }
 
+// Step 0: the cp.async of the chunk's q, k (head h) and g (value head hv) rows into the raw
+// stage: thread tid copies 16-byte chunk tid % 16 of rows tid / 16 + 16 u; kTail: rows t >= live
+// are zero-filled (source address clamped to the tensor's start, no byte read).
+template <bool kTail>
+__device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm, int tid, int64_t row0,
+                                          int h, int hv, int HV, int live) {
+  const int t0 = tid >> 4, c = 8 * (tid & 15);  // rows t0 + 16 u, chunk tid % 16
+  const int64_t e0 = ((row0 + t0) * p.heads + h) * kK + c, step = int64_t(kSub) * p.heads * kK;
+  const int64_t g0 = ((row0 + t0) * HV + hv) * kK + c, gstep = int64_t(kSub) * HV * kK;
+#pragma unroll
+  for (int u = 0; u < 4; ++u) {
+    const int t = t0 + kSub * u;
+    const bool ok = !kTail || t < live;
+    const int64_t e = ok ? e0 + u * step : 0, eg = ok ? g0 + u * gstep : 0;
+    ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + e, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + e, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&sm.rg[t][c / 2], p.g + eg, ok ? 16 : 0);
+  }
+}
+
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -248,21 +268,9 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 
   // ---- 0. raw stage: q, k, g rows (16 chunks of 16 bytes each) by cp.async, zero past T -----
   // (g through shared memory: 4 cp.async and 16 LDS per thread instead of 16 LDG with a 64-bit
-  // address each)
-  {
-    const int t0 = tid >> 4, c = 8 * (tid & 15);  // rows t0 + 16 u, chunk tid % 16
-    const int64_t e0 = ((row0 + t0) * p.heads + h) * kK + c, step = int64_t(kSub) * p.heads * kK;
-    const int64_t g0 = ((row0 + t0) * HV + hv) * kK + c, gstep = int64_t(kSub) * HV * kK;
-#pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int t = t0 + kSub * u;
-      const bool ok = t < live;
-      const int64_t e = ok ? e0 + u * step : 0, eg = ok ? g0 + u * gstep : 0;
-      ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + e, ok ? 16 : 0);
-      ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + e, ok ? 16 : 0);
-      ptx::cp_async_cg_16_zfill(&sm.rg[t][c / 2], p.g + eg, ok ? 16 : 0);
-    }
-  }
+  // address each); a chunk with tokens past T (block-uniform) takes the masked copy
+  if (live >= kC) raw_stage<false>(p, sm, tid, row0, h, hv, HV, live);
+  else raw_stage<true>(p, sm, tid, row0, h, hv, HV, live);
   ptx::cp_async_commit_group();
   if (tid < kC) sm.beta[tid] = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
   const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)

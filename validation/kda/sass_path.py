@@ -64,7 +64,9 @@ SCOPES = {
     "prep4": ("kda_chunk64_prep4.cu", [
         ("__device__ void prep64(", "open", 8),
         ("if (tid < kC) sm.beta[tid] = tid < live", "line", 2),
-        # a sub-block past T takes the masked copy of the gate (the timed case has none)
+        # a chunk with tokens past T takes the masked copy of the raw stage, a sub-block past T
+        # that of the gate (the timed case has none)
+        ("else raw_stage<true>(", "line", 0),
         ("else token_alphas<true>(", "line", 0),
         ("case 0: channel_pass<0>", "line", 2),
         ("case 1: channel_pass<1>", "line", 2),
