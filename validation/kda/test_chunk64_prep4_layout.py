@@ -11,6 +11,7 @@ mirror of
   fragment layouts (A = (r0, r1, r2, r3); B of n-tile 0 = (b0, b1), of n-tile 1 = (b2, b3) of
   the second load), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
+- the q, k head of a value head (the fp32 division's exactness);
 - the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
   the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
 A second copy of the formulas: a change in the kernel needs the same change here.
@@ -122,6 +123,19 @@ class Prep4Layout(unittest.TestCase):
                     base = 2 * SUB * I + (w & 1)
                     for f, t in ((base + 2 * g, g), (base + 2 * (g + 8), g + 8)):
                         self.assertEqual((f // 2, f % 2), (SUB * I + t, w & 1))
+
+    def test_head_of_value_head(self):
+        # h = int(__fdividef(hv + 1/2, group)): exact if a relative error below 2^-21 (__fdividef:
+        # 2 ulps) cannot move (hv + 1/2) / group across an integer; every group for HV <= 2048,
+        # and the largest grids (HV up to 65535) for a few groups
+        def ok(hv, group):
+            x = (hv.astype(np.float64) + 0.5) / group
+            lo, hi = np.floor(x * (1 - 2.0 ** -21)), np.floor(x * (1 + 2.0 ** -21))
+            return np.all(lo == hv // group) and np.all(hi == hv // group)
+        for group in range(1, 2049):
+            self.assertTrue(ok(np.arange(2048 // group * group), group), group)
+        for group in (1, 3, 7, 64, 255, 4096, 65535):
+            self.assertTrue(ok(np.arange(65535 // group * group), group), group)
 
     def test_g_stage_and_fp32_staging(self):
         # the g stage: cp.async of g rows (value head hv of HV) into rows of K / 2 words; the
