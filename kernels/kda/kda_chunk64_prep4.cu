@@ -452,14 +452,17 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
       const int br = 8 * nt + (lane & 7), bch = lane >> 3;
       // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
-      // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates
+      // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates.
+      // 16 v + 8 h and 4 ch are disjoint bits, so the column is c00 ^ (16 v + 8 h) with c00 that
+      // of (v, h) = (0, 0): one XOR and one add per address
+      const int ca = (4 * ach) ^ ((ar & 7) << 2), cb = (4 * bch) ^ ((br & 7) << 2);
+      const uint32_t a0 = smem_u32(A + ar * kK), b0 = smem_u32(B + br * kK);
       uint32_t pa[2][2], pb[2];
 #pragma unroll
       for (int v = 0; v < 2; ++v) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
-          pa[v][h] = smem_u32(A + ar * kK + ((16 * v + 8 * h + 4 * ach) ^ ((ar & 7) << 2)));
-        pb[v] = smem_u32(B + br * kK + ((16 * v + 4 * bch) ^ ((br & 7) << 2)));
+        for (int h = 0; h < 2; ++h) pa[v][h] = a0 + 4 * (ca ^ (16 * v + 8 * h));
+        pb[v] = b0 + 4 * (cb ^ (16 * v));
       }
       float acc[2][4] = {};
 #pragma unroll

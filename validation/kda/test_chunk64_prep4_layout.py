@@ -11,6 +11,7 @@ mirror of
   fragment layouts (A = (r0, r1, r2, r3); B of n-tile 0 = (b0, b1), of n-tile 1 = (b2, b3) of
   the second load), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
+- the diagonal mma's ldmatrix columns by one XOR (equal to v3's swizzle formula);
 - the q, k head of a value head (the fp32 division's exactness);
 - the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
   the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
@@ -123,6 +124,21 @@ class Prep4Layout(unittest.TestCase):
                     base = 2 * SUB * I + (w & 1)
                     for f, t in ((base + 2 * g, g), (base + 2 * (g + 8), g + 8)):
                         self.assertEqual((f // 2, f % 2), (SUB * I + t, w & 1))
+
+    def test_diagonal_mma_addresses(self):
+        # pa[v][h] = a0 + 4 (ca ^ (16 v + 8 h)), pb[v] = b0 + 4 (cb ^ 16 v): the swz_f columns
+        # (16 v + 8 h + 4 ch) ^ 4 (row % 8) of prep v3's form, for every lane and n-tile
+        for lane in range(32):
+            ar, ach = 8 * ((lane >> 3) & 1) + (lane & 7), lane >> 4
+            ca = (4 * ach) ^ ((ar & 7) << 2)
+            for v in range(2):
+                for h in range(2):
+                    self.assertEqual(ca ^ (16 * v + 8 * h), (16 * v + 8 * h + 4 * ach) ^ ((ar & 7) << 2))
+            for nt in range(2):
+                br, bch = 8 * nt + (lane & 7), lane >> 3
+                cb = (4 * bch) ^ ((br & 7) << 2)
+                for v in range(2):
+                    self.assertEqual(cb ^ (16 * v), (16 * v + 4 * bch) ^ ((br & 7) << 2))
 
     def test_head_of_value_head(self):
         # h = int(__fdividef(hv + 1/2, group)): exact if a relative error below 2^-21 (__fdividef:
