@@ -346,11 +346,14 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     // k-step ks = 4 u + v reads channel 16 ks + 8 ch of its row at swz_h = row * 128 +
     // 64 u + ((16 v + 8 ch) ^ 8 (row % 8)): four byte addresses per operand, + 128 u as
     // immediates (the XOR formed per step was ~1/3 of this phase's instructions)
+    // (16 v and 8 ch are disjoint bits: the column is c0 ^ 16 v, one XOR and one add each)
+    const int ca = (8 * ach) ^ ((ar & 7) << 3), cb = (8 * bch) ^ ((br & 7) << 3);
+    const uint32_t sa = smem_u32(Aq + ar * kK), sb = smem_u32(B + br * kK);
     uint32_t pa[4], pb[4];
 #pragma unroll
     for (int v = 0; v < 4; ++v) {
-      pa[v] = smem_u32(Aq + ar * kK + ((16 * v + 8 * ach) ^ ((ar & 7) << 3)));
-      pb[v] = smem_u32(B + br * kK + ((16 * v + 8 * bch) ^ ((br & 7) << 3)));
+      pa[v] = sa + 2 * (ca ^ (16 * v));
+      pb[v] = sb + 2 * (cb ^ (16 * v));
     }
     constexpr uint32_t kQk = 3 * kSub * kK * 2;  // bytes from tile q la (I) to tile k la (I)
     static_assert(kQk == sizeof(sm.tiles[0]) * 3, "tiles 2 + I and I - 1 are 3 tiles apart");

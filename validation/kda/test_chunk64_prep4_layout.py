@@ -11,7 +11,7 @@ mirror of
   fragment layouts (A = (r0, r1, r2, r3); B of n-tile 0 = (b0, b1), of n-tile 1 = (b2, b3) of
   the second load), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
-- the diagonal mma's ldmatrix columns by one XOR (equal to v3's swizzle formula);
+- the pair and diagonal mma's ldmatrix columns by one XOR (equal to v3's swizzle formula);
 - the q, k head of a value head (the fp32 division's exactness);
 - the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
   the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
@@ -139,6 +139,16 @@ class Prep4Layout(unittest.TestCase):
                 cb = (4 * bch) ^ ((br & 7) << 2)
                 for v in range(2):
                     self.assertEqual(cb ^ (16 * v), (16 * v + 4 * bch) ^ ((br & 7) << 2))
+
+    def test_pair_mma_addresses(self):
+        # the off-diagonal pairs' f16 tiles: pa[v] = sa + 2 (ca ^ 16 v), pb[v] likewise, equal to
+        # the swz_h columns (16 v + 8 ch) ^ 8 (row % 8)
+        for lane in range(32):
+            for row, ch in ((8 * ((lane >> 3) & 1) + (lane & 7), lane >> 4),
+                            (8 * (lane >> 4) + (lane & 7), (lane >> 3) & 1)):
+                c0 = (8 * ch) ^ ((row & 7) << 3)
+                for v in range(4):
+                    self.assertEqual(c0 ^ (16 * v), (16 * v + 8 * ch) ^ ((row & 7) << 3))
 
     def test_head_of_value_head(self):
         # h = int(__fdividef(hv + 1/2, group)): exact if a relative error below 2^-21 (__fdividef:
