@@ -22,10 +22,11 @@
 //      the pairs (v3 read its fp32 inputs in place);
 //   3. the off-diagonal mma, the diagonal mma, the solve: v3's code.
 //
-// Cost (static count of the executed path, validation/kda/sass_path.py): 20.0k warp
-// instructions per chunk with the token code (v3 13.4k without it; v3 + the shipped token code
-// ~23.1k); 128 registers, no spills (v3 255); 111968 bytes of shared memory: two blocks per SM.
-// kernels/kda/chunk64_prep4.md has the table and what is left to the fused budget.
+// Cost (static count of the executed path, validation/kda/sass_path.py): 18.3k warp
+// instructions per chunk with the token code (first build 20.0k; v3 13.4k without it; v3 + the
+// shipped token code ~23.1k); 128 registers, no spills (v3 255); 111968 bytes of shared memory:
+// two blocks per SM. The diagonal operands round to tf32 to nearest even (cvt.rn.tf32.f32;
+// chunk64_model.PREP4). kernels/kda/chunk64_prep4.md has the tables and what is left.
 //
 // Entry: kda_chunk64_prep4_sm90a_f16_k128, `const __grid_constant__ Chunk64Prep4Params`, grid
 // (NC, HV, N), 256 threads, __launch_bounds__(256, 2). Not checked here: K = 128; HV a
