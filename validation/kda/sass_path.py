@@ -194,6 +194,10 @@ def parse(cubin, source, body):
 
 def count(cubin, kernel, by_opcode=False):
     source, anchors, blocks_at = SCOPES[kernel]
+    if os.path.getmtime(os.path.join(KDA, source)) > os.path.getmtime(cubin):
+        # the scopes are source lines: a cubin from before an edit that moved lines would count
+        # its instructions in the wrong scopes without any other error
+        raise SystemExit(f"sass_path: {cubin} is older than kernels/kda/{source}: rebuild it")
     lines = open(os.path.join(KDA, source)).read().splitlines()
     scopes = [scope_lines(lines, a, kind) + (w,) for a, kind, w in anchors]
     body = scopes[0][:2]
