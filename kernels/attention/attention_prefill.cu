@@ -77,8 +77,13 @@ namespace kernrt::attention::prefill {
 // sequence in proportion to its pages, prefill_schedule.cuh's balance()); kWarmCounters, CTA 0
 // asks L2 for the counter scratch at entry, so that the chunks' arrivals, the merge waits and
 // the finish count are L2 hits rather than first touches of lines a serving step left in HBM.
+// kLazyBalance: the balanced split is rated only where the S rating's sums say it can win
+// (prefill_schedule.cuh); kLightExit: the producer warp counts the CTA as finished after the
+// exit barrier and resets the counters if it is the last, and the consumers leave at the
+// barrier (no consumer fence on the kernel's tail).
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
-          bool kBalancedT, bool kWarmCountersT>
+          bool kBalancedT, bool kWarmCountersT, bool kLazyBalanceT = false,
+          bool kLightExitT = false>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
@@ -87,11 +92,31 @@ struct Tuning {
   static constexpr int kSplitCap = kSplitCapT;
   static constexpr bool kBalanced = kBalancedT;
   static constexpr bool kWarmCounters = kWarmCountersT;
+  static constexpr bool kLazyBalance = kLazyBalanceT;
+  static constexpr bool kLightExit = kLightExitT;
 };
 using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true>;
 using Wide = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's kernel (463732f)
+using Lazy = Tuning<true, true, true, true, kMaxSplit, true, true, true, false>;
+using Light = Tuning<true, true, true, true, kMaxSplit, true, true, false, true>;
+using LazyLight = Tuning<true, true, true, true, kMaxSplit, true, true, true, true>;
 
 #if KERNRT_WGMMA
+// The last CTA to finish: every counter back to zero for the next launch or graph replay
+// (`n` threads from index `t`).
+__device__ __forceinline__ void reset_counters(int* counters, const Schedule& sched, int slots,
+                                               int t, int n) {
+  const int split_units = sched.split() > 1 ? sched.units() : 0;
+  for (int u = t; u < split_units; u += n) {
+    counters[kArriveAt + u] = 0;
+    counters[kArriveAt + slots + u] = 0;
+  }
+  if (t == 0) {
+    counters[kQueueAt] = 0;
+    counters[kFinishedAt] = 0;
+  }
+}
+
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
 template <class Cfg>
 __device__ __forceinline__ void prefill_body(const KernelParams& p) {
@@ -180,7 +205,8 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
     if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced>(p, reinterpret_cast<int*>(ring), tid);
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced, Cfg::kLazyBalance>(
+      p, reinterpret_cast<int*>(ring), tid);
   // (build ends with __syncthreads)
   if (Cfg::kEarly && warp == 0 && lane == 0) {
     ptx::fence_proxy_tensormap_acquire(q_map);
@@ -252,6 +278,14 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       i = __shfl_sync(0xffffffffu, next, 0) + ctas;
     }
     ptx::named_bar_sync(kBarExit, kExitThreads);
+    if (Cfg::kLightExit) {
+      // Every counter access of this CTA (arrivals, claims, the queue, the merge waits) has
+      // returned before the barrier, so a plain atomic orders this CTA's finish after them;
+      // the last CTA's resets reach the next launch through the kernel boundary.
+      int last = 0;
+      if (lane == 0) last = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
+      if (__shfl_sync(0xffffffffu, last, 0)) reset_counters(counters, sched, slots, lane, 32);
+    }
     return;
   }
 
@@ -439,6 +473,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
+  if (Cfg::kLightExit) return;  // the producer warp counts the finish
   if (ct == 0) {
     __threadfence();
     words[10] = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
@@ -446,15 +481,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
   if (words[10]) {
     __threadfence();
-    const int split_units = sched.split() > 1 ? sched.units() : 0;
-    for (int u = ct; u < split_units; u += kConsumerThreads) {
-      counters[kArriveAt + u] = 0;
-      counters[kArriveAt + slots + u] = 0;
-    }
-    if (ct == 0) {
-      counters[kQueueAt] = 0;
-      counters[kFinishedAt] = 0;
-    }
+    reset_counters(counters, sched, slots, ct, kConsumerThreads);
   }
 }
 #endif  // KERNRT_WGMMA
@@ -477,10 +504,22 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Shipped>(p);
 }
 
-// Alternative with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_wide_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
   entry_body<Wide>(p);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_lazy_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Lazy>(p);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_light_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Light>(p);
+}
+extern "C" __global__ void __launch_bounds__(kThreads, 1)
+    attention_prefill_lazylight_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<LazyLight>(p);
 }
 
 
