@@ -80,10 +80,13 @@ namespace kernrt::attention::prefill {
 // kLazyBalance: the balanced split is rated only where the S rating's sums say it can win
 // (prefill_schedule.cuh); kLightExit: the producer warp counts the CTA as finished after the
 // exit barrier and resets the counters if it is the last, and the consumers leave at the
-// barrier (no consumer fence on the kernel's tail).
+// barrier (no consumer fence on the kernel's tail); kLeanSync: a chunk's arrival is one acq_rel
+// add after the consumers' barrier and the merge wait an acquire spin without sleep or fence
+// (prefill_merge.cuh); kEpoch: two counter banks used by alternate launches (prefill_shape.cuh),
+// so nothing is counted or reset at the end: the kernel's tail is the last merge's stores.
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
           bool kBalancedT, bool kWarmCountersT, bool kLazyBalanceT = false,
-          bool kLightExitT = false>
+          bool kLightExitT = false, bool kLeanSyncT = false, bool kEpochT = false>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
@@ -94,12 +97,13 @@ struct Tuning {
   static constexpr bool kWarmCounters = kWarmCountersT;
   static constexpr bool kLazyBalance = kLazyBalanceT;
   static constexpr bool kLightExit = kLightExitT;
+  static constexpr bool kLeanSync = kLeanSyncT;
+  static constexpr bool kEpoch = kEpochT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true>;
+using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true, true, true>;
 using Wide = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's kernel (463732f)
-using Lazy = Tuning<true, true, true, true, kMaxSplit, true, true, true, false>;
-using Light = Tuning<true, true, true, true, kMaxSplit, true, true, false, true>;
-using LazyLight = Tuning<true, true, true, true, kMaxSplit, true, true, true, true>;
+using Lean = Tuning<true, true, true, true, kMaxSplit, true, true, true, true, true>;
+using Epoch = Tuning<true, true, true, true, kMaxSplit, true, true, true, true, true, true>;
 
 #if KERNRT_WGMMA
 // The last CTA to finish: every counter back to zero for the next launch or graph replay
@@ -165,11 +169,33 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
   }
   if (Cfg::kWarmCounters && warp == 2 && lane == 1 && blockIdx.x == 0) {
-    // Queue, finish count, arrivals and claims: (kArriveAt + 2 slots) words from the scratch
+    // Queue, finish count, arrivals and claims: bank 0 (kEpoch: both banks) from the scratch
     // base (16-byte aligned; the Q tensormaps follow at tmap_word(slots), so the rounded size
     // stays inside the scratch).
-    ptx::bulk_prefetch_l2(counters, static_cast<uint32_t>((kArriveAt + 2 * slots) * 4 + 15) &
-                                        ~15u);
+    const int banks = Cfg::kEpoch ? 2 : 1;
+    ptx::bulk_prefetch_l2(counters,
+                          static_cast<uint32_t>(banks * bank_words(slots) * 4 + 15) & ~15u);
+  }
+  if (Cfg::kEpoch && warp == 1) {
+    // This launch's ticket picks its bank; the CTA zeroes its share of the other bank, which
+    // the previous launch used (complete: launches on a stream do not overlap). The CTA that
+    // draws the last ticket of a bank-1 launch puts the ticket word back to 0.
+    const int ctas = static_cast<int>(gridDim.x);
+    int ticket = 0;
+    if (lane == 0) {
+      ticket = atomicAdd(counters + kTicketAt, 1);
+      if (ticket == 2 * ctas - 1) atomicSub(counters + kTicketAt, 2 * ctas);
+      words[12] = ticket >= ctas;
+    }
+    ticket = __shfl_sync(0xffffffffu, ticket, 0);
+    int* other = counters + (ticket >= ctas ? 0 : bank_words(slots));
+    const int n = 2 * slots;
+    const int share = (n + ctas - 1) / ctas;
+    const int end = min(n, share * (static_cast<int>(blockIdx.x) + 1));
+    for (int x = share * static_cast<int>(blockIdx.x) + lane; x < end; x += 32) {
+      other[kArriveAt + x] = 0;
+    }
+    if (blockIdx.x == 0 && lane == 0) other[kQueueAt] = 0;
   }
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
@@ -214,6 +240,12 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   }
   const int n_items = sched.items();
   const int ctas = static_cast<int>(gridDim.x);
+  // This launch's counter bank, derived at each use from the pack and shared memory (a pointer
+  // kept live across the consumer loop costs the 168-register budget a spill).
+  const auto bank = [&p, words]() {
+    return p.ptr_multi_ctas_kv_counter +
+           (Cfg::kEpoch && words[12] != 0 ? bank_words(p.max_num_ctas_kv) : 0);
+  };
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -228,7 +260,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ok = sched.template decode<Cfg::kBalanced>(p, i, it);
         if (ok) break;
         int next = 0;
-        if (lane == 0) next = atomicAdd(counters + kQueueAt, 1);
+        if (lane == 0) next = atomicAdd(bank() + kQueueAt, 1);
         i = __shfl_sync(0xffffffffu, next, 0) + ctas;
       }
       if (k > 0 && lane == 0) ptx::mbarrier_wait(q_empty, (k - 1) & 1);
@@ -248,7 +280,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
           ptx::tma_load_4d(q_tile + j * kQChunkBytes, q_map, q_full, j * 64, 0, kGroup * it.kvh,
                            it.tok_abs);
         }
-        next = atomicAdd(counters + kQueueAt, 1);  // claimed now, used after the pages
+        next = atomicAdd(bank() + kQueueAt, 1);  // claimed now, used after the pages
       }
       const int* table =
           p.ptr_page_idx_kv + static_cast<int64_t>(it.seq) * p.max_num_pages_per_seq_kv;
@@ -278,7 +310,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       i = __shfl_sync(0xffffffffu, next, 0) + ctas;
     }
     ptx::named_bar_sync(kBarExit, kExitThreads);
-    if (Cfg::kLightExit) {
+    if (Cfg::kLightExit && !Cfg::kEpoch) {
       // Every counter access of this CTA (arrivals, claims, the queue, the merge waits) has
       // returned before the barrier, so a plain atomic orders this CTA's finish after them;
       // the last CTA's resets reach the next launch through the kernel boundary.
@@ -450,16 +482,16 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         }
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
-      const bool last = arrive_chunk(p, it, words + 8, ct);
+      const bool last = arrive_chunk<Cfg::kLeanSync>(it, bank(), words + 8, ct);
       if (one_wave) {
         // Every chunk of the unit is running now: chunk c merges row part c, no claims.
         const int c = it.slot - it.first_slot;
         if (c < min(it.nchunks, kMaxParts)) {
-          if (!last) wait_unit(p, it, ct);
+          if (!last) wait_unit<Cfg::kLeanSync>(it, bank(), ct);
           merge_one<Cfg::kBatched>(p, it, c, ct);
         }
       } else if (last) {
-        merge_claims<Cfg::kBatched>(p, it, words + 9, ct);
+        merge_claims<Cfg::kBatched>(p, it, bank(), words + 9, ct);
       } else {
         pending = it;
         helps = true;
@@ -469,11 +501,11 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
   if (helps) {
-    wait_unit(p, pending, ct);
-    merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
+    wait_unit<Cfg::kLeanSync>(pending, bank(), ct);
+    merge_claims<Cfg::kBatched>(p, pending, bank(), words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
-  if (Cfg::kLightExit) return;  // the producer warp counts the finish
+  if (Cfg::kLightExit || Cfg::kEpoch) return;  // the producer warp counts the finish, or nobody
   if (ct == 0) {
     __threadfence();
     words[10] = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
@@ -510,16 +542,12 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Wide>(p);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_lazy_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Lazy>(p);
+    attention_prefill_lean_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Lean>(p);
 }
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_light_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Light>(p);
-}
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_lazylight_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<LazyLight>(p);
+    attention_prefill_epoch_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
+  entry_body<Epoch>(p);
 }
 
 
