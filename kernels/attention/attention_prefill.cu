@@ -33,15 +33,16 @@
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
 // Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json); beside it
-// attention_prefill_wide_sm90a_bf16_q24kv4d256p64, the same kernel without the balanced split
-// and the counter warm-up (Tuning below).
+// attention_prefill_wide_sm90a_bf16_q24kv4d256p64, run 5's kernel: without the balanced split,
+// the counter warm-up, the lean merge sync and the counter banks (Tuning below).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
 // Output: an item that is its unit's only chunk normalises and stores O (bf16x2 per thread and
 // row); a chunk of a split unit stores its partial and (max, sum) rows and arrives on the
-// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). The last
-// CTA to finish puts every counter back to zero for the next launch or graph replay.
+// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). A launch
+// counts in one of two counter banks (its ticket picks it) and zeroes the other one, which
+// the previous launch used, so nothing is counted or reset when the CTAs finish.
 //
 // Deliberately does not check: that the pack's head counts, page size and head dim equal the
 // compiled shape, that page indices are inside the pool the K/V tensormaps span, that the
@@ -78,15 +79,14 @@ namespace kernrt::attention::prefill {
 // asks L2 for the counter scratch at entry, so that the chunks' arrivals, the merge waits and
 // the finish count are L2 hits rather than first touches of lines a serving step left in HBM.
 // kLazyBalance: the balanced split is rated only where the S rating's sums say it can win
-// (prefill_schedule.cuh); kLightExit: the producer warp counts the CTA as finished after the
-// exit barrier and resets the counters if it is the last, and the consumers leave at the
-// barrier (no consumer fence on the kernel's tail); kLeanSync: a chunk's arrival is one acq_rel
-// add after the consumers' barrier and the merge wait an acquire spin without sleep or fence
-// (prefill_merge.cuh); kEpoch: two counter banks used by alternate launches (prefill_shape.cuh),
-// so nothing is counted or reset at the end: the kernel's tail is the last merge's stores.
+// (prefill_schedule.cuh); kLeanSync: a chunk's arrival is one acq_rel add after the consumers'
+// barrier and the merge wait an acquire spin without sleep or fence (prefill_merge.cuh);
+// kEpoch: two counter banks used by alternate launches (prefill_shape.cuh), so nothing is
+// counted or reset at the end: the kernel's tail is the last merge's stores (without it the
+// last CTA to finish resets bank 0).
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
-          bool kBalancedT, bool kWarmCountersT, bool kLazyBalanceT = false,
-          bool kLightExitT = false, bool kLeanSyncT = false, bool kEpochT = false>
+          bool kBalancedT, bool kWarmCountersT, bool kLazyBalanceT, bool kLeanSyncT,
+          bool kEpochT>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
@@ -96,18 +96,16 @@ struct Tuning {
   static constexpr bool kBalanced = kBalancedT;
   static constexpr bool kWarmCounters = kWarmCountersT;
   static constexpr bool kLazyBalance = kLazyBalanceT;
-  static constexpr bool kLightExit = kLightExitT;
   static constexpr bool kLeanSync = kLeanSyncT;
   static constexpr bool kEpoch = kEpochT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true, true, true>;
-using Wide = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's kernel (463732f)
-using Lean = Tuning<true, true, true, true, kMaxSplit, true, true, true, true, true>;
-using Epoch = Tuning<true, true, true, true, kMaxSplit, true, true, true, true, true, true>;
+using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true, true, true, true>;
+// run 5's kernel (463732f)
+using Wide = Tuning<true, true, true, true, kMaxSplit, false, false, false, false, false>;
 
 #if KERNRT_WGMMA
-// The last CTA to finish: every counter back to zero for the next launch or graph replay
-// (`n` threads from index `t`).
+// Without kEpoch, the last CTA to finish: bank 0 back to zero for the next launch or graph
+// replay (`n` threads from index `t`).
 __device__ __forceinline__ void reset_counters(int* counters, const Schedule& sched, int slots,
                                                int t, int n) {
   const int split_units = sched.split() > 1 ? sched.units() : 0;
@@ -310,14 +308,6 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       i = __shfl_sync(0xffffffffu, next, 0) + ctas;
     }
     ptx::named_bar_sync(kBarExit, kExitThreads);
-    if (Cfg::kLightExit && !Cfg::kEpoch) {
-      // Every counter access of this CTA (arrivals, claims, the queue, the merge waits) has
-      // returned before the barrier, so a plain atomic orders this CTA's finish after them;
-      // the last CTA's resets reach the next launch through the kernel boundary.
-      int last = 0;
-      if (lane == 0) last = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
-      if (__shfl_sync(0xffffffffu, last, 0)) reset_counters(counters, sched, slots, lane, 32);
-    }
     return;
   }
 
@@ -505,7 +495,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     merge_claims<Cfg::kBatched>(p, pending, bank(), words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
-  if (Cfg::kLightExit || Cfg::kEpoch) return;  // the producer warp counts the finish, or nobody
+  if (Cfg::kEpoch) return;  // nothing to count or reset
   if (ct == 0) {
     __threadfence();
     words[10] = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
@@ -541,14 +531,5 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_wide_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
   entry_body<Wide>(p);
 }
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_lean_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Lean>(p);
-}
-extern "C" __global__ void __launch_bounds__(kThreads, 1)
-    attention_prefill_epoch_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
-  entry_body<Epoch>(p);
-}
-
 
 }  // namespace kernrt::attention::prefill

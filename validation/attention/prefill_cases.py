@@ -121,8 +121,6 @@ def bench_cases(quick=False):
 # (463732f: verify split in S equal chunks per unit only, no counter warm-up).
 VARIANTS = {
     "wide": "attention_prefill_wide_sm90a_bf16_q24kv4d256p64",
-    "lean": "attention_prefill_lean_sm90a_bf16_q24kv4d256p64",
-    "epoch": "attention_prefill_epoch_sm90a_bf16_q24kv4d256p64",
 }
 
 
