@@ -8,10 +8,6 @@
 //   conv_fwd_strip4p_sm90a_<dtype>_w<W>  register strip, 4 channels per thread (8-byte
 //                                        vectors), groups of kGroup rows, the next group's
 //                                        loads issued before this group's math
-//   conv_fwd_strip4d_sm90a_<dtype>_w<W>  candidate: strip4p with two row buffers that swap
-//                                        roles (up to two groups in flight)
-//   conv_fwd_strip4t_sm90a_<dtype>_w<W>  candidate: strip4d over a tapered grid (the blocks
-//                                        dispatched last walk half spans; block_rows)
 //
 // Grid/block: block.x threads (any; the manifests launch 128), one per 4 channels;
 // grid.x = ceil(D / (4 * block.x)); grid.y spans of ceil(tokens / grid.y) consecutive rows
@@ -27,7 +23,12 @@
 // 139.06 us, 1.01-1.03x kernel-fun, where loading each group after the previous group's
 // math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, at spans of 24 / 16 / 8
 // rows -0.1-1.9 / 3.7-6.7 / 20-26 % slower still, and the PDL trigger at block start no faster
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b).
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). The
+// moves of the next group into v wait for its loads, so one group is in flight at a time;
+// two buffers that swap roles (no moves, up to two groups in flight, same 96 registers) ran
+// 4.1-4.9 % slower at all four shapes, and that walk over a grid whose last-dispatched
+// blocks take half spans 5.8-10.6 % slower (tag conv-candidates-2026-12g): more rows in
+// flight lowered DRAM throughput (ncu 69.9 % against 72.5 %).
 //
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
 // PDL only the weight loads precede griddepcontrol.wait. The residual row is loaded when
@@ -65,53 +66,11 @@ __device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, in
   }
 }
 
-// Rows of one block: t0, how many (<= 0: none) and its batch row z (dense; -1: blockIdx.z).
-struct BlockRows {
-  int t0, span, z;
-};
-
-constexpr int kBlocksPerSm = 5;  // the bf16 entries' occupancy (launch bounds below)
-constexpr int kTailWaves = 2;    // tapered grids: short blocks for about this many waves
-
-// Which rows this block walks. Plain: grid.y spans of ceil(tokens / grid.y) rows, block
-// (x, y, z) span y of batch row z. kTaper: the same grid, but the blocks dispatched last
-// (the highest y + grid.y * z) walk half spans, about kTailWaves waves of them
-// (%nsmid x kBlocksPerSm blocks a wave), and the others share the remaining rows of their
-// column evenly: equal spans end a grid with a wave that is partly empty for a whole
-// span's time (6.2 waves at B8 T4096 D2048), half spans at the end halve that wait.
-// Head blocks of column (x, z): rows [0, head_rows) in spans of ceil(head_rows / a), tail
-// blocks rows [head_rows, tokens) in spans of half a span; a + b = grid.y blocks a column.
-template <bool kTaper>
-__device__ __forceinline__ BlockRows block_rows(const ConvFwdParams& p) {
-  const int gy = static_cast<int>(gridDim.y);
-  const int span = (p.tokens + gy - 1) / gy;
-  if constexpr (!kTaper) {
-    return {static_cast<int>(blockIdx.y) * span, span, -1};  // z: blockIdx.z
-  } else {
-    const int gz = static_cast<int>(gridDim.z), cols = static_cast<int>(gridDim.x) * gz;
-    const int half = max(1, span / 2);
-    int b = (kTailWaves * kBlocksPerSm * ptx::nsmid() + cols - 1) / cols;  // tail blocks a column
-    b = min(b, min(gy / 2, p.tokens / (2 * half)));
-    const int head_rows = p.tokens - b * half, a = gy - b;  // a >= 1
-    const int r = static_cast<int>(blockIdx.y) + gy * static_cast<int>(blockIdx.z);
-    if (r < a * gz) {
-      const int head = (head_rows + a - 1) / a, j = r % a;
-      return {j * head, min(head, head_rows - j * head), r / a};
-    }
-    const int q = r - a * gz;  // b >= 1 here
-    return {head_rows + (q % b) * half, half, q / b};
-  }
-}
-
 // The span as segments of one sequence each (dense: one segment); inside a segment the
 // rows need no check, so the hot loop holds only loads, math and stores, and the sequence
 // switch and the final state happen between segments.
-// Plain (strip4p): the next group's loads (v's successor, nv) are issued before this
-// group's math, and nv moves into v after it: the moves wait for nv, so one group is in
-// flight at a time. kPingPong (strip4d, strip4t): two buffers that swap roles every group,
-// no moves: the loads of group i+1 go out while group i may still be in flight, up to two
-// groups (16 rows of 8 bytes a thread) in flight, same registers.
-template <typename E, int W, int N, int G, bool kPingPong, bool kTaper>
+// The next group's loads (v's successor, nv) are issued before this group's math.
+template <typename E, int W, int N, int G>
 __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   const E tag{};
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
@@ -119,14 +78,13 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   Walk<W, N> k;
   start_walk(p, k, c0);
   ptx::griddepcontrol_wait();
-  const BlockRows br = block_rows<kTaper>(p);
-  if (kTaper && br.span <= 0) return;  // a head block past its column's head rows
-  const int t0 = br.t0;
+  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int t0 = blockIdx.y * span;
   const uint16_t* x;
   const uint16_t* res;
   uint16_t* y;
   int start, stop;
-  if (!locate(p, k, t0, br.span, br.z, x, y, res, start, stop)) return;
+  if (!locate(p, k, t0, span, x, y, res, start, stop)) return;
   x += c0;
   y += c0;
   if (res != nullptr) res += c0;
@@ -135,88 +93,44 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   Vec<N> nv[G];  // the next group of the segment, loaded during v's math
   load_group<N, G>(v, x, p.x_stride_tok, t0, seg);
   enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
-  if constexpr (kPingPong) {
-    int tc = t0;
-    // One group: issue the next group's loads into `b`, compute `a`; false once the span
-    // is done. A new segment's first group also goes into `b`, so `b` is always next.
-    auto group = [&](Vec<N> (&a)[G], Vec<N> (&b)[G]) -> bool {
-      if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
-      if (tc + G < seg) load_group<N, G>(b, x, p.x_stride_tok, tc + G, seg);
-      if (res == nullptr && tc + G <= seg) {
-        uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
-#pragma unroll
-        for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
-          float cur[N], out[N];
-          unpack(tag, a[r], cur);
-          row_out(k, cur, out);
-          st<N>(yr, pack(tag, out));
-          shift_window(k, cur);
-        }
-      } else {
-#pragma unroll
-        for (int r = 0; r < G; ++r) {
-          if (tc + r < seg) {
-            float cur[N];
-            unpack(tag, a[r], cur);
-            emit_row<E>(p, k, cur, y, res, tc + r);
-            shift_window(k, cur);
-          }
-        }
-      }
-      tc += G;
-      if (tc >= seg) {
-        if (seg == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
-        if (seg >= stop) return false;
-        next_sequence<E>(p, k, c0, seg);
-        start = tc = seg;
-        seg = min(stop, k.end);
-        load_group<N, G>(b, x, p.x_stride_tok, tc, seg);
-      }
-      return true;
-    };
 #pragma unroll 1
-    while (group(v, nv) && group(nv, v)) {
-    }
-  } else {
-#pragma unroll 1
-    for (int tc = t0;;) {
-      if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
-      if (tc + G < seg) load_group<N, G>(nv, x, p.x_stride_tok, tc + G, seg);
-      if (res == nullptr && tc + G <= seg) {
-        // The common group: whole, no residual. Straight-line rows, so the window slides by
-        // register renaming and y advances by one add per row.
-        uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
+  for (int tc = t0;;) {
+    if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
+    if (tc + G < seg) load_group<N, G>(nv, x, p.x_stride_tok, tc + G, seg);
+    if (res == nullptr && tc + G <= seg) {
+      // The common group: whole, no residual. Straight-line rows, so the window slides by
+      // register renaming and y advances by one add per row.
+      uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
 #pragma unroll
-        for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
-          float cur[N], out[N];
+      for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
+        float cur[N], out[N];
+        unpack(tag, v[r], cur);
+        row_out(k, cur, out);
+        st<N>(yr, pack(tag, out));
+        shift_window(k, cur);
+      }
+    } else {
+#pragma unroll
+      for (int r = 0; r < G; ++r) {
+        if (tc + r < seg) {
+          float cur[N];
           unpack(tag, v[r], cur);
-          row_out(k, cur, out);
-          st<N>(yr, pack(tag, out));
+          emit_row<E>(p, k, cur, y, res, tc + r);
           shift_window(k, cur);
         }
-      } else {
-#pragma unroll
-        for (int r = 0; r < G; ++r) {
-          if (tc + r < seg) {
-            float cur[N];
-            unpack(tag, v[r], cur);
-            emit_row<E>(p, k, cur, y, res, tc + r);
-            shift_window(k, cur);
-          }
-        }
       }
-      tc += G;
-      if (tc >= seg) {  // the segment is done: a sequence end, the span's end, or both
-        if (seg == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
-        if (seg >= stop) break;
-        next_sequence<E>(p, k, c0, seg);
-        start = tc = seg;
-        seg = min(stop, k.end);
-        load_group<N, G>(v, x, p.x_stride_tok, tc, seg);  // a new segment's first group
-      } else {
+    }
+    tc += G;
+    if (tc >= seg) {  // the segment is done: a sequence end, the span's end, or both
+      if (seg == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
+      if (seg >= stop) break;
+      next_sequence<E>(p, k, c0, seg);
+      start = tc = seg;
+      seg = min(stop, k.end);
+      load_group<N, G>(v, x, p.x_stride_tok, tc, seg);  // a new segment's first group
+    } else {
 #pragma unroll
-        for (int r = 0; r < G; ++r) v[r] = nv[r];
-      }
+      for (int r = 0; r < G; ++r) v[r] = nv[r];
     }
   }
 }
@@ -227,22 +141,17 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
 // Register budget (bf16 W4, sm_90a, no spills): 5 blocks of 128 per SM (<= 102 registers;
 // 96 used: 20 warps, up to 16 rows of 8 bytes per lane between issue and use). f16 entries
 // get one block per SM less: their conversions need more registers (f16 is not a timed shape).
-// conv_fwd_<loader>: strip4p (plain), strip4d (ping-pong), strip4t (ping-pong, tapered grid).
-#define KERNRT_CONV_FWD_ENTRY(loader, pingpong, taper, blocks, dtype, tag, w)              \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)           \
-      conv_fwd_##loader##_sm90a_##dtype##_w##w(                                          \
-          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                       \
-    kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,          \
-                                 kernrt::conv::kGroup, pingpong, taper>(p);              \
+#define KERNRT_CONV_FWD_ENTRY(blocks, dtype, tag, w)                                  \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
+      conv_fwd_strip4p_sm90a_##dtype##_w##w(                                        \
+          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
+    kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
+                                 kernrt::conv::kGroup>(p);                          \
   }
-#define KERNRT_CONV_FWD_ENTRIES(blocks, dtype, tag, w)                 \
-  KERNRT_CONV_FWD_ENTRY(strip4p, false, false, blocks, dtype, tag, w)  \
-  KERNRT_CONV_FWD_ENTRY(strip4d, true, false, blocks, dtype, tag, w)   \
-  KERNRT_CONV_FWD_ENTRY(strip4t, true, true, blocks, dtype, tag, w)
 
-KERNRT_CONV_FWD_ENTRIES(5, bf16, Bf16, 2)
-KERNRT_CONV_FWD_ENTRIES(5, bf16, Bf16, 3)
-KERNRT_CONV_FWD_ENTRIES(5, bf16, Bf16, 4)
-KERNRT_CONV_FWD_ENTRIES(4, f16, F16, 2)
-KERNRT_CONV_FWD_ENTRIES(4, f16, F16, 3)
-KERNRT_CONV_FWD_ENTRIES(4, f16, F16, 4)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
+KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)

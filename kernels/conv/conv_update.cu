@@ -7,7 +7,6 @@
 // {2, 3, 4}:
 //   conv_update_c4s2p_sm90a_<dtype>_w<W> 1 token, 4 channels x 2 sequences per thread, block
 //                                        128, our [D, W-1] lines
-//   conv_update_c4s2r_sm90a_<dtype>_w<W> candidate: c4s2p held to 48 registers (10 blocks/SM)
 //   conv_update_c4p_fla_sm90a_<dtype>_w<W> 1 token, 4 channels x 1 sequence per thread, block
 //                                        128, fla's [N, D, W] cache lines
 //   conv_verify_sm90a_<dtype>_w<W>       up to 8 tokens, 8 channels x 1 sequence per thread,
@@ -21,6 +20,8 @@
 // sequences per thread (one wave at B256, 64 registers) 3.25 / 11.62, with it 2.84 / 10.89;
 // 8 x 4 (block 64) 3.44 / 12.43 and 3.42 / 17.11; 8 x 2 3.49 / 13.11 and 3.68 / 16.26
 // (validation/conv/notes.md; those entries are in git tags conv-candidates-2026-12b..d).
+// c4s2p held to 48 registers (10 blocks/SM instead of 9) ran 2.17 / 10.15 against 2.22 /
+// 10.19 in one run (tag conv-candidates-2026-12g; not re-checked in full, so not shipped).
 // Many small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
 // (loads, math, stores) interleave, where 8 x 4 at 146-158 registers ran 6 blocks of 64 in
 // lockstep.
@@ -250,12 +251,11 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, launch bounds:
-// block.x[, blocks per SM the registers must allow]). All prefetch before the wait (prefetch_lines); verify does
-// not (up to 8 rows per sequence, not a timed shape). c4s2r is c4s2p held to 48 registers
-// (10 blocks of 128 per SM instead of 9 at 56: 1.55 waves at B256 D8192 instead of 1.72).
-#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, bounds, suffix, full, dtype, tag, w)          \
-  extern "C" __global__ void __launch_bounds__ bounds                                           \
+// conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x). Both
+// prefetch before the wait (prefetch_lines); verify does not (up to 8 rows per sequence,
+// not a timed shape).
+#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)         \
+  extern "C" __global__ void __launch_bounds__(threads)                                         \
       conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                       \
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
@@ -266,10 +266,9 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                                \
     kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false, false>(p); \
   }
-#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                         \
-  KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, (128), , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_ENTRY(c4s2r, 4, 2, (128, 10), , false, dtype, tag, w) \
-  KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, (128), _fla, true, dtype, tag, w)    \
+#define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
+  KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
+  KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

@@ -142,12 +142,11 @@ __device__ __forceinline__ void write_final_after(const ConvFwdParams& p, const 
 }
 
 // Span bounds of this block: which sequence holds row t0, where it starts and ends; x, y
-// and res advanced to batch row z (dense; z < 0: blockIdx.z; unused varlen). False if the
-// span is empty (block-uniform).
+// and res advanced to the batch row (dense). False if the span is empty (block-uniform).
 template <int W, int N>
 __device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W, N>& k, int t0, int span,
-                                       int z, const uint16_t*& x, uint16_t*& y,
-                                       const uint16_t*& res, int& start, int& stop) {
+                                       const uint16_t*& x, uint16_t*& y, const uint16_t*& res,
+                                       int& start, int& stop) {
   int limit;
   x = static_cast<const uint16_t*>(p.x);
   y = static_cast<uint16_t*>(p.y);
@@ -168,7 +167,7 @@ __device__ __forceinline__ bool locate(const ConvFwdParams& p, Walk<W, N>& k, in
   } else {
     limit = p.tokens;
     if (t0 >= limit) return false;
-    k.n = z < 0 ? static_cast<int>(blockIdx.z) : z;
+    k.n = blockIdx.z;
     start = 0;
     k.end = limit;
     x += k.n * p.x_stride_seq;

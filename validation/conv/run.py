@@ -44,10 +44,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4p", "strip4d", "strip4t"]   # the loaders checked: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2p", "c4s2r"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
-FWD_TIMED = [("strip4p", 32), ("strip4d", 32), ("strip4d", 24), ("strip4d", 16), ("strip4t", 32),
-             ("strip4t", 24)]  # (loader, span) of every forward timing
+FWD_LOADERS = ["strip4p"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
+FWD_TIMED = [("strip4p", 32)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):

@@ -36,14 +36,10 @@ from .conv_params import FWD, UPDATE, field
 # group's loads before this group's math) at spans of 32 rows in blocks of 128 was the
 # fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
 # slower, shorter spans slower still; notes.md).
-# Candidates timed beside it: strip4d (two row buffers that swap roles, up to two groups
-# in flight a thread) and strip4t (strip4d whose last-dispatched blocks walk half spans).
-FWD_KERNELS = {"strip4p": (4, 128, 32), "strip4d": (4, 128, 32), "strip4t": (4, 128, 32)}
+FWD_KERNELS = {"strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-# (candidate c4s2r: c4s2p held to 48 registers, 10 blocks per SM)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  "c4s2r": (2, 128, 4, "lines")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "strip4p"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
