@@ -23,7 +23,12 @@
 // 139.06 us, 1.01-1.03x kernel-fun, where loading each group after the previous group's
 // math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, at spans of 24 / 16 / 8
 // rows -0.1-1.9 / 3.7-6.7 / 20-26 % slower still, and the PDL trigger at block start no faster
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b).
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). The
+// moves of the next group into v wait for its loads, so one group is in flight at a time;
+// two buffers that swap roles (no moves, up to two groups in flight, same 96 registers) ran
+// 4.1-4.9 % slower at all four shapes, and that walk over a grid whose last-dispatched
+// blocks take half spans 5.8-10.6 % slower (tag conv-candidates-2026-12g): more rows in
+// flight lowered DRAM throughput (ncu 69.9 % against 72.5 %).
 //
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
 // PDL only the weight loads precede griddepcontrol.wait. The residual row is loaded when
