@@ -28,7 +28,7 @@ operands of the state-step entry (kernels/kda/chunk64_params.h) with the model's
 them, for validation/kda/check_chunk64.py.
 Does not model fp32 summation order, fast-math intrinsics or the gate's own rounding (the same
 as chunk_model; those errors are far below the operand roundings). `python3 chunk64_model.py`
-prints the precision table of notes.md (a minute on 2 cores); test_chunk64_model.py is fast.
+prints the precision table of kernels/kda/chunk64.md (a minute on 2 cores); test_chunk64_model.py is fast.
 """
 import os
 import sys
