@@ -2,8 +2,8 @@
 validation rows): the shipped decode / verify / commit entries timed beside their live
 alternatives (kernels/kda/kda_step.cu "entries": _base = the recurrent verify, the 8-channel
 decode preparation and the single-chain dots of f0f40bd; _split = the spread decays without
-the 4-way dots; _o6 = the shipped decode at 6 blocks per SM; _pf256 = it with
-the L2 prefetch 256 blocks ahead instead of 512), each variant in its own runtime
+the 4-way dots; the decode at 6 blocks per SM and with the L2 prefetch 256 blocks ahead lost in
+s52 and are on tag kda-step-variants-2026-12b), each variant in its own runtime
 in one process, interleaved (the step benches' inputs and programs: benches._decode_bench /
 _verify_bench), with each variant's outputs and states diffed against the shipped entries'
 on the same inputs, and the rollback checks of checks.py (float64, commit(n) = n decode steps
@@ -27,12 +27,11 @@ import fixture as fx  # noqa: E402
 import torch  # noqa: E402
 
 PLAIN = fx.gk.serving_manifest
-DECODES = ("", "_split", "_base", "_o6", "_pf256")
+DECODES = ("", "_split", "_base")
 # (verify, commit) pairs for the round timing; decode pairs with commit by kTree
 ROUNDS = (("", ""), ("", "_base"), ("_base", ""), ("_base", "_base"))
 PAIRINGS = ({"decode": "_split", "commit": "_base"},
             {"decode": "_base", "verify": "_base", "commit": "_base"},
-            {"decode": "_o6"},
             {"verify": "_base"})
 
 
