@@ -48,7 +48,8 @@
 // compiled shape, that page indices are inside the pool the K/V tensormaps span, that the
 // scratch holds the slots at pack@1156 (the generator sizes it), that cu_seqlens_q ends at
 // most at the Q/O row count, or a reproducible summation order across launches (which CTA
-// merges which part depends on timing; the sums are the same).
+// merges which part depends on timing; the sums are the same), or that two launches sharing
+// one counter scratch never overlap (the banks assume stream order: no PDL into this kernel).
 #include <cuda.h>
 #include <cuda_bf16.h>
 
