@@ -134,6 +134,17 @@ __device__ __forceinline__ void prefetch_state_tile(const KdaStepParams& p, int 
                         kStepRows * kHeadDim * 4);
 }
 
+// Block start of every step entry: with kPf >= 0 thread 0 asks L2 for the block's state tile
+// and the next grid is released before the wait for the previous one's writes.
+template <int kPf>
+__device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n) {
+  if constexpr (kPf >= 0) {
+    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
+    ptx::griddepcontrol_launch_dependents();
+  }
+  ptx::griddepcontrol_wait();
+}
+
 // kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
 // kPf >= 0: before the wait, thread 0 asks L2 for this block's state tile and every thread
 // releases the next grid (under PDL the first blocks of the next call stream their state in
@@ -151,11 +162,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
   __shared__ StepSmem<kKda> sm;
 
-  if constexpr (kPf >= 0) {
-    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
-    ptx::griddepcontrol_launch_dependents();
-  }
-  ptx::griddepcontrol_wait();
+  enter_step<kPf>(p, hv, n);
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
@@ -337,11 +344,7 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
   __shared__ StepSmem<kKda> sm;
   __shared__ ChunkSmem cs;
 
-  if constexpr (kPf >= 0) {
-    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
-    ptx::griddepcontrol_launch_dependents();
-  }
-  ptx::griddepcontrol_wait();
+  enter_step<kPf>(p, hv, n);
 
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
   const bool live = p.lines == nullptr || line != 0;
