@@ -8,7 +8,8 @@
 //
 // All functions are called by the 256 consumer threads together (named barrier kBarConsumers).
 // Deliberately does not check: that the slots hold this launch's partials (the arrival count
-// says so), or the counter scratch layout (prefill_shape.cuh). `bank` is the launch's counter bank.
+// says so), or the counter scratch layout (prefill_shape.cuh). `bank` is the launch's counter
+// bank.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -175,8 +176,9 @@ __device__ __forceinline__ void merge_one(const KernelParams& p, const ItemInfo&
 }
 
 // Counts this CTA's chunk of the unit as written; true for the chunk that completed it. The
-// caller's partial stores precede it in every thread. kLean: the consumers' barrier, then one
-// acq_rel add by thread 0 publishes the CTA's stores (every thread fenced before).
+// caller's partial stores precede it in every thread. kLean: no per-thread fence; the
+// consumers' barrier, then one acq_rel add by thread 0 publishes the CTA's stores (without
+// kLean every thread fences first).
 template <bool kLean>
 __device__ __forceinline__ bool arrive_chunk(const ItemInfo& it, int* bank, int* word, int ct) {
   int* arrived = bank + kArriveAt + it.unit;

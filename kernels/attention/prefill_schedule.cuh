@@ -57,6 +57,15 @@ struct Schedule {
   __device__ int split() const { return scalars[1]; }
   __device__ int units() const { return scalars[2]; }
 
+  // The balanced split's lower bound on its estimate, from the pages per KV head of the
+  // one-block sequences, the largest of them and the chunks per KV head (G / 4): the
+  // largest sequence unsplit, or an even share of the pages split.
+  static __device__ __forceinline__ float balance_bound(int pages, int pmax, int budget) {
+    return fminf(static_cast<float>(pmax) + kItemCostPages,
+                 static_cast<float>(max(ceil_div(pages, budget), 1)) + kItemCostPages +
+                     kSplitCostPages);
+  }
+
   // Balanced one-wave split, warp 0 (every lane calls it): when every sequence has at most
   // one row block (<= 21 new rows: verify) and at most G / 4 have one, sequence b gets c_b
   // chunks for each KV head (4 sum c_b <= G: one wave, CTA c runs item c alone), c_b in
@@ -70,8 +79,9 @@ struct Schedule {
   // larger than the rest: 4 x 8 rows over 150k-250k at S = 16 has 256 items of 146-244
   // pages, two per CTA on 124 CTAs (up to 423 pages where a 244 meets a 179), where this
   // split gives 132 items of 358-391 pages.
-  static __device__ __forceinline__ int balance(const int* qlen, const int* kvlen, const int* nblk, int* chunks,
-                         int batch, int ctas, int lane, float beat, int& largest) {
+  static __device__ __forceinline__ int balance(const int* qlen, const int* kvlen,
+                                                const int* nblk, int* chunks, int batch, int ctas,
+                                                int lane, float beat, int& largest) {
     constexpr int kPer = kMaxSeqs / 32;  // sequences per lane: b = lane + 32 j
     int pg[kPer], c[kPer];
     bool multi = false;
@@ -93,10 +103,7 @@ struct Schedule {
     const int budget = ctas / kHeadsKv;
     largest = 0;
     if (multi || active == 0 || active > budget) return 0;
-    const float bound = fminf(static_cast<float>(pmax) + kItemCostPages,
-                              static_cast<float>(max(ceil_div(pages, budget), 1)) +
-                                  kItemCostPages + kSplitCostPages);
-    if (bound >= beat) return 0;
+    if (balance_bound(pages, pmax, budget) >= beat) return 0;
     const int rest = budget - active;
     int used = 0;
 #pragma unroll
@@ -284,9 +291,7 @@ struct Schedule {
         const int active = __shfl_sync(0xffffffffu, r_active, 0);
         const bool multi = __shfl_sync(0xffffffffu, r_multi, 0);
         const int budget = ctas / kHeadsKv;
-        const float bound = fminf(static_cast<float>(pmax) + kItemCostPages,
-                                  static_cast<float>(max(ceil_div(pages, budget), 1)) +
-                                      kItemCostPages + kSplitCostPages);
+        const float bound = balance_bound(pages, pmax, budget);
         try_balance = !multi && active > 0 && active <= budget && bound < best_cost;
       }
       if (try_balance) {
