@@ -120,6 +120,21 @@ __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>&
   }
 }
 
+// The group's two state rows from `rows` (the first of them; the second K floats on) in a
+// lane's layout (element i = key channel 32 (i / 4) + 4 sub + i % 4); zeros and nothing read
+// for the null line.
+__device__ __forceinline__ void load_state_rows(const char* rows, bool live, int sub,
+                                                float (&s)[2][kLaneCh]) {
+#pragma unroll
+  for (int w = 0; w < 2; ++w)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
+    }
+}
+
 // Asks L2 for the 16 KiB state tile of block (x, hv, n); nothing past the grid, nothing for
 // the null line. The line index is read with ld.global.cg: this may run before
 // griddepcontrol.wait, where a stale index only prefetches the wrong line. A prefetch returns
@@ -184,14 +199,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   }
   char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
-#pragma unroll
-  for (int w = 0; w < 2; ++w)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
-    }
+  load_state_rows(rows, live, sub, s);
   if constexpr (kPf > 0) {  // linear ids, x fastest: the order blocks are dispatched in
     const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + kPf;
     if (threadIdx.x == 32)
@@ -355,14 +363,7 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
   load_token_inputs<kKda>(p, n, steps, h, hv, in);
   const char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
-#pragma unroll
-  for (int w = 0; w < 2; ++w)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
-    }
+  load_state_rows(rows, live, sub, s);
   const bool mine = sub < steps;  // lane sub of a group owns token sub
   const uint32_t v2 = mine ? ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
                                                    sub * p.v_stride_tok + int64_t(hv) * p.dim_v + row)
