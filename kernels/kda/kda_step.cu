@@ -160,6 +160,43 @@ __device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n
   ptx::griddepcontrol_wait();
 }
 
+// Decode variants of the block start (kAheadAt): where thread 32 asks L2 for the tile kPf
+// blocks ahead. kAheadInline (shipped): after the block's own state loads, its line index
+// read there (warp 1 waits one L2 round trip before its value loads); kAheadEarly: the whole
+// prefetch before griddepcontrol.wait, as thread 0's own tile (a waiting block of the next
+// call asks for two tiles while this one drains); kAheadLate: the line index read before the
+// wait (nothing consumes it there), the prefetch issued after the value loads.
+enum AheadAt { kAheadInline = 0, kAheadEarly = 1, kAheadLate = 2 };
+
+// The tile kPf linear ids ahead (x fastest: the order blocks are dispatched in); `raw` is the
+// ld.cg of its line index, consumed only by prefetch_ahead (a stale index prefetches the
+// wrong line, timing only).
+struct AheadTile {
+  int x, hv, n;
+  int32_t raw;
+};
+
+__device__ __forceinline__ AheadTile ahead_tile(const KdaStepParams& p, int dist) {
+  const int gx = gridDim.x, gy = gridDim.y;
+  const int b = blockIdx.x + gx * (blockIdx.y + gy * blockIdx.z) + dist;
+  AheadTile a{b % gx, (b / gx) % gy, b / gx / gy, 0};
+  if (p.lines != nullptr && a.n < p.seqs) a.raw = ptx::ld_global_cg_s32(p.lines + a.n);
+  return a;
+}
+
+__device__ __forceinline__ void prefetch_ahead(const KdaStepParams& p, const AheadTile& a) {
+  if (a.n >= p.seqs || (p.lines != nullptr && a.raw == 0)) return;
+  const int64_t line = p.lines != nullptr ? a.raw : a.n;
+  ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + line * p.state_stride +
+                            (int64_t(a.hv) * p.dim_v + a.x * kStepRows) * (kHeadDim * 4),
+                        kStepRows * kHeadDim * 4);
+}
+
+// Shared memory that leaves room for at most 4 blocks of 128 threads per SM (228 KiB, 1 KiB
+// reserved per block: 5 x 47 KiB do not fit), the decode variant kOcc4; the registers alone
+// allow 5.
+constexpr int kOcc4Bytes = 47 * 1024;
+
 // kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
 // kPf >= 0: before the wait, thread 0 asks L2 for this block's state tile and every thread
 // releases the next grid (under PDL the first blocks of the next call stream their state in
@@ -167,8 +204,10 @@ __device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n
 // of the block kPf linear ids ahead (bytes in flight without registers). kSplit (KDA
 // decode): the decays spread over the block (step_tokens.cuh); kTree: apply's dots in 4
 // partial sums (decode and commit of one manifest must agree on it).
-template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree>
+template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree, int kAheadAt = kAheadInline,
+          bool kOcc4 = false>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
+  static_assert(kAheadAt == kAheadInline || kPf > 0, "an ahead placement needs a distance");
   const int hv = blockIdx.y, n = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 3, sub = lane & 7;
@@ -176,8 +215,23 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int h = hv / (p.value_heads / p.heads);
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
   __shared__ StepSmem<kKda> sm;
+  if constexpr (kOcc4) {
+    __shared__ char pad[kOcc4Bytes - sizeof(StepSmem<kKda>)];
+    asm volatile("" ::"l"(pad));  // allocated, never touched
+  }
 
-  enter_step<kPf>(p, hv, n);
+  AheadTile ahead{};
+  if constexpr (kAheadAt == kAheadInline) {
+    enter_step<kPf>(p, hv, n);
+  } else {
+    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
+    if (threadIdx.x == 32) {
+      ahead = ahead_tile(p, kPf);
+      if (kAheadAt == kAheadEarly) prefetch_ahead(p, ahead);
+    }
+    ptx::griddepcontrol_launch_dependents();
+    ptx::griddepcontrol_wait();
+  }
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
@@ -200,7 +254,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
   load_state_rows(rows, live, sub, s);
-  if constexpr (kPf > 0) {  // linear ids, x fastest: the order blocks are dispatched in
+  if constexpr (kPf > 0 && kAheadAt == kAheadInline) {  // linear ids, x fastest: the order blocks are dispatched in
     const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + kPf;
     if (threadIdx.x == 32)
       prefetch_state_tile(p, b % gridDim.x, (b / gridDim.x) % gridDim.y, b / gridDim.x / gridDim.y);
@@ -218,6 +272,9 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
         v2[t] = ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
                                       t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
     }
+  }
+  if constexpr (kAheadAt == kAheadLate) {
+    if (threadIdx.x == 32) prefetch_ahead(p, ahead);
   }
 
   // ---- tokens ----------------------------------------------------------------------------
@@ -466,6 +523,11 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
     kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf, split, tree>(p);                  \
   }
+#define KERNRT_KDA_DECODE_VARIANT(name, at, occ4)                                          \
+  extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, 4)               \
+      kda_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
+    kernrt::kda::kda_step<true, kernrt::kda::kDecode, 512, true, true, kernrt::kda::at, occ4>(p); \
+  }
 #define KERNRT_KDA_VERIFY_CHUNK_ENTRY(fam, is_kda, name, blocks, pf)                         \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
@@ -479,6 +541,11 @@ KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_split, 4, 512, true, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_base, 4, 512, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify_base, 3, 0, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit_base, 3, 0, false, false)
+KERNRT_KDA_DECODE_VARIANT(decode_ea, kAheadEarly, false)
+KERNRT_KDA_DECODE_VARIANT(decode_la, kAheadLate, false)
+KERNRT_KDA_DECODE_VARIANT(decode_o4, kAheadInline, true)
+KERNRT_KDA_DECODE_VARIANT(decode_ea_o4, kAheadEarly, true)
+KERNRT_KDA_DECODE_VARIANT(decode_la_o4, kAheadLate, true)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1, false, false)
