@@ -167,6 +167,12 @@ __device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n
 // call asks for two tiles while this one drains); kAheadLate: the line index read before the
 // wait (nothing consumes it there), the prefetch issued after the value loads.
 enum AheadAt { kAheadInline = 0, kAheadEarly = 1, kAheadLate = 2 };
+// And who asks for the block's own tile before the wait (kAheadAt != kAheadInline): thread 0
+// in every block (kOwnAll, as shipped: warp 0, the token's warp, waits one L2 round trip for
+// the line index before its token loads), thread 0 only in the first kPf blocks (kOwnFirst:
+// the later tiles were asked for kPf blocks earlier), or thread 96 in every block (kOwnWarp3:
+// the stall off the token's warp).
+enum OwnAt { kOwnAll = 0, kOwnFirst = 1, kOwnWarp3 = 2 };
 
 // The tile kPf linear ids ahead (x fastest: the order blocks are dispatched in); `raw` is the
 // ld.cg of its line index, consumed only by prefetch_ahead (a stale index prefetches the
@@ -205,7 +211,7 @@ constexpr int kOcc4Bytes = 47 * 1024;
 // decode): the decays spread over the block (step_tokens.cuh); kTree: apply's dots in 4
 // partial sums (decode and commit of one manifest must agree on it).
 template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree, int kAheadAt = kAheadInline,
-          bool kOcc4 = false>
+          int kOwnAt = kOwnAll, bool kOcc4 = false>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   static_assert(kAheadAt == kAheadInline || kPf > 0, "an ahead placement needs a distance");
   const int hv = blockIdx.y, n = blockIdx.z;
@@ -224,7 +230,9 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   if constexpr (kAheadAt == kAheadInline) {
     enter_step<kPf>(p, hv, n);
   } else {
-    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
+    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (threadIdx.x == (kOwnAt == kOwnWarp3 ? 96 : 0) && (kOwnAt != kOwnFirst || lin < kPf))
+      prefetch_state_tile(p, blockIdx.x, hv, n);
     if (threadIdx.x == 32) {
       ahead = ahead_tile(p, kPf);
       if (kAheadAt == kAheadEarly) prefetch_ahead(p, ahead);
@@ -523,10 +531,11 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
     kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf, split, tree>(p);                  \
   }
-#define KERNRT_KDA_DECODE_VARIANT(name, at, occ4)                                          \
+#define KERNRT_KDA_DECODE_VARIANT(fam, is_kda, name, split, tree, at, own, occ4)            \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, 4)               \
-      kda_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
-    kernrt::kda::kda_step<true, kernrt::kda::kDecode, 512, true, true, kernrt::kda::at, occ4>(p); \
+      fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
+    kernrt::kda::kda_step<is_kda, kernrt::kda::kDecode, 512, split, tree, kernrt::kda::at, \
+                          kernrt::kda::own, occ4>(p);                                      \
   }
 #define KERNRT_KDA_VERIFY_CHUNK_ENTRY(fam, is_kda, name, blocks, pf)                         \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
@@ -541,11 +550,14 @@ KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_split, 4, 512, true, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_base, 4, 512, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify_base, 3, 0, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit_base, 3, 0, false, false)
-KERNRT_KDA_DECODE_VARIANT(decode_ea, kAheadEarly, false)
-KERNRT_KDA_DECODE_VARIANT(decode_la, kAheadLate, false)
-KERNRT_KDA_DECODE_VARIANT(decode_o4, kAheadInline, true)
-KERNRT_KDA_DECODE_VARIANT(decode_ea_o4, kAheadEarly, true)
-KERNRT_KDA_DECODE_VARIANT(decode_la_o4, kAheadLate, true)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_ea, true, true, kAheadEarly, kOwnAll, false)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_la, true, true, kAheadLate, kOwnAll, false)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_lp, true, true, kAheadLate, kOwnFirst, false)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_lp3, true, true, kAheadLate, kOwnWarp3, false)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_o4, true, true, kAheadInline, kOwnAll, true)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_ea_o4, true, true, kAheadEarly, kOwnAll, true)
+KERNRT_KDA_DECODE_VARIANT(kda, true, decode_lp_o4, true, true, kAheadLate, kOwnFirst, true)
+KERNRT_KDA_DECODE_VARIANT(gdn, false, decode_lp, false, false, kAheadLate, kOwnFirst, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1, false, false)
