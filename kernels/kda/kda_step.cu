@@ -26,10 +26,12 @@
 // tokens in the chunk form (kda_verify_chunk below: independent dots against the initial
 // state, per-head coefficients, a scalar solve per row): it keeps no state, so only its
 // outputs' rounding differs from the recurrence, and its record is the same.
-// Under PDL (the manifests launch with it) KDA's entries ask L2 for their block's state tile
-// before griddepcontrol.wait and release the next grid at block start, so the first blocks of
-// the next call stream in while this one drains; KDA's decode also asks L2 for the tile 512
-// blocks ahead (entries below: what each prefetch bought). Prefetches change timing only.
+// Under PDL (the manifests launch with it) KDA's verify and commit ask L2 for their block's
+// state tile before griddepcontrol.wait and release the next grid at block start, so the first
+// blocks of the next call stream in while this one drains; the decodes (KDA and GDN) do so in
+// their first 512 blocks and every block asks L2 for the tile 512 blocks ahead, its line index
+// read before the wait and the prefetch issued after its own loads (entries below: what each
+// prefetch bought). Prefetches change timing only.
 //
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
@@ -149,34 +151,10 @@ __device__ __forceinline__ void prefetch_state_tile(const KdaStepParams& p, int 
                         kStepRows * kHeadDim * 4);
 }
 
-// Block start of every step entry: with kPf >= 0 thread 0 asks L2 for the block's state tile
-// and the next grid is released before the wait for the previous one's writes.
-template <int kPf>
-__device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n) {
-  if constexpr (kPf >= 0) {
-    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
-    ptx::griddepcontrol_launch_dependents();
-  }
-  ptx::griddepcontrol_wait();
-}
-
-// Decode variants of the block start (kAheadAt): where thread 32 asks L2 for the tile kPf
-// blocks ahead. kAheadInline (shipped): after the block's own state loads, its line index
-// read there (warp 1 waits one L2 round trip before its value loads); kAheadEarly: the whole
-// prefetch before griddepcontrol.wait, as thread 0's own tile (a waiting block of the next
-// call asks for two tiles while this one drains); kAheadLate: the line index read before the
-// wait (nothing consumes it there), the prefetch issued after the value loads.
-enum AheadAt { kAheadInline = 0, kAheadEarly = 1, kAheadLate = 2 };
-// And who asks for the block's own tile before the wait (kAheadAt != kAheadInline): thread 0
-// in every block (kOwnAll, as shipped: warp 0, the token's warp, waits one L2 round trip for
-// the line index before its token loads), thread 0 only in the first kPf blocks (kOwnFirst:
-// the later tiles were asked for kPf blocks earlier), or thread 96 in every block (kOwnWarp3:
-// the stall off the token's warp).
-enum OwnAt { kOwnAll = 0, kOwnFirst = 1, kOwnWarp3 = 2 };
-
-// The tile kPf linear ids ahead (x fastest: the order blocks are dispatched in); `raw` is the
-// ld.cg of its line index, consumed only by prefetch_ahead (a stale index prefetches the
-// wrong line, timing only).
+// The tile `dist` linear block ids after this block's (x fastest: the order blocks are
+// dispatched in) for an L2 prefetch: `raw` is its line index, read with ld.global.cg before
+// griddepcontrol.wait and consumed only by prefetch_ahead after the block's own loads, so the
+// reading warp does not wait for it on its way to them.
 struct AheadTile {
   int x, hv, n;
   int32_t raw;
@@ -198,22 +176,34 @@ __device__ __forceinline__ void prefetch_ahead(const KdaStepParams& p, const Ahe
                         kStepRows * kHeadDim * 4);
 }
 
-// Shared memory that leaves room for at most 4 blocks of 128 threads per SM (228 KiB, 1 KiB
-// reserved per block: 5 x 47 KiB do not fit), the decode variant kOcc4; the registers alone
-// allow 5.
-constexpr int kOcc4Bytes = 47 * 1024;
+// Block start of every step entry. kPf >= 0: thread 0 asks L2 for the block's state tile and
+// the next grid is released before the wait for the previous one's writes; kPf > 0: only the
+// first kPf blocks ask for their own tile (every later one was asked for kPf blocks earlier,
+// and the line index read stalls the token warp, warp 0, one L2 round trip before its loads),
+// and thread 32 reads the line index of the tile kPf blocks ahead (returned for
+// prefetch_ahead).
+template <int kPf>
+__device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n,
+                                           AheadTile& ahead) {
+  if constexpr (kPf >= 0) {
+    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (threadIdx.x == 0 && (kPf == 0 || lin < kPf)) prefetch_state_tile(p, blockIdx.x, hv, n);
+    if (kPf > 0 && threadIdx.x == 32) ahead = ahead_tile(p, kPf);
+    ptx::griddepcontrol_launch_dependents();
+  }
+  ptx::griddepcontrol_wait();
+}
 
 // kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
-// kPf >= 0: before the wait, thread 0 asks L2 for this block's state tile and every thread
-// releases the next grid (under PDL the first blocks of the next call stream their state in
-// while this call drains); kPf > 0: after its own loads, thread 32 also asks L2 for the tile
-// of the block kPf linear ids ahead (bytes in flight without registers). kSplit (KDA
-// decode): the decays spread over the block (step_tokens.cuh); kTree: apply's dots in 4
-// partial sums (decode and commit of one manifest must agree on it).
-template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree, int kAheadAt = kAheadInline,
-          int kOwnAt = kOwnAll, bool kOcc4 = false>
+// kPf >= 0: before the wait, the block's state tile is asked of L2 (kPf > 0: by the first kPf
+// blocks only) and every thread releases the next grid (under PDL the first blocks of the next
+// call stream their state in while this call drains); kPf > 0: after its own loads, thread 32
+// also asks L2 for the tile of the block kPf linear ids ahead (bytes in flight without
+// registers; its line index read before the wait). kSplit (KDA decode): the decays spread
+// over the block (step_tokens.cuh); kTree: apply's dots in 4 partial sums (decode and commit
+// of one manifest must agree on it).
+template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
-  static_assert(kAheadAt == kAheadInline || kPf > 0, "an ahead placement needs a distance");
   const int hv = blockIdx.y, n = blockIdx.z;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   const int grp = lane >> 3, sub = lane & 7;
@@ -221,25 +211,9 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int h = hv / (p.value_heads / p.heads);
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
   __shared__ StepSmem<kKda> sm;
-  if constexpr (kOcc4) {
-    __shared__ char pad[kOcc4Bytes - sizeof(StepSmem<kKda>)];
-    asm volatile("" ::"l"(pad));  // allocated, never touched
-  }
 
   AheadTile ahead{};
-  if constexpr (kAheadAt == kAheadInline) {
-    enter_step<kPf>(p, hv, n);
-  } else {
-    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
-    if (threadIdx.x == (kOwnAt == kOwnWarp3 ? 96 : 0) && (kOwnAt != kOwnFirst || lin < kPf))
-      prefetch_state_tile(p, blockIdx.x, hv, n);
-    if (threadIdx.x == 32) {
-      ahead = ahead_tile(p, kPf);
-      if (kAheadAt == kAheadEarly) prefetch_ahead(p, ahead);
-    }
-    ptx::griddepcontrol_launch_dependents();
-    ptx::griddepcontrol_wait();
-  }
+  enter_step<kPf>(p, hv, n, ahead);
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
@@ -262,11 +236,6 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
   load_state_rows(rows, live, sub, s);
-  if constexpr (kPf > 0 && kAheadAt == kAheadInline) {  // linear ids, x fastest: the order blocks are dispatched in
-    const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + kPf;
-    if (threadIdx.x == 32)
-      prefetch_state_tile(p, b % gridDim.x, (b / gridDim.x) % gridDim.y, b / gridDim.x / gridDim.y);
-  }
   // the values of the group's two rows for every token (commit: from the record)
   uint32_t v2[kMaxSteps];
 #pragma unroll
@@ -281,7 +250,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
                                       t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
     }
   }
-  if constexpr (kAheadAt == kAheadLate) {
+  if constexpr (kPf > 0) {
     if (threadIdx.x == 32) prefetch_ahead(p, ahead);
   }
 
@@ -417,7 +386,8 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
   __shared__ StepSmem<kKda> sm;
   __shared__ ChunkSmem cs;
 
-  enter_step<kPf>(p, hv, n);
+  AheadTile none{};  // kPf 0: nothing ahead
+  enter_step<kPf>(p, hv, n, none);
 
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
   const bool live = p.lines == nullptr || line != 0;
@@ -525,17 +495,18 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
 // KDA decode B64 38.1 us (kPf -1) / 37.4 (0) / 36.6 (512) / 40.4 (1024), B256 138.4 / 136.8 /
 // 137.3 / 161.9 (a distance of 1024 blocks = 16 MiB of tiles is evicted before use); KDA
 // verify + commit 105.6 / 104.7 (-1) against 104.0 / 104.3 (0); GDN decode B64 35.1 (-1) /
-// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7: GDN keeps -1 (no GDN verify timing).
+// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7. Those kPf >= 0 asked for the own tile in
+// every block and read the ahead tile's line index after the state loads: two L2 round trips
+// stalled warps 0 (the token's) and 1 before their loads. With the own tile in the first 512
+// blocks only and the ahead index read before the wait (kPf 512 now): KDA decode B64 36.41 ->
+// 35.35, B256 137.39 -> 132.30; GDN decode (was -1) B64 34.94 -> 34.29, B256 132.66 -> 131.19.
+// Lost beside it (same process): the ahead prefetch before the wait 39.00 / 142.78, its index
+// before the wait but the own tile in every block 37.49 / 140.63 (by warp 3: 37.37 / 140.41),
+// at most 4 blocks per SM 36.47 / 137.61 (with the new prefetch 35.61 / 133.03).
 #define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf, split, tree)              \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
     kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf, split, tree>(p);                  \
-  }
-#define KERNRT_KDA_DECODE_VARIANT(fam, is_kda, name, split, tree, at, own, occ4)            \
-  extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, 4)               \
-      fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
-    kernrt::kda::kda_step<is_kda, kernrt::kda::kDecode, 512, split, tree, kernrt::kda::at, \
-                          kernrt::kda::own, occ4>(p);                                      \
   }
 #define KERNRT_KDA_VERIFY_CHUNK_ENTRY(fam, is_kda, name, blocks, pf)                         \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
@@ -550,14 +521,6 @@ KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_split, 4, 512, true, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_base, 4, 512, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify_base, 3, 0, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit_base, 3, 0, false, false)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_ea, true, true, kAheadEarly, kOwnAll, false)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_la, true, true, kAheadLate, kOwnAll, false)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_lp, true, true, kAheadLate, kOwnFirst, false)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_lp3, true, true, kAheadLate, kOwnWarp3, false)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_o4, true, true, kAheadInline, kOwnAll, true)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_ea_o4, true, true, kAheadEarly, kOwnAll, true)
-KERNRT_KDA_DECODE_VARIANT(kda, true, decode_lp_o4, true, true, kAheadLate, kOwnFirst, true)
-KERNRT_KDA_DECODE_VARIANT(gdn, false, decode_lp, false, false, kAheadLate, kOwnFirst, false)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1, false, false)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, 512, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1, false, false)

@@ -9,9 +9,8 @@ _verify_bench), with each variant's outputs and states diffed against the shippe
 on the same inputs, and the rollback checks of checks.py (float64, commit(n) = n decode steps
 bit for bit) over every decode / verify / commit pairing timed here.
 
-The decode variants _ea / _la (where the L2 prefetch of the tile 512 blocks ahead is issued),
-_lp / _lp3 (_la, and the block's own tile asked for only by the first 512 blocks / by warp 3;
-GDN's _lp the same with GDN's entry) and _o4 (at most 4 blocks per SM) are timed the same way. With a second build directory
+The decode prefetch placements and the 4-blocks-per-SM decode timed in s61 (all but the
+shipped one lost) are on tag kda-step-variants-2026-12c. With a second build directory
 PREV (its cubins/run holding an earlier kda_step cubin, the rest the same), the shipped
 entries of PREV run beside ours as "prev" (KDA and GDN, decode and verify + commit): a
 refactor's schedule change measured in one process.
@@ -35,12 +34,10 @@ import fixture as fx  # noqa: E402
 import torch  # noqa: E402
 
 PLAIN = fx.gk.serving_manifest
-DECODES = ("", "_split", "_base", "_ea", "_la", "_lp", "_lp3", "_o4", "_ea_o4", "_lp_o4")
-GDN_DECODES = ("", "_lp")
+DECODES = ("", "_split", "_base")
 # (verify, commit) pairs for the round timing; decode pairs with commit by kTree
 ROUNDS = (("", ""), ("", "_base"), ("_base", ""), ("_base", "_base"))
-PAIRINGS = ({"decode": "_lp"}, {"decode": "_ea_o4"},
-            {"decode": "_split", "commit": "_base"},
+PAIRINGS = ({"decode": "_split", "commit": "_base"},
             {"decode": "_base", "verify": "_base", "commit": "_base"},
             {"verify": "_base"})
 
@@ -111,7 +108,7 @@ def main():
             gate = "softplus" if kind == "kda" else None
             c = fx.Case(kind=kind, B=B, T=8, H=16, gates="init", gate=gate, seed=7)
             runs = {}
-            for v in DECODES if kind == "kda" else GDN_DECODES:
+            for v in DECODES if kind == "kda" else ("",):
                 srv = _serving(c, B, {"decode": v})
                 srv.write_inputs("dec", c, t0=0)
                 runs[v or "shipped"] = srv
