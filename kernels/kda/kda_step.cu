@@ -26,10 +26,12 @@
 // tokens in the chunk form (kda_verify_chunk below: independent dots against the initial
 // state, per-head coefficients, a scalar solve per row): it keeps no state, so only its
 // outputs' rounding differs from the recurrence, and its record is the same.
-// Under PDL (the manifests launch with it) KDA's entries ask L2 for their block's state tile
-// before griddepcontrol.wait and release the next grid at block start, so the first blocks of
-// the next call stream in while this one drains; KDA's decode also asks L2 for the tile 512
-// blocks ahead (entries below: what each prefetch bought). Prefetches change timing only.
+// Under PDL (the manifests launch with it) KDA's verify and commit ask L2 for their block's
+// state tile before griddepcontrol.wait and release the next grid at block start, so the first
+// blocks of the next call stream in while this one drains; the decodes (KDA and GDN) do so in
+// their first 512 blocks and every block asks L2 for the tile 512 blocks ahead, its line index
+// read before the wait and the prefetch issued after its own loads (entries below: what each
+// prefetch bought). Prefetches change timing only.
 //
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
@@ -120,6 +122,21 @@ __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>&
   }
 }
 
+// The group's two state rows from `rows` (the first of them; the second K floats on) in a
+// lane's layout (element i = key channel 32 (i / 4) + 4 sub + i % 4); zeros and nothing read
+// for the null line.
+__device__ __forceinline__ void load_state_rows(const char* rows, bool live, int sub,
+                                                float (&s)[2][kLaneCh]) {
+#pragma unroll
+  for (int w = 0; w < 2; ++w)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
+    }
+}
+
 // Asks L2 for the 16 KiB state tile of block (x, hv, n); nothing past the grid, nothing for
 // the null line. The line index is read with ld.global.cg: this may run before
 // griddepcontrol.wait, where a stale index only prefetches the wrong line. A prefetch returns
@@ -134,24 +151,57 @@ __device__ __forceinline__ void prefetch_state_tile(const KdaStepParams& p, int 
                         kStepRows * kHeadDim * 4);
 }
 
-// Block start of every step entry: with kPf >= 0 thread 0 asks L2 for the block's state tile
-// and the next grid is released before the wait for the previous one's writes.
+// The tile `dist` linear block ids after this block's (x fastest: the order blocks are
+// dispatched in) for an L2 prefetch: `raw` is its line index, read with ld.global.cg before
+// griddepcontrol.wait and consumed only by prefetch_ahead after the block's own loads, so the
+// reading warp does not wait for it on its way to them.
+struct AheadTile {
+  int x, hv, n;
+  int32_t raw;
+};
+
+__device__ __forceinline__ AheadTile ahead_tile(const KdaStepParams& p, int dist) {
+  const int gx = gridDim.x, gy = gridDim.y;
+  const int b = blockIdx.x + gx * (blockIdx.y + gy * blockIdx.z) + dist;
+  AheadTile a{b % gx, (b / gx) % gy, b / gx / gy, 0};
+  if (p.lines != nullptr && a.n < p.seqs) a.raw = ptx::ld_global_cg_s32(p.lines + a.n);
+  return a;
+}
+
+__device__ __forceinline__ void prefetch_ahead(const KdaStepParams& p, const AheadTile& a) {
+  if (a.n >= p.seqs || (p.lines != nullptr && a.raw == 0)) return;
+  const int64_t line = p.lines != nullptr ? a.raw : a.n;
+  ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + line * p.state_stride +
+                            (int64_t(a.hv) * p.dim_v + a.x * kStepRows) * (kHeadDim * 4),
+                        kStepRows * kHeadDim * 4);
+}
+
+// Block start of every step entry. kPf >= 0: thread 0 asks L2 for the block's state tile and
+// the next grid is released before the wait for the previous one's writes; kPf > 0: only the
+// first kPf blocks ask for their own tile (every later one was asked for kPf blocks earlier,
+// and the line index read stalls the token warp, warp 0, one L2 round trip before its loads),
+// and thread 32 reads the line index of the tile kPf blocks ahead (returned for
+// prefetch_ahead).
 template <int kPf>
-__device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n) {
+__device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n,
+                                           AheadTile& ahead) {
   if constexpr (kPf >= 0) {
-    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
+    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (threadIdx.x == 0 && (kPf == 0 || lin < kPf)) prefetch_state_tile(p, blockIdx.x, hv, n);
+    if (kPf > 0 && threadIdx.x == 32) ahead = ahead_tile(p, kPf);
     ptx::griddepcontrol_launch_dependents();
   }
   ptx::griddepcontrol_wait();
 }
 
 // kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
-// kPf >= 0: before the wait, thread 0 asks L2 for this block's state tile and every thread
-// releases the next grid (under PDL the first blocks of the next call stream their state in
-// while this call drains); kPf > 0: after its own loads, thread 32 also asks L2 for the tile
-// of the block kPf linear ids ahead (bytes in flight without registers). kSplit (KDA
-// decode): the decays spread over the block (step_tokens.cuh); kTree: apply's dots in 4
-// partial sums (decode and commit of one manifest must agree on it).
+// kPf >= 0: before the wait, the block's state tile is asked of L2 (kPf > 0: by the first kPf
+// blocks only) and every thread releases the next grid (under PDL the first blocks of the next
+// call stream their state in while this call drains); kPf > 0: after its own loads, thread 32
+// also asks L2 for the tile of the block kPf linear ids ahead (bytes in flight without
+// registers; its line index read before the wait). kSplit (KDA decode): the decays spread
+// over the block (step_tokens.cuh); kTree: apply's dots in 4 partial sums (decode and commit
+// of one manifest must agree on it).
 template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int hv = blockIdx.y, n = blockIdx.z;
@@ -162,7 +212,8 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
   __shared__ StepSmem<kKda> sm;
 
-  enter_step<kPf>(p, hv, n);
+  AheadTile ahead{};
+  enter_step<kPf>(p, hv, n, ahead);
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
@@ -184,19 +235,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   }
   char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
-#pragma unroll
-  for (int w = 0; w < 2; ++w)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
-    }
-  if constexpr (kPf > 0) {  // linear ids, x fastest: the order blocks are dispatched in
-    const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + kPf;
-    if (threadIdx.x == 32)
-      prefetch_state_tile(p, b % gridDim.x, (b / gridDim.x) % gridDim.y, b / gridDim.x / gridDim.y);
-  }
+  load_state_rows(rows, live, sub, s);
   // the values of the group's two rows for every token (commit: from the record)
   uint32_t v2[kMaxSteps];
 #pragma unroll
@@ -210,6 +249,9 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
         v2[t] = ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
                                       t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
     }
+  }
+  if constexpr (kPf > 0) {
+    if (threadIdx.x == 32) prefetch_ahead(p, ahead);
   }
 
   // ---- tokens ----------------------------------------------------------------------------
@@ -344,7 +386,8 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
   __shared__ StepSmem<kKda> sm;
   __shared__ ChunkSmem cs;
 
-  enter_step<kPf>(p, hv, n);
+  AheadTile none{};  // kPf 0: nothing ahead
+  enter_step<kPf>(p, hv, n, none);
 
   const int64_t line = p.lines != nullptr ? p.lines[n] : n;
   const bool live = p.lines == nullptr || line != 0;
@@ -355,14 +398,7 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
   load_token_inputs<kKda>(p, n, steps, h, hv, in);
   const char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
-#pragma unroll
-  for (int w = 0; w < 2; ++w)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
-    }
+  load_state_rows(rows, live, sub, s);
   const bool mine = sub < steps;  // lane sub of a group owns token sub
   const uint32_t v2 = mine ? ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
                                                    sub * p.v_stride_tok + int64_t(hv) * p.dim_v + row)
@@ -459,7 +495,14 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
 // KDA decode B64 38.1 us (kPf -1) / 37.4 (0) / 36.6 (512) / 40.4 (1024), B256 138.4 / 136.8 /
 // 137.3 / 161.9 (a distance of 1024 blocks = 16 MiB of tiles is evicted before use); KDA
 // verify + commit 105.6 / 104.7 (-1) against 104.0 / 104.3 (0); GDN decode B64 35.1 (-1) /
-// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7: GDN keeps -1 (no GDN verify timing).
+// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7. Those kPf >= 0 asked for the own tile in
+// every block and read the ahead tile's line index after the state loads: two L2 round trips
+// stalled warps 0 (the token's) and 1 before their loads. With the own tile in the first 512
+// blocks only and the ahead index read before the wait (kPf 512 now): KDA decode B64 36.41 ->
+// 35.35, B256 137.39 -> 132.30; GDN decode (was -1) B64 34.94 -> 34.29, B256 132.66 -> 131.19.
+// Lost beside it (same process): the ahead prefetch before the wait 39.00 / 142.78, its index
+// before the wait but the own tile in every block 37.49 / 140.63 (by warp 3: 37.37 / 140.41),
+// at most 4 blocks per SM 36.47 / 137.61 (with the new prefetch 35.61 / 133.03).
 #define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf, split, tree)              \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
@@ -478,6 +521,6 @@ KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_split, 4, 512, true, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_base, 4, 512, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify_base, 3, 0, false, false)
 KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit_base, 3, 0, false, false)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1, false, false)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, 512, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1, false, false)
 KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1, false, false)

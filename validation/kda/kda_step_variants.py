@@ -9,8 +9,14 @@ _verify_bench), with each variant's outputs and states diffed against the shippe
 on the same inputs, and the rollback checks of checks.py (float64, commit(n) = n decode steps
 bit for bit) over every decode / verify / commit pairing timed here.
 
+The decode prefetch placements and the 4-blocks-per-SM decode timed in s61 (all but the
+shipped one lost) are on tag kda-step-variants-2026-12c. With a second build directory
+PREV (its cubins/run holding an earlier kda_step cubin, the rest the same), the shipped
+entries of PREV run beside ours as "prev" (KDA and GDN, decode and verify + commit): a
+refactor's schedule change measured in one process.
+
 Usage (after the build, from the repository root, PYTHONPATH as tools/device/run.sh sets it):
-  python3 validation/kda/kda_step_variants.py [BUILD]     (prints "TIME ..." and "CHECK ...")
+  python3 validation/kda/kda_step_variants.py [BUILD [PREV]]  (prints "TIME ..." and "CHECK ...")
 """
 import os
 import sys
@@ -22,6 +28,7 @@ sys.path.insert(0, os.path.join(REPO, "validation", "common"))
 import bench  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(REPO, "build-h200"))
+PREV = os.path.abspath(sys.argv[2]) if len(sys.argv) > 2 else None
 bench.use_build(BUILD)
 import fixture as fx  # noqa: E402
 import torch  # noqa: E402
@@ -46,10 +53,10 @@ def _patched(modes):
     return make
 
 
-def _serving(c, B, modes):
+def _serving(c, B, modes, build=BUILD):
     fx.gk.serving_manifest = _patched(modes)
     try:
-        srv = fx.Serving(c.profile(), BUILD, max_seqs=B, max_tokens=16, steps=8, extra_lines=B,
+        srv = fx.Serving(c.profile(), build, max_seqs=B, max_tokens=16, steps=8, extra_lines=B,
                          rotate=True)
     finally:
         fx.gk.serving_manifest = PLAIN
@@ -87,22 +94,39 @@ def _time(runs, program, B, per, out, label):
     torch.cuda.empty_cache()
 
 
+def _prev(c, B, runs, prefix, t0, t1=None):
+    """The shipped entries of PREV beside ours (same inputs and states)."""
+    if PREV is not None:
+        srv = _serving(c, B, {}, PREV)
+        srv.write_inputs(prefix, c, t0, t1)
+        runs["prev"] = srv
+
+
 def main():
-    for B in (64, 256):
-        c = fx.Case(kind="kda", B=B, T=8, H=16, gates="init", gate="softplus", seed=7)
-        runs = {}
-        for v in DECODES:
-            srv = _serving(c, B, {"decode": v})
-            srv.write_inputs("dec", c, t0=0)
-            runs[v or "shipped"] = srv
-        _time(runs, "decode_x8", B, 8, "dec_o", f"decode kda B{B}")
+    for kind in ("kda", "gdn"):
+        for B in (64, 256):
+            gate = "softplus" if kind == "kda" else None
+            c = fx.Case(kind=kind, B=B, T=8, H=16, gates="init", gate=gate, seed=7)
+            runs = {}
+            for v in DECODES if kind == "kda" else ("",):
+                srv = _serving(c, B, {"decode": v})
+                srv.write_inputs("dec", c, t0=0)
+                runs[v or "shipped"] = srv
+            _prev(c, B, runs, "dec", 0)
+            _time(runs, "decode_x8", B, 8, "dec_o", f"decode {kind} B{B}")
     c = fx.Case(kind="kda", B=64, T=8, H=16, gates="init", seed=8)
     runs = {}
     for ver, com in ROUNDS:
         srv = _serving(c, 64, {"verify": ver, "commit": com})
         srv.write_inputs("ver", c, 0, 8)
         runs[f"verify{ver or ''} commit{com or ''}" if ver or com else "shipped"] = srv
+    _prev(c, 64, runs, "ver", 0, 8)
     _time(runs, "verify_commit_x4", 64, 4, "ver_o", "verify+commit kda B64")
+    c = fx.Case(kind="gdn", B=64, T=8, H=16, gates="init", seed=8)
+    runs = {"shipped": _serving(c, 64, {})}
+    runs["shipped"].write_inputs("ver", c, 0, 8)
+    _prev(c, 64, runs, "ver", 0, 8)
+    _time(runs, "verify_commit_x4", 64, 4, "ver_o", "verify+commit gdn B64")
     import checks
     rec = bench.Recorder("/tmp/kda_step_variants.jsonl", "kda", "diagnostic")
     for modes in PAIRINGS:
