@@ -202,13 +202,35 @@ __device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n
 // registers; its line index read before the wait). kSplit (KDA decode): the decays spread
 // over the block (step_tokens.cuh); kTree: apply's dots in 4 partial sums (decode and commit
 // of one manifest must agree on it).
+// Where a step block's thread works: sequence n, value head hv and its q/k head h, the lane
+// coordinates (group grp of 8 lanes owns two state rows, lane sub of it a token), the first
+// of its two rows.
+struct StepLane {
+  int hv, n, lane, warp, grp, sub, row, h;
+};
+__device__ __forceinline__ StepLane step_lane(const KdaStepParams& p) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), lane, warp, lane >> 3,
+          lane & 7, static_cast<int>(blockIdx.x) * kStepRows + warp * 8 + (lane >> 3) * 2,
+          static_cast<int>(blockIdx.y) / (p.value_heads / p.heads)};
+}
+
+// Sequence n's state line: line 0 is the null line (no state read, nothing written).
+struct StepLine {
+  int64_t line;
+  bool live;
+  char* base;  // the line's first byte
+  char* rec;   // its verify record
+};
+__device__ __forceinline__ StepLine step_line(const KdaStepParams& p, int n) {
+  const int64_t line = p.lines != nullptr ? p.lines[n] : n;
+  char* base = static_cast<char*>(p.state) + line * p.state_stride;
+  return {line, p.lines == nullptr || line != 0, base, base + p.record_offset};
+}
+
 template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
-  const int hv = blockIdx.y, n = blockIdx.z;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int grp = lane >> 3, sub = lane & 7;
-  const int row = blockIdx.x * kStepRows + warp * 8 + grp * 2;
-  const int h = hv / (p.value_heads / p.heads);
+  const auto [hv, n, lane, warp, grp, sub, row, h] = step_lane(p);
   const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
   __shared__ StepSmem<kKda> sm;
 
@@ -216,10 +238,7 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   enter_step<kPf>(p, hv, n, ahead);
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
-  const int64_t line = p.lines != nullptr ? p.lines[n] : n;
-  const bool live = p.lines == nullptr || line != 0;
-  char* base = static_cast<char*>(p.state) + line * p.state_stride;
-  char* rec = base + p.record_offset;
+  const auto [line, live, base, rec] = step_line(p, n);
   const StepRecord lay = step_record(kKda, p.heads, p.value_heads, p.dim_v);
   int keep = steps;
   TokenLoads in;
@@ -377,11 +396,7 @@ __device__ __forceinline__ void chunk_sums(ChunkSmem& cs) {
 
 template <bool kKda, int kPf>
 __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
-  const int hv = blockIdx.y, n = blockIdx.z;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int grp = lane >> 3, sub = lane & 7;
-  const int row = blockIdx.x * kStepRows + warp * 8 + grp * 2;
-  const int h = hv / (p.value_heads / p.heads);
+  const auto [hv, n, lane, warp, grp, sub, row, h] = step_lane(p);
   const int steps = p.steps < kMaxSteps ? p.steps : kMaxSteps;
   __shared__ StepSmem<kKda> sm;
   __shared__ ChunkSmem cs;
@@ -389,10 +404,7 @@ __device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
   AheadTile none{};  // kPf 0: nothing ahead
   enter_step<kPf>(p, hv, n, none);
 
-  const int64_t line = p.lines != nullptr ? p.lines[n] : n;
-  const bool live = p.lines == nullptr || line != 0;
-  char* base = static_cast<char*>(p.state) + line * p.state_stride;
-  char* rec = base + p.record_offset;
+  const auto [line, live, base, rec] = step_line(p, n);
   const StepRecord lay = step_record(kKda, p.heads, p.value_heads, p.dim_v);
   TokenLoads in;
   load_token_inputs<kKda>(p, n, steps, h, hv, in);
