@@ -194,14 +194,6 @@ __device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n
   ptx::griddepcontrol_wait();
 }
 
-// kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
-// kPf >= 0: before the wait, the block's state tile is asked of L2 (kPf > 0: by the first kPf
-// blocks only) and every thread releases the next grid (under PDL the first blocks of the next
-// call stream their state in while this call drains); kPf > 0: after its own loads, thread 32
-// also asks L2 for the tile of the block kPf linear ids ahead (bytes in flight without
-// registers; its line index read before the wait). kSplit (KDA decode): the decays spread
-// over the block (step_tokens.cuh); kTree: apply's dots in 4 partial sums (decode and commit
-// of one manifest must agree on it).
 // Where a step block's thread works: sequence n, value head hv and its q/k head h, the lane
 // coordinates (group grp of 8 lanes owns two state rows, lane sub of it a token), the first
 // of its two rows.
@@ -228,6 +220,14 @@ __device__ __forceinline__ StepLine step_line(const KdaStepParams& p, int n) {
   return {line, p.lines == nullptr || line != 0, base, base + p.record_offset};
 }
 
+// kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
+// kPf >= 0: before the wait, the block's state tile is asked of L2 (kPf > 0: by the first kPf
+// blocks only) and every thread releases the next grid (under PDL the first blocks of the next
+// call stream their state in while this call drains); kPf > 0: after its own loads, thread 32
+// also asks L2 for the tile of the block kPf linear ids ahead (bytes in flight without
+// registers; its line index read before the wait). kSplit (KDA decode): the decays spread
+// over the block (step_tokens.cuh); kTree: apply's dots in 4 partial sums (decode and commit
+// of one manifest must agree on it).
 template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree>
 __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   const auto [hv, n, lane, warp, grp, sub, row, h] = step_lane(p);
