@@ -52,6 +52,7 @@
 // one counter scratch never overlap (the banks assume stream order: no PDL into this kernel).
 #include <cuda.h>
 #include <cuda_bf16.h>
+#include <nv/target>
 
 #include <cstdint>
 
@@ -104,7 +105,6 @@ using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true, true, true
 // run 5's kernel (463732f)
 using Wide = Tuning<true, true, true, true, kMaxSplit, false, false, false, false, false>;
 
-#if KERNRT_WGMMA
 // Without kEpoch, the last CTA to finish: bank 0 back to zero for the next launch or graph
 // replay (`n` threads from index `t`).
 __device__ __forceinline__ void reset_counters(int* counters, const Schedule& sched, int slots,
@@ -507,18 +507,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     reset_counters(counters, sched, slots, ct, kConsumerThreads);
   }
 }
-#endif  // KERNRT_WGMMA
 
 // ---- entry ---------------------------------------------------------------------------------------
 // The sm_100a build compiles it as a trap: wgmma is sm_90a only.
 
 template <class Cfg>
 __device__ __forceinline__ void entry_body(const KernelParams& p) {
-#if KERNRT_WGMMA
-  prefill_body<Cfg>(p);
-#else
-  __trap();
-#endif
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (prefill_body<Cfg>(p);), (__trap();))
 }
 
 // The shipped entry (prefill_geometry.json).
