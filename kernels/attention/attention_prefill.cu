@@ -33,23 +33,26 @@
 //   j executes (wgmma.wait_group 1): the tensor cores see the next product while the special
 //   function units work.
 // Entry: attention_prefill_sm90a_bf16_q24kv4d256p64 (prefill_geometry.json); beside it
-// attention_prefill_wide_sm90a_bf16_q24kv4d256p64, the same kernel without the balanced split
-// and the counter warm-up (Tuning below).
+// attention_prefill_wide_sm90a_bf16_q24kv4d256p64, run 5's kernel: without the balanced split,
+// the counter warm-up, the lean merge sync and the counter banks (Tuning below).
 // Registers per consumer thread: O 128 f32 (64 x 256 per warpgroup), S 32 f32, P 2 x 16 bf16x2
 // (the one P V reads and the next), row max / sum 4, addresses and loop state.
 // Shared memory (prefill_shape.cuh): Q 64 KiB + 5 x 32 KiB ring + 1280 B = 231679 B.
 // Output: an item that is its unit's only chunk normalises and stores O (bf16x2 per thread and
 // row); a chunk of a split unit stores its partial and (max, sum) rows and arrives on the
-// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). The last
-// CTA to finish puts every counter back to zero for the next launch or graph replay.
+// unit's counter; the unit's rows are then merged by row parts (prefill_merge.cuh). A launch
+// counts in one of two counter banks (its ticket picks it) and zeroes the other one, which
+// the previous launch used, so nothing is counted or reset when the CTAs finish.
 //
 // Deliberately does not check: that the pack's head counts, page size and head dim equal the
 // compiled shape, that page indices are inside the pool the K/V tensormaps span, that the
 // scratch holds the slots at pack@1156 (the generator sizes it), that cu_seqlens_q ends at
 // most at the Q/O row count, or a reproducible summation order across launches (which CTA
-// merges which part depends on timing; the sums are the same).
+// merges which part depends on timing; the sums are the same), or that two launches sharing
+// one counter scratch never overlap (the banks assume stream order: no PDL into this kernel).
 #include <cuda.h>
 #include <cuda_bf16.h>
+#include <nv/target>
 
 #include <cstdint>
 
@@ -77,8 +80,15 @@ namespace kernrt::attention::prefill {
 // sequence in proportion to its pages, prefill_schedule.cuh's balance()); kWarmCounters, CTA 0
 // asks L2 for the counter scratch at entry, so that the chunks' arrivals, the merge waits and
 // the finish count are L2 hits rather than first touches of lines a serving step left in HBM.
+// kLazyBalance: the balanced split is rated only where the S rating's sums say it can win
+// (prefill_schedule.cuh); kLeanSync: a chunk's arrival is one acq_rel add after the consumers'
+// barrier and the merge wait an acquire spin without sleep or fence (prefill_merge.cuh);
+// kEpoch: two counter banks used by alternate launches (prefill_shape.cuh), so nothing is
+// counted or reset at the end: the kernel's tail is the last merge's stores (without it the
+// last CTA to finish resets bank 0).
 template <bool kEarlyT, bool kBatchedT, bool kOneWaveT, bool kTailSplitT, int kSplitCapT,
-          bool kBalancedT, bool kWarmCountersT>
+          bool kBalancedT, bool kWarmCountersT, bool kLazyBalanceT, bool kLeanSyncT,
+          bool kEpochT>
 struct Tuning {
   static constexpr bool kEarly = kEarlyT;
   static constexpr bool kBatched = kBatchedT;
@@ -87,11 +97,29 @@ struct Tuning {
   static constexpr int kSplitCap = kSplitCapT;
   static constexpr bool kBalanced = kBalancedT;
   static constexpr bool kWarmCounters = kWarmCountersT;
+  static constexpr bool kLazyBalance = kLazyBalanceT;
+  static constexpr bool kLeanSync = kLeanSyncT;
+  static constexpr bool kEpoch = kEpochT;
 };
-using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true>;
-using Wide = Tuning<true, true, true, true, kMaxSplit, false, false>;  // run 5's kernel (463732f)
+using Shipped = Tuning<true, true, true, true, kMaxSplit, true, true, true, true, true>;
+// run 5's kernel (463732f)
+using Wide = Tuning<true, true, true, true, kMaxSplit, false, false, false, false, false>;
 
-#if KERNRT_WGMMA
+// Without kEpoch, the last CTA to finish: bank 0 back to zero for the next launch or graph
+// replay (`n` threads from index `t`).
+__device__ __forceinline__ void reset_counters(int* counters, const Schedule& sched, int slots,
+                                               int t, int n) {
+  const int split_units = sched.split() > 1 ? sched.units() : 0;
+  for (int u = t; u < split_units; u += n) {
+    counters[kArriveAt + u] = 0;
+    counters[kArriveAt + slots + u] = 0;
+  }
+  if (t == 0) {
+    counters[kQueueAt] = 0;
+    counters[kFinishedAt] = 0;
+  }
+}
+
 // The whole kernel: setup, then the producer warp or a consumer warpgroup's item loop.
 template <class Cfg>
 __device__ __forceinline__ void prefill_body(const KernelParams& p) {
@@ -140,11 +168,33 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     }
   }
   if (Cfg::kWarmCounters && warp == 2 && lane == 1 && blockIdx.x == 0) {
-    // Queue, finish count, arrivals and claims: (kArriveAt + 2 slots) words from the scratch
+    // Queue, finish count, arrivals and claims: bank 0 (kEpoch: both banks) from the scratch
     // base (16-byte aligned; the Q tensormaps follow at tmap_word(slots), so the rounded size
     // stays inside the scratch).
-    ptx::bulk_prefetch_l2(counters, static_cast<uint32_t>((kArriveAt + 2 * slots) * 4 + 15) &
-                                        ~15u);
+    const int banks = Cfg::kEpoch ? 2 : 1;
+    ptx::bulk_prefetch_l2(counters,
+                          static_cast<uint32_t>(banks * bank_words(slots) * 4 + 15) & ~15u);
+  }
+  if (Cfg::kEpoch && warp == 1) {
+    // This launch's ticket picks its bank; the CTA zeroes its share of the other bank, which
+    // the previous launch used (complete: launches on a stream do not overlap). The CTA that
+    // draws the last ticket of a bank-1 launch puts the ticket word back to 0.
+    const int ctas = static_cast<int>(gridDim.x);
+    int ticket = 0;
+    if (lane == 0) {
+      ticket = atomicAdd(counters + kTicketAt, 1);
+      if (ticket == 2 * ctas - 1) atomicSub(counters + kTicketAt, 2 * ctas);
+      words[12] = ticket >= ctas;
+    }
+    ticket = __shfl_sync(0xffffffffu, ticket, 0);
+    int* other = counters + (ticket >= ctas ? 0 : bank_words(slots));
+    const int n = 2 * slots;
+    const int share = (n + ctas - 1) / ctas;
+    const int end = min(n, share * (static_cast<int>(blockIdx.x) + 1));
+    for (int x = share * static_cast<int>(blockIdx.x) + lane; x < end; x += 32) {
+      other[kArriveAt + x] = 0;
+    }
+    if (blockIdx.x == 0 && lane == 0) other[kQueueAt] = 0;
   }
   if (tid == 0) {
     for (int i = 0; i < kStages; ++i) {
@@ -180,7 +230,8 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     ptx::tensormap_cp_fenceproxy(q_map, q_stage);
     if (!Cfg::kEarly && lane == 0) ptx::fence_proxy_tensormap_acquire(q_map);
   }
-  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced>(p, reinterpret_cast<int*>(ring), tid);
+  sched.build<Cfg::kTailSplit, Cfg::kSplitCap, Cfg::kBalanced, Cfg::kLazyBalance>(
+      p, reinterpret_cast<int*>(ring), tid);
   // (build ends with __syncthreads)
   if (Cfg::kEarly && warp == 0 && lane == 0) {
     ptx::fence_proxy_tensormap_acquire(q_map);
@@ -188,6 +239,12 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   }
   const int n_items = sched.items();
   const int ctas = static_cast<int>(gridDim.x);
+  // This launch's counter bank, derived at each use from the pack and shared memory (a pointer
+  // kept live across the consumer loop costs the 168-register budget a spill).
+  const auto bank = [&p, words]() {
+    return p.ptr_multi_ctas_kv_counter +
+           (Cfg::kEpoch && words[12] != 0 ? bank_words(p.max_num_ctas_kv) : 0);
+  };
 
   if (warp < 4) {
     // ---- producer -------------------------------------------------------------------------
@@ -202,7 +259,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         ok = sched.template decode<Cfg::kBalanced>(p, i, it);
         if (ok) break;
         int next = 0;
-        if (lane == 0) next = atomicAdd(counters + kQueueAt, 1);
+        if (lane == 0) next = atomicAdd(bank() + kQueueAt, 1);
         i = __shfl_sync(0xffffffffu, next, 0) + ctas;
       }
       if (k > 0 && lane == 0) ptx::mbarrier_wait(q_empty, (k - 1) & 1);
@@ -222,7 +279,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
           ptx::tma_load_4d(q_tile + j * kQChunkBytes, q_map, q_full, j * 64, 0, kGroup * it.kvh,
                            it.tok_abs);
         }
-        next = atomicAdd(counters + kQueueAt, 1);  // claimed now, used after the pages
+        next = atomicAdd(bank() + kQueueAt, 1);  // claimed now, used after the pages
       }
       const int* table =
           p.ptr_page_idx_kv + static_cast<int64_t>(it.seq) * p.max_num_pages_per_seq_kv;
@@ -416,16 +473,16 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
         }
         if (t == 0) *reinterpret_cast<float2*>(ps + 2 * row_b) = make_float2(m[1], l[1]);
       }
-      const bool last = arrive_chunk(p, it, words + 8, ct);
+      const bool last = arrive_chunk<Cfg::kLeanSync>(it, bank(), words + 8, ct);
       if (one_wave) {
         // Every chunk of the unit is running now: chunk c merges row part c, no claims.
         const int c = it.slot - it.first_slot;
         if (c < min(it.nchunks, kMaxParts)) {
-          if (!last) wait_unit(p, it, ct);
+          if (!last) wait_unit<Cfg::kLeanSync>(it, bank(), ct);
           merge_one<Cfg::kBatched>(p, it, c, ct);
         }
       } else if (last) {
-        merge_claims<Cfg::kBatched>(p, it, words + 9, ct);
+        merge_claims<Cfg::kBatched>(p, it, bank(), words + 9, ct);
       } else {
         pending = it;
         helps = true;
@@ -435,10 +492,11 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
 
   // ---- end: help merge the last unfinished unit, then the last CTA resets the counters -----
   if (helps) {
-    wait_unit(p, pending, ct);
-    merge_claims<Cfg::kBatched>(p, pending, words + 9, ct);
+    wait_unit<Cfg::kLeanSync>(pending, bank(), ct);
+    merge_claims<Cfg::kBatched>(p, pending, bank(), words + 9, ct);
   }
   ptx::named_bar_sync(kBarExit, kExitThreads);
+  if (Cfg::kEpoch) return;  // nothing to count or reset
   if (ct == 0) {
     __threadfence();
     words[10] = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
@@ -446,29 +504,16 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
   ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
   if (words[10]) {
     __threadfence();
-    const int split_units = sched.split() > 1 ? sched.units() : 0;
-    for (int u = ct; u < split_units; u += kConsumerThreads) {
-      counters[kArriveAt + u] = 0;
-      counters[kArriveAt + slots + u] = 0;
-    }
-    if (ct == 0) {
-      counters[kQueueAt] = 0;
-      counters[kFinishedAt] = 0;
-    }
+    reset_counters(counters, sched, slots, ct, kConsumerThreads);
   }
 }
-#endif  // KERNRT_WGMMA
 
 // ---- entry ---------------------------------------------------------------------------------------
 // The sm_100a build compiles it as a trap: wgmma is sm_90a only.
 
 template <class Cfg>
 __device__ __forceinline__ void entry_body(const KernelParams& p) {
-#if KERNRT_WGMMA
-  prefill_body<Cfg>(p);
-#else
-  __trap();
-#endif
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (prefill_body<Cfg>(p);), (__trap();))
 }
 
 // The shipped entry (prefill_geometry.json).
@@ -477,11 +522,10 @@ extern "C" __global__ void __launch_bounds__(kThreads, 1)
   entry_body<Shipped>(p);
 }
 
-// Alternative with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
+// Alternatives with the same launch geometry (validation/attention/prefill_cases.VARIANTS).
 extern "C" __global__ void __launch_bounds__(kThreads, 1)
     attention_prefill_wide_sm90a_bf16_q24kv4d256p64(const __grid_constant__ KernelParams p) {
   entry_body<Wide>(p);
 }
-
 
 }  // namespace kernrt::attention::prefill

@@ -20,8 +20,6 @@
 
 namespace kernrt::attention::prefill {
 
-#if KERNRT_WGMMA  // sm_90a only (the kernel's entries trap elsewhere)
-
 __device__ __forceinline__ uint32_t pack_bf16x2(float lo, float hi) {
   __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
   return *reinterpret_cast<uint32_t*>(&v);
@@ -164,7 +162,5 @@ __device__ __forceinline__ void rescale(float (&o)[128], const float (&alpha)[2]
     o[4 * j + 3] *= alpha[1];
   }
 }
-
-#endif  // KERNRT_WGMMA
 
 }  // namespace kernrt::attention::prefill

@@ -8,7 +8,8 @@
 //
 // All functions are called by the 256 consumer threads together (named barrier kBarConsumers).
 // Deliberately does not check: that the slots hold this launch's partials (the arrival count
-// says so), or the counter scratch layout (prefill_shape.cuh).
+// says so), or the counter scratch layout (prefill_shape.cuh). `bank` is the launch's counter
+// bank.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -175,32 +176,40 @@ __device__ __forceinline__ void merge_one(const KernelParams& p, const ItemInfo&
 }
 
 // Counts this CTA's chunk of the unit as written; true for the chunk that completed it. The
-// caller's partial stores precede it in every thread.
-__device__ __forceinline__ bool arrive_chunk(const KernelParams& p, const ItemInfo& it, int* word,
-                                             int ct) {
-  __threadfence();
+// caller's partial stores precede it in every thread. kLean: no per-thread fence; the
+// consumers' barrier, then one acq_rel add by thread 0 publishes the CTA's stores (without
+// kLean every thread fences first).
+template <bool kLean>
+__device__ __forceinline__ bool arrive_chunk(const ItemInfo& it, int* bank, int* word, int ct) {
+  int* arrived = bank + kArriveAt + it.unit;
+  if constexpr (!kLean) __threadfence();
   ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
-  if (ct == 0) *word = atomicAdd(p.ptr_multi_ctas_kv_counter + kArriveAt + it.unit, 1);
+  if (ct == 0) *word = kLean ? ptx::atom_add_acq_rel_gpu(arrived, 1) : atomicAdd(arrived, 1);
   ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
   return *word == it.nchunks - 1;
 }
 
 // Waits until every chunk of the unit arrived (the caller's chunk did, and the others are held
-// by running CTAs: the queue is empty when this is called).
-__device__ __forceinline__ void wait_unit(const KernelParams& p, const ItemInfo& it, int ct) {
+// by running CTAs: the queue is empty when this is called). kLean: thread 0's acquire and the
+// barrier order every thread's partial loads after the writers' releases (no fence after it),
+// and the spin does not sleep (the wait is short: the unit's chunks run together).
+template <bool kLean>
+__device__ __forceinline__ void wait_unit(const ItemInfo& it, const int* bank, int ct) {
   if (ct == 0) {
-    const int* arrived = p.ptr_multi_ctas_kv_counter + kArriveAt + it.unit;
-    while (ptx::ld_acquire_gpu(arrived) < it.nchunks) __nanosleep(128);
+    const int* arrived = bank + kArriveAt + it.unit;
+    while (ptx::ld_acquire_gpu(arrived) < it.nchunks) {
+      if constexpr (!kLean) __nanosleep(128);
+    }
   }
   ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
-  __threadfence();
+  if constexpr (!kLean) __threadfence();
 }
 
 // Claims row parts of the complete unit until none is left and merges each.
 template <bool kBatched>
-__device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemInfo& it, int* word,
-                                             int ct) {
-  int* claims = p.ptr_multi_ctas_kv_counter + kArriveAt + p.max_num_ctas_kv + it.unit;
+__device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemInfo& it, int* bank,
+                                             int* word, int ct) {
+  int* claims = bank + kArriveAt + p.max_num_ctas_kv + it.unit;
   const int parts = min(it.nchunks, kMaxParts);
   for (;;) {
     if (ct == 0) *word = atomicAdd(claims, 1);

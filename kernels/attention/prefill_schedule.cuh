@@ -57,6 +57,15 @@ struct Schedule {
   __device__ int split() const { return scalars[1]; }
   __device__ int units() const { return scalars[2]; }
 
+  // The balanced split's lower bound on its estimate, from the pages per KV head of the
+  // one-block sequences, the largest of them and the chunks per KV head (G / 4): the
+  // largest sequence unsplit, or an even share of the pages split.
+  static __device__ __forceinline__ float balance_bound(int pages, int pmax, int budget) {
+    return fminf(static_cast<float>(pmax) + kItemCostPages,
+                 static_cast<float>(max(ceil_div(pages, budget), 1)) + kItemCostPages +
+                     kSplitCostPages);
+  }
+
   // Balanced one-wave split, warp 0 (every lane calls it): when every sequence has at most
   // one row block (<= 21 new rows: verify) and at most G / 4 have one, sequence b gets c_b
   // chunks for each KV head (4 sum c_b <= G: one wave, CTA c runs item c alone), c_b in
@@ -70,8 +79,9 @@ struct Schedule {
   // larger than the rest: 4 x 8 rows over 150k-250k at S = 16 has 256 items of 146-244
   // pages, two per CTA on 124 CTAs (up to 423 pages where a 244 meets a 179), where this
   // split gives 132 items of 358-391 pages.
-  __device__ int balance(const int* qlen, const int* kvlen, const int* nblk, int* chunks,
-                         int batch, int ctas, int lane, float beat, int& largest) const {
+  static __device__ __forceinline__ int balance(const int* qlen, const int* kvlen,
+                                                const int* nblk, int* chunks, int batch, int ctas,
+                                                int lane, float beat, int& largest) {
     constexpr int kPer = kMaxSeqs / 32;  // sequences per lane: b = lane + 32 j
     int pg[kPer], c[kPer];
     bool multi = false;
@@ -93,10 +103,7 @@ struct Schedule {
     const int budget = ctas / kHeadsKv;
     largest = 0;
     if (multi || active == 0 || active > budget) return 0;
-    const float bound = fminf(static_cast<float>(pmax) + kItemCostPages,
-                              static_cast<float>(max(ceil_div(pages, budget), 1)) +
-                                  kItemCostPages + kSplitCostPages);
-    if (bound >= beat) return 0;
+    if (balance_bound(pages, pmax, budget) >= beat) return 0;
     const int rest = budget - active;
     int used = 0;
 #pragma unroll
@@ -138,12 +145,25 @@ struct Schedule {
     return __reduce_max_sync(0xffffffffu, most);
   }
 
+  // balance() as a call (kLazyBalance): its code sits outside the setup path, which a launch
+  // that does not take it then runs without a jump over it. Returns (largest c_b, largest).
+  static __device__ __noinline__ int2 balance_far(const int* qlen, const int* kvlen,
+                                                  const int* nblk, int* chunks, int batch,
+                                                  int ctas, int lane, float beat) {
+    int largest = 0;
+    const int most = balance(qlen, kvlen, nblk, chunks, batch, ctas, lane, beat, largest);
+    return make_int2(most, largest);
+  }
+
   // Builds the tables; every thread of the block calls it. `tmp` is >= 5 * kMaxSeqs + 16 ints
   // of shared memory free until the return. kTailSplit: also rate leaving the first whole
   // waves of units unsplit and splitting only the rest (the unit order is known then);
   // kSplitCap: the largest S rated; kBalanced: also rate the balanced split (balance()) and
   // take it where its estimate is strictly below the rated S's.
-  template <bool kTailSplit, int kSplitCap, bool kBalanced>
+  // kLazyBalance: balance() runs only where its bound can beat the rated S, judged from the
+  // rating's own page sums (the same numbers balance() derives first), and as a call
+  // (balance_far), so that the path of a launch that does not take it stays straight-line.
+  template <bool kTailSplit, int kSplitCap, bool kBalanced, bool kLazyBalance>
   __device__ void build(const KernelParams& p, int* tmp, int tid) {
     static_assert(kSplitCap >= 1 && kSplitCap <= kMaxSplit, "one lane of warp 0 per S");
     const int batch = p.batch_size;
@@ -193,6 +213,10 @@ struct Schedule {
     if (warp == 0) {
       int best_s = 1, best_head = 0;
       float best_cost = 3.4e38f;
+      // Lane 0's (S = 1) sums over the sequences for the balanced split's bound: pages and the
+      // largest unit per KV head, any sequence with more than one block, sequences with one.
+      int r_pages = 0, r_pmax = 0, r_active = 0;
+      bool r_multi = false;
       if (rate) {
         const int s = lane + 1;
         float cost = 3.4e38f, cost_t = 3.4e38f;
@@ -204,6 +228,8 @@ struct Schedule {
           for (int q = 0; q < batch; ++q) {
             const int b = head > 0 ? order[q] : q;
             const int nb = nblk[b], ql = qlen[b], kv = kvlen[b];
+            r_multi |= nb > 1;
+            r_active += nb == 1;
             for (int k = nb - 1; k >= 0; --k, pos += kHeadsKv) {
               const int pk = block_pages(ql, kv, k);
               const int su = min(s, max(pk, 1));
@@ -219,6 +245,8 @@ struct Schedule {
               }
             }
           }
+          r_pages = pages;
+          r_pmax = pmax;
           const float over = kItemCostPages + (s > 1 ? kSplitCostPages : 0.f);
           const float items = static_cast<float>(kHeadsKv * n);
           const float work = static_cast<float>(kHeadsKv * pages) + over * items;
@@ -255,9 +283,26 @@ struct Schedule {
         best_cost = c;
       }
       int bal = 0;
-      if (kBalanced && rate && units <= ctas && ctas <= slots) {
-        int largest = 0;
-        const int most = balance(qlen, kvlen, nblk, chunks, batch, ctas, lane, best_cost, largest);
+      bool try_balance = kBalanced && rate && units <= ctas && ctas <= slots;
+      if (kLazyBalance && try_balance) {
+        // balance()'s own early exits, from lane 0's sums (S = 1 always rates: 2 units <= slots).
+        const int pages = __shfl_sync(0xffffffffu, r_pages, 0);
+        const int pmax = __shfl_sync(0xffffffffu, r_pmax, 0);
+        const int active = __shfl_sync(0xffffffffu, r_active, 0);
+        const bool multi = __shfl_sync(0xffffffffu, r_multi, 0);
+        const int budget = ctas / kHeadsKv;
+        const float bound = balance_bound(pages, pmax, budget);
+        try_balance = !multi && active > 0 && active <= budget && bound < best_cost;
+      }
+      if (try_balance) {
+        int largest = 0, most = 0;
+        if constexpr (kLazyBalance) {
+          const int2 r = balance_far(qlen, kvlen, nblk, chunks, batch, ctas, lane, best_cost);
+          most = r.x;
+          largest = r.y;
+        } else {
+          most = balance(qlen, kvlen, nblk, chunks, batch, ctas, lane, best_cost, largest);
+        }
         const float over = kItemCostPages + (most > 1 ? kSplitCostPages : 0.f);
         if (most > 0 && static_cast<float>(largest) + over < best_cost) {
           bal = 1;

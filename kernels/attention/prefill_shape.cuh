@@ -83,16 +83,21 @@ constexpr float kItemCostPages = 2.f;   // Q load, claim, output write of one it
 constexpr float kSplitCostPages = 2.f;  // partial write and merge share of a split item
 
 // ---- scratch -------------------------------------------------------------------------------------
-// counter (i32): [0] work queue, [1] CTAs finished, then per split unit u its chunk arrivals
-// at kArriveAt + u and merge-part claims at kArriveAt + slots + u, then from tmap_word(slots)
-// one 128-byte Q tensormap per CTA. Everything but the tensormaps is zero between launches
-// (the last CTA to finish puts it back). partial (f32): [slots][128 rows][256];
-// stats (f32): [slots][128 rows][2] = (running max in the log2 domain, sum).
+// counter (i32): two banks of bank_words(slots) words, then from tmap_word(slots) one 128-byte
+// Q tensormap per CTA. A bank: [0] work queue, [1] CTAs finished, then per split unit u its
+// chunk arrivals at kArriveAt + u and merge-part claims at kArriveAt + slots + u. Entries
+// without kEpoch use bank 0 only, and the last CTA to finish puts it back to zero. kEpoch
+// entries: word kTicketAt of bank 0 hands out launch tickets (never reset); a launch whose
+// tickets are [0, G) uses bank 0, one with [G, 2G) bank 1, and each launch zeroes the other
+// bank while it runs (the launch that used it has completed). partial (f32): [slots][128
+// rows][256]; stats (f32): [slots][128 rows][2] = (running max in the log2 domain, sum).
 constexpr int kQueueAt = 0;
 constexpr int kFinishedAt = 1;
+constexpr int kTicketAt = 2;
 constexpr int kArriveAt = 16;
+__host__ __device__ constexpr int bank_words(int slots) { return kArriveAt + 2 * slots; }
 __host__ __device__ constexpr int tmap_word(int slots) {
-  return (kArriveAt + 2 * slots + 31) / 32 * 32;
+  return (2 * bank_words(slots) + 31) / 32 * 32;
 }
 constexpr int kPartialFloats = kTileRows * kHeadDim;
 constexpr int kStatsFloats = kTileRows * 2;

@@ -23,7 +23,19 @@
 // 139.06 us, 1.01-1.03x kernel-fun, where loading each group after the previous group's
 // math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, at spans of 24 / 16 / 8
 // rows -0.1-1.9 / 3.7-6.7 / 20-26 % slower still, and the PDL trigger at block start no faster
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b).
+// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). The
+// moves of the next group into v wait for its loads, so one group is in flight at a time;
+// two buffers that swap roles (no moves, up to two groups in flight, same 96 registers) ran
+// 4.1-4.9 % slower at all four shapes, and that walk over a grid whose last-dispatched
+// blocks take half spans 5.8-10.6 % slower (tag conv-candidates-2026-12g): more rows in
+// flight lowered DRAM throughput (ncu 69.9 % against 72.5 %). Groups of 6 rows held to 6
+// blocks/SM (80 registers: 24 warps with 6 rows in flight each) ran 1.5-2.9 % slower at
+// spans of 30 / 36 / 42, and strip4p launched in clusters along grid x 0.3-0.6 % (pairs)
+// and 1.5-3.5 % (whole row bands) slower (tag conv-candidates-2026-12h): more warps for
+// the math and co-started row bands do not buy back what the registers or the cluster
+// placement cost. y = x over exactly these accesses without the math (a probe on tag
+// conv6-floor-probes) reaches only 91.9-94.6 % of the floor, so most of the gap to the
+// copy is the access pattern, not the math.
 //
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
 // PDL only the weight loads precede griddepcontrol.wait. The residual row is loaded when

@@ -20,6 +20,10 @@
 // sequences per thread (one wave at B256, 64 registers) 3.25 / 11.62, with it 2.84 / 10.89;
 // 8 x 4 (block 64) 3.44 / 12.43 and 3.42 / 17.11; 8 x 2 3.49 / 13.11 and 3.68 / 16.26
 // (validation/conv/notes.md; those entries are in git tags conv-candidates-2026-12b..d).
+// c4s2p held to 48 registers (10 blocks/SM instead of 9) ran 2.17 / 10.15 against 2.22 /
+// 10.19 in one run (tag conv-candidates-2026-12g; not re-checked in full, so not shipped);
+// c4s2p launched in clusters of 8 blocks along grid x 2.23 / 10.15 against 2.24 / 10.19
+// (tag conv-candidates-2026-12h; both within run-to-run noise, 78.2 % of the floor).
 // Many small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
 // (loads, math, stores) interleave, where 8 x 4 at 146-158 registers ran 6 blocks of 64 in
 // lockstep.

@@ -22,11 +22,12 @@
 // Entry: kda_chunk64_state_sm90a_f16_k128, one `const __grid_constant__ Chunk64StateParams`;
 // grid (V / 128, HV, N), block 256, dynamic shared memory kChunk64StateSmem. The operands of
 // a chunk are copied into shared memory by all threads before its step (no pipeline: this
-// entry checks numerics, it is not timed). Off sm_90a it traps.
+// entry checks numerics, it is not timed). Off sm_90a it traps (NV_HAS_FEATURE_SM_90a).
 //
 // Not checked here: V % 128, the operand layouts below, that NC chunks of operands exist;
 // tails are the caller's (padded tokens: k a = q a = k b = 0, Tm Diag(beta) column 0).
 #include <cuda_fp16.h>
+#include <nv/target>
 #include <stdint.h>
 
 #include "common/ptx/ldst.cuh"
@@ -61,8 +62,6 @@ static_assert(sizeof(__half) * 2 * kC * 64 % 1024 == 0, "tiles stay 1024-byte al
 constexpr int kChunk64StateSmem = 83456;
 static_assert(int(sizeof(Smem)) + 1024 == kChunk64StateSmem, "kChunk64StateSmem is the layout + 1024");
 static_assert(kChunk64StateSmem <= 232448, "one block fits the opt-in shared memory");
-
-#if KERNRT_WGMMA
 
 // Copy a [rows][64-element] f16 row block (global row stride `ld` elements) into a swizzled
 // shared tile.
@@ -251,19 +250,15 @@ __device__ void state_steps(const Chunk64StateParams& p, Smem& sm) {
 #undef X
 }
 
-#endif  // KERNRT_WGMMA
-
 }  // namespace kernrt::kda::c64
 
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64::kThreads, 1)
     kda_chunk64_state_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64StateParams p) {
-#if KERNRT_WGMMA
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  // aligned by an offset from the shared array itself (not through an integer), so that the
-  // compiler keeps the shared address space: LDS / STS, not generic loads
-  const uint32_t pad = (1024u - (kernrt::ptx::smem_u32(smem_raw) & 1023u)) & 1023u;
-  kernrt::kda::c64::state_steps(p, *reinterpret_cast<kernrt::kda::c64::Smem*>(smem_raw + pad));
-#else
-  __trap();
-#endif
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    // aligned by an offset from the shared array itself (not through an integer), so that the
+    // compiler keeps the shared address space: LDS / STS, not generic loads
+    const uint32_t pad = (1024u - (kernrt::ptx::smem_u32(smem_raw) & 1023u)) & 1023u;
+    kernrt::kda::c64::state_steps(p, *reinterpret_cast<kernrt::kda::c64::Smem*>(smem_raw + pad));
+  ), (__trap();))
 }

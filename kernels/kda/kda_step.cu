@@ -12,20 +12,26 @@
 // one per head (GDN); gate, beta sigmoid, q/k l2norm and scale in the kernel (params.h flags).
 // o = (S' q) + beta r (k.q) with S' the decayed state: the same value as S_new q.
 //
-// Entries: {kda,gdn}_{decode,verify,commit}_sm90a_bf16_k128, one `const __grid_constant__
+// Entries: {kda,gdn}_{decode,verify,commit}_sm90a_bf16_k128 (and KDA's live alternatives,
+// "entries" below), one `const __grid_constant__
 // KdaStepParams`. Grid (V / 32, HV, seqs), block 128: a block owns 32 value rows of one head
 // of one sequence (16 KiB of state); warp w holds rows 8w..8w+7, its lane group i (lanes
 // 8i..8i+7) rows 8w+2i and 8w+2i+1, and lane j of a group key channels {32c + 4j + e}
 // (c, e in 0..3), so every 16-byte load of a warp covers four 128-byte row segments. Row dots
 // reduce over the 8 lanes of a group (3 shuffles). The state rows and the tokens' values are
-// loaded first; meanwhile the block prepares its tokens once (gate, l2norm, beta, k.q: thread
-// i takes token i / 16 and 8 key channels) into shared memory, which every lane group reads.
-// decode and commit apply the same update code and decode and verify the same preparation, so
-// verify + commit(a) leaves the state bit for bit where a decode steps would.
-// Under PDL (the manifests launch with it) KDA's entries ask L2 for their block's state tile
-// before griddepcontrol.wait and release the next grid at block start, so the first blocks of
-// the next call stream in while this one drains; KDA's decode also asks L2 for the tile 512
-// blocks ahead (entries below: what each prefetch bought). Prefetches change timing only.
+// loaded first; meanwhile the block prepares its tokens once (step_tokens.cuh: gate, l2norm,
+// beta, k.q into shared memory, which every lane group reads). decode and commit apply the
+// same update code (apply, one kTree) and decode and verify the same preparation, so verify +
+// commit(a) leaves the state bit for bit where a decode steps would. KDA's verify runs the 8
+// tokens in the chunk form (kda_verify_chunk below: independent dots against the initial
+// state, per-head coefficients, a scalar solve per row): it keeps no state, so only its
+// outputs' rounding differs from the recurrence, and its record is the same.
+// Under PDL (the manifests launch with it) KDA's verify and commit ask L2 for their block's
+// state tile before griddepcontrol.wait and release the next grid at block start, so the first
+// blocks of the next call stream in while this one drains; the decodes (KDA and GDN) do so in
+// their first 512 blocks and every block asks L2 for the tile 512 blocks ahead, its line index
+// read before the wait and the prefetch issued after its own loads (entries below: what each
+// prefetch bought). Prefetches change timing only.
 //
 // Not checked here: K = 128, V % 32, HV % H, steps <= 8, distinct lines for distinct
 // sequences, accepted[n] <= the verify's steps (clamped), the record fitting the line region
@@ -35,6 +41,7 @@
 #include "common/ptx/tma.cuh"
 #include "kda/kda_vec.cuh"
 #include "kda/params.h"
+#include "kda/step_tokens.cuh"
 
 namespace kernrt::kda {
 
@@ -55,186 +62,6 @@ struct Token {
   float beta;
   uint32_t v2;                 // bf16 values of the group's two rows
 };
-
-// The prepared tokens of one block (decode: 1, verify: up to kMaxSteps), shared by its 16
-// lane groups: normalized and scaled q, normalized k, alpha, effective beta and k.q.
-template <bool kKda>
-struct StepSmem {
-  float q[kMaxSteps][kHeadDim];
-  float k[kMaxSteps][kHeadDim];
-  float a[kMaxSteps][kKda ? kHeadDim : 1];
-  float beta[kMaxSteps];
-  float kq[kMaxSteps];
-};
-
-// Sum over the 16 lanes of this half warp (butterfly: every lane ends with the same bits).
-// The mask names the half only: the other half may have left (a token past `steps`).
-__device__ __forceinline__ float group16_sum(float x) {
-  const unsigned half = (threadIdx.x & 16) != 0 ? 0xffff0000u : 0x0000ffffu;
-#pragma unroll
-  for (int w = 1; w < 16; w <<= 1) x += __shfl_xor_sync(half, x, w);
-  return x;
-}
-
-// The global inputs of one thread's share of the token preparation (below), loaded before the
-// state rows so that they arrive first and the preparation overlaps the state's latency
-// (decode: the preparation's chain after its loads was on every block's critical path).
-struct TokenLoads {
-  uint4 q, k;                  // bf16 x 8
-  uint4 g0, g1;                // KDA: f32 x 8 (g0, g1) or bf16 x 8 (g0); GDN: g0.x
-  float dtb[8];
-  float braw, A;
-};
-
-// Thread i loads token i / 16, key channels 8 (i % 16) .. + 7; threads of tokens >= steps
-// load nothing (whole half warps).
-template <bool kKda>
-__device__ __forceinline__ void load_token_inputs(const KdaStepParams& p, int n, int steps, int h,
-                                                  int hv, TokenLoads& in) {
-  const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
-  in.g0 = in.g1 = make_uint4(0u, 0u, 0u, 0u);
-#pragma unroll
-  for (int i = 0; i < 8; ++i) in.dtb[i] = 0.f;
-  in.A = 1.f, in.braw = 0.f;
-  if (t >= steps) return;
-  const int64_t qk = n * p.qk_stride_seq + t * p.qk_stride_tok + int64_t(h) * kHeadDim + c0;
-  in.q = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.q) + qk);
-  in.k = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.k) + qk);
-  const int64_t gb = n * p.g_stride_seq + t * p.g_stride_tok;
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
-  const bool gate = (p.flags & kFlagGate) != 0;
-  if (gate && p.A_log != nullptr) in.A = p.A_log[hv];  // exp below, after the loads
-  if constexpr (kKda) {
-    const int64_t e = gb + int64_t(hv) * kHeadDim + c0;
-    if (gf32) {
-      in.g0 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e);
-      in.g1 = ptx::ld_global_nc_v4(static_cast<const float*>(p.g) + e + 4);
-    } else {
-      in.g0 = ptx::ld_global_nc_v4(static_cast<const uint16_t*>(p.g) + e);
-    }
-    if (gate && p.dt_bias != nullptr) {
-      const uint4 d0 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0);
-      const uint4 d1 = ptx::ld_global_nc_v4(p.dt_bias + hv * kHeadDim + c0 + 4);
-      const uint32_t w[8] = {d0.x, d0.y, d0.z, d0.w, d1.x, d1.y, d1.z, d1.w};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) in.dtb[i] = __uint_as_float(w[i]);
-    }
-  } else {
-    in.g0.x = __float_as_uint(load1(p.g, gb + hv, gf32));
-    if (gate && p.dt_bias != nullptr) in.dtb[0] = p.dt_bias[hv];
-  }
-  in.braw = load1(p.beta, n * p.beta_stride_seq + t * p.beta_stride_tok + hv,
-                  (p.flags & kFlagBetaF32) != 0);
-}
-
-// Gate, beta, l2norm and scale of the block's tokens, computed once per block (every lane
-// group used to redo all 128 channels of every token: verify's 8 tokens were ~90 % of its
-// instructions): thread i prepares token i / 16, key channels 8 (i % 16) .. + 7, into `sm`;
-// threads of tokens >= steps only wait. verify also writes the replay record's k-hat (one
-// block per q head), alpha and beta (one block per value head) from here. Decode and verify
-// run this same code, so their tokens are bit-identical (commit replays verify's record).
-template <bool kKda, bool kRecord>
-__device__ __forceinline__ void prepare_tokens(const KdaStepParams& p, int steps, int h, int hv,
-                                               const TokenLoads& in, char* rec,
-                                               const StepRecord& lay, bool write_k, bool write_a,
-                                               StepSmem<kKda>& sm) {
-  const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
-  if (t >= steps) return;  // whole half warps: the 16-lane sums below stay in step
-  const bool gf32 = (p.flags & kFlagGF32) != 0;
-  float g[8];
-  if constexpr (kKda) {
-    if (gf32) {
-      const uint32_t w[8] = {in.g0.x, in.g0.y, in.g0.z, in.g0.w, in.g1.x, in.g1.y, in.g1.z, in.g1.w};
-#pragma unroll
-      for (int i = 0; i < 8; ++i) g[i] = __uint_as_float(w[i]);
-    } else {
-      const uint32_t w[4] = {in.g0.x, in.g0.y, in.g0.z, in.g0.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) g[2 * i] = bf16_lo(w[i]), g[2 * i + 1] = bf16_hi(w[i]);
-    }
-  } else {
-    g[0] = __uint_as_float(in.g0.x);
-  }
-  const float A = (p.flags & kFlagGate) != 0 && p.A_log != nullptr ? __expf(in.A) : 1.f;
-  float q[8], k[8];
-  const uint32_t wq[4] = {in.q.x, in.q.y, in.q.z, in.q.w}, wk[4] = {in.k.x, in.k.y, in.k.z, in.k.w};
-#pragma unroll
-  for (int i = 0; i < 4; ++i) {
-    q[2 * i] = bf16_lo(wq[i]), q[2 * i + 1] = bf16_hi(wq[i]);
-    k[2 * i] = bf16_lo(wk[i]), k[2 * i + 1] = bf16_hi(wk[i]);
-  }
-  float qs = 0.f, ks = 0.f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) qs = fmaf(q[i], q[i], qs), ks = fmaf(k[i], k[i], ks);
-  float rq = 1.f, rk = 1.f;
-  if (p.flags & kFlagL2norm) rq = l2_rscale(group16_sum(qs)), rk = l2_rscale(group16_sum(ks));
-  rq *= p.scale;
-  float kq = 0.f;
-#pragma unroll
-  for (int i = 0; i < 8; ++i) q[i] *= rq, k[i] *= rk, kq = fmaf(k[i], q[i], kq);
-  kq = group16_sum(kq);
-  float a[8];
-#pragma unroll
-  for (int i = 0; i < (kKda ? 8 : 1); ++i)
-    a[i] = __expf(log_decay(g[i], in.dtb[i], A, p.flags, p.lower_bound));
-  const float beta = beta_of(in.braw, p.flags);
-#pragma unroll
-  for (int j = 0; j < 2; ++j) {
-    const float4 qv = make_float4(q[4 * j], q[4 * j + 1], q[4 * j + 2], q[4 * j + 3]);
-    const float4 kv = make_float4(k[4 * j], k[4 * j + 1], k[4 * j + 2], k[4 * j + 3]);
-    *reinterpret_cast<float4*>(&sm.q[t][c0 + 4 * j]) = qv;
-    *reinterpret_cast<float4*>(&sm.k[t][c0 + 4 * j]) = kv;
-    if (kRecord && write_k) st_f4(rec + ((int64_t(t) * p.heads + h) * kHeadDim + c0 + 4 * j) * 4, kv);
-    if constexpr (kKda) {
-      const float4 av = make_float4(a[4 * j], a[4 * j + 1], a[4 * j + 2], a[4 * j + 3]);
-      *reinterpret_cast<float4*>(&sm.a[t][c0 + 4 * j]) = av;
-      if (kRecord && write_a)
-        st_f4(rec + lay.alpha + ((int64_t(t) * p.value_heads + hv) * kHeadDim + c0 + 4 * j) * 4, av);
-    }
-  }
-  if ((threadIdx.x & 15) == 0) {
-    if (!kKda) sm.a[t][0] = a[0];
-    sm.beta[t] = beta, sm.kq[t] = kq;
-    if (kRecord && write_a) {
-      if (!kKda) *reinterpret_cast<float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4) = a[0];
-      *reinterpret_cast<float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4) = beta;
-    }
-  }
-}
-
-// commit: the first `keep` tokens of the replay record into `sm` in one pass (thread i: token
-// i / 16, key channels 8 (i % 16) .. + 7), issued with the state rows; the token loop then
-// reads shared memory (a record load per token inside the loop put one L2 round trip per
-// accepted token on every block's path). The values are the record's bits: commit(a) still
-// equals a decode steps bit for bit.
-template <bool kKda>
-__device__ __forceinline__ void stage_record(const KdaStepParams& p, int keep, int h, int hv,
-                                             const char* rec, const StepRecord& lay,
-                                             StepSmem<kKda>& sm) {
-  const int t = threadIdx.x >> 4, c0 = 8 * (threadIdx.x & 15);
-  if (t >= keep) return;
-  const char* kh = rec + ((int64_t(t) * p.heads + h) * kHeadDim + c0) * 4;
-  const float4 k0 = ld_f4(kh), k1 = ld_f4(kh + 16);
-  float4 a0, a1;
-  float a_head = 1.f;
-  if constexpr (kKda) {
-    const char* al = rec + lay.alpha + ((int64_t(t) * p.value_heads + hv) * kHeadDim + c0) * 4;
-    a0 = ld_f4(al), a1 = ld_f4(al + 16);
-  } else {
-    a_head = *reinterpret_cast<const float*>(rec + lay.alpha + (int64_t(t) * p.value_heads + hv) * 4);
-  }
-  const float beta = *reinterpret_cast<const float*>(rec + lay.beta + (int64_t(t) * p.value_heads + hv) * 4);
-  *reinterpret_cast<float4*>(&sm.k[t][c0]) = k0;
-  *reinterpret_cast<float4*>(&sm.k[t][c0 + 4]) = k1;
-  if constexpr (kKda) {
-    *reinterpret_cast<float4*>(&sm.a[t][c0]) = a0;
-    *reinterpret_cast<float4*>(&sm.a[t][c0 + 4]) = a1;
-  }
-  if ((threadIdx.x & 15) == 0) {
-    if (!kKda) sm.a[t][0] = a_head;
-    sm.beta[t] = beta;
-  }
-}
 
 // A lane's 16 key channels of prepared token t (element i = channel 32 (i / 4) + 4 sub + i % 4);
 // q only for tokens whose output is computed (decode, verify).
@@ -260,19 +87,29 @@ __device__ __forceinline__ void load_token(const StepSmem<kKda>& sm, int t, int 
 }
 
 // The state update of one token on the group's two rows; returns S' q + beta r (k.q) per row
-// when kOut. Shared by decode, verify and commit (bit-identical states). `update` false skips
-// the rank-1 update (verify's last token: the state is not kept, only the output is needed).
-template <bool kKda, bool kOut>
+// when kOut. Shared by decode and commit (bit-identical states) and the recurrent verify.
+// `update` false skips the rank-1 update (the recurrent verify's last token). kTree: the
+// lane's dots in 4 partial sums (chains of 4 FMA where one of 16 stood between the state's
+// arrival and the update); decode and commit must agree on it.
+template <bool kKda, bool kOut, bool kTree>
 __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>& tk, float kq,
                                       float (&o)[2], bool update = true) {
+  constexpr int kParts = kTree ? 4 : 1;
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
-    float dk = 0.f, dq = 0.f;
+    float pk[kParts], pq[kParts];
+#pragma unroll
+    for (int j = 0; j < kParts; ++j) pk[j] = 0.f, pq[j] = 0.f;
 #pragma unroll
     for (int i = 0; i < kLaneCh; ++i) {
       s[w][i] = __fmul_rn(s[w][i], tk.a[kKda ? i : 0]);
-      dk = __fmaf_rn(s[w][i], tk.k[i], dk);
-      if (kOut) dq = __fmaf_rn(s[w][i], tk.q[i], dq);
+      pk[i % kParts] = __fmaf_rn(s[w][i], tk.k[i], pk[i % kParts]);
+      if (kOut) pq[i % kParts] = __fmaf_rn(s[w][i], tk.q[i], pq[i % kParts]);
+    }
+    float dk = pk[0], dq = pq[0];
+    if constexpr (kTree) {
+      dk = __fadd_rn(__fadd_rn(pk[0], pk[1]), __fadd_rn(pk[2], pk[3]));
+      dq = __fadd_rn(__fadd_rn(pq[0], pq[1]), __fadd_rn(pq[2], pq[3]));
     }
     dk = group8_sum(dk);
     const float v = w == 0 ? bf16_lo(tk.v2) : bf16_hi(tk.v2);
@@ -283,6 +120,21 @@ __device__ __forceinline__ void apply(float (&s)[2][kLaneCh], const Token<kKda>&
     }
     if (kOut) o[w] = __fmaf_rn(br, kq, group8_sum(dq));
   }
+}
+
+// The group's two state rows from `rows` (the first of them; the second K floats on) in a
+// lane's layout (element i = key channel 32 (i / 4) + 4 sub + i % 4); zeros and nothing read
+// for the null line.
+__device__ __forceinline__ void load_state_rows(const char* rows, bool live, int sub,
+                                                float (&s)[2][kLaneCh]) {
+#pragma unroll
+  for (int w = 0; w < 2; ++w)
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
+                            : make_float4(0.f, 0.f, 0.f, 0.f);
+      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
+    }
 }
 
 // Asks L2 for the 16 KiB state tile of block (x, hv, n); nothing past the grid, nothing for
@@ -299,32 +151,94 @@ __device__ __forceinline__ void prefetch_state_tile(const KdaStepParams& p, int 
                         kStepRows * kHeadDim * 4);
 }
 
-// kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
-// kPf >= 0: before the wait, thread 0 asks L2 for this block's state tile and every thread
-// releases the next grid (under PDL the first blocks of the next call stream their state in
-// while this call drains); kPf > 0: after its own loads, thread 32 also asks L2 for the tile
-// of the block kPf linear ids ahead (bytes in flight without registers).
-template <bool kKda, int kMode, int kPf>
-__device__ __forceinline__ void kda_step(const KdaStepParams& p) {
-  const int hv = blockIdx.y, n = blockIdx.z;
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  const int grp = lane >> 3, sub = lane & 7;
-  const int row = blockIdx.x * kStepRows + warp * 8 + grp * 2;
-  const int h = hv / (p.value_heads / p.heads);
-  const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
-  __shared__ StepSmem<kKda> sm;
+// The tile `dist` linear block ids after this block's (x fastest: the order blocks are
+// dispatched in) for an L2 prefetch: `raw` is its line index, read with ld.global.cg before
+// griddepcontrol.wait and consumed only by prefetch_ahead after the block's own loads, so the
+// reading warp does not wait for it on its way to them.
+struct AheadTile {
+  int x, hv, n;
+  int32_t raw;
+};
 
+__device__ __forceinline__ AheadTile ahead_tile(const KdaStepParams& p, int dist) {
+  const int gx = gridDim.x, gy = gridDim.y;
+  const int b = blockIdx.x + gx * (blockIdx.y + gy * blockIdx.z) + dist;
+  AheadTile a{b % gx, (b / gx) % gy, b / gx / gy, 0};
+  if (p.lines != nullptr && a.n < p.seqs) a.raw = ptx::ld_global_cg_s32(p.lines + a.n);
+  return a;
+}
+
+__device__ __forceinline__ void prefetch_ahead(const KdaStepParams& p, const AheadTile& a) {
+  if (a.n >= p.seqs || (p.lines != nullptr && a.raw == 0)) return;
+  const int64_t line = p.lines != nullptr ? a.raw : a.n;
+  ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + line * p.state_stride +
+                            (int64_t(a.hv) * p.dim_v + a.x * kStepRows) * (kHeadDim * 4),
+                        kStepRows * kHeadDim * 4);
+}
+
+// Block start of every step entry. kPf >= 0: thread 0 asks L2 for the block's state tile and
+// the next grid is released before the wait for the previous one's writes; kPf > 0: only the
+// first kPf blocks ask for their own tile (every later one was asked for kPf blocks earlier,
+// and the line index read stalls the token warp, warp 0, one L2 round trip before its loads),
+// and thread 32 reads the line index of the tile kPf blocks ahead (returned for
+// prefetch_ahead).
+template <int kPf>
+__device__ __forceinline__ void enter_step(const KdaStepParams& p, int hv, int n,
+                                           AheadTile& ahead) {
   if constexpr (kPf >= 0) {
-    if (threadIdx.x == 0) prefetch_state_tile(p, blockIdx.x, hv, n);
+    const int lin = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+    if (threadIdx.x == 0 && (kPf == 0 || lin < kPf)) prefetch_state_tile(p, blockIdx.x, hv, n);
+    if (kPf > 0 && threadIdx.x == 32) ahead = ahead_tile(p, kPf);
     ptx::griddepcontrol_launch_dependents();
   }
   ptx::griddepcontrol_wait();
+}
+
+// Where a step block's thread works: sequence n, value head hv and its q/k head h, the lane
+// coordinates (group grp of 8 lanes owns two state rows, lane sub of it a token), the first
+// of its two rows.
+struct StepLane {
+  int hv, n, lane, warp, grp, sub, row, h;
+};
+__device__ __forceinline__ StepLane step_lane(const KdaStepParams& p) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  return {static_cast<int>(blockIdx.y), static_cast<int>(blockIdx.z), lane, warp, lane >> 3,
+          lane & 7, static_cast<int>(blockIdx.x) * kStepRows + warp * 8 + (lane >> 3) * 2,
+          static_cast<int>(blockIdx.y) / (p.value_heads / p.heads)};
+}
+
+// Sequence n's state line: line 0 is the null line (no state read, nothing written).
+struct StepLine {
+  int64_t line;
+  bool live;
+  char* base;  // the line's first byte
+  char* rec;   // its verify record
+};
+__device__ __forceinline__ StepLine step_line(const KdaStepParams& p, int n) {
+  const int64_t line = p.lines != nullptr ? p.lines[n] : n;
+  char* base = static_cast<char*>(p.state) + line * p.state_stride;
+  return {line, p.lines == nullptr || line != 0, base, base + p.record_offset};
+}
+
+// kPf < 0: griddepcontrol.wait first, the next grid released after the token preparation.
+// kPf >= 0: before the wait, the block's state tile is asked of L2 (kPf > 0: by the first kPf
+// blocks only) and every thread releases the next grid (under PDL the first blocks of the next
+// call stream their state in while this call drains); kPf > 0: after its own loads, thread 32
+// also asks L2 for the tile of the block kPf linear ids ahead (bytes in flight without
+// registers; its line index read before the wait). kSplit (KDA decode): the decays spread
+// over the block (step_tokens.cuh); kTree: apply's dots in 4 partial sums (decode and commit
+// of one manifest must agree on it).
+template <bool kKda, int kMode, int kPf, bool kSplit, bool kTree>
+__device__ __forceinline__ void kda_step(const KdaStepParams& p) {
+  const auto [hv, n, lane, warp, grp, sub, row, h] = step_lane(p);
+  const int steps = kMode == kDecode ? 1 : (p.steps < kMaxSteps ? p.steps : kMaxSteps);
+  __shared__ StepSmem<kKda> sm;
+
+  AheadTile ahead{};
+  enter_step<kPf>(p, hv, n, ahead);
 
   // ---- the line, the record, the token inputs and the state rows -----------------------
-  const int64_t line = p.lines != nullptr ? p.lines[n] : n;
-  const bool live = p.lines == nullptr || line != 0;
-  char* base = static_cast<char*>(p.state) + line * p.state_stride;
-  char* rec = base + p.record_offset;
+  const auto [line, live, base, rec] = step_line(p, n);
   const StepRecord lay = step_record(kKda, p.heads, p.value_heads, p.dim_v);
   int keep = steps;
   TokenLoads in;
@@ -336,23 +250,11 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
       return;
     }
   } else {
-    load_token_inputs<kKda>(p, n, steps, h, hv, in);  // first: they arrive before the state
+    load_token_inputs<kKda, kSplit>(p, n, steps, h, hv, in);  // first: before the state
   }
   char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
   float s[2][kLaneCh];
-#pragma unroll
-  for (int w = 0; w < 2; ++w)
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const float4 x = live ? ld_f4(rows + w * kHeadDim * 4 + (32 * c + 4 * sub) * 4)
-                            : make_float4(0.f, 0.f, 0.f, 0.f);
-      s[w][4 * c] = x.x, s[w][4 * c + 1] = x.y, s[w][4 * c + 2] = x.z, s[w][4 * c + 3] = x.w;
-    }
-  if constexpr (kPf > 0) {  // linear ids, x fastest: the order blocks are dispatched in
-    const int b = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z) + kPf;
-    if (threadIdx.x == 32)
-      prefetch_state_tile(p, b % gridDim.x, (b / gridDim.x) % gridDim.y, b / gridDim.x / gridDim.y);
-  }
+  load_state_rows(rows, live, sub, s);
   // the values of the group's two rows for every token (commit: from the record)
   uint32_t v2[kMaxSteps];
 #pragma unroll
@@ -367,14 +269,17 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
                                       t * p.v_stride_tok + int64_t(hv) * p.dim_v + row);
     }
   }
+  if constexpr (kPf > 0) {
+    if (threadIdx.x == 32) prefetch_ahead(p, ahead);
+  }
 
   // ---- tokens ----------------------------------------------------------------------------
   if (kMode == kCommit) {
     stage_record<kKda>(p, keep, h, hv, rec, lay, sm);
   } else {
     const bool rec_on = kMode == kVerify && live && blockIdx.x == 0;
-    prepare_tokens<kKda, kMode == kVerify>(p, steps, h, hv, in, rec, lay,
-                                           rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
+    prepare_tokens<kKda, kMode == kVerify, kSplit>(
+        p, steps, h, hv, in, rec, lay, rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
   }
   __syncthreads();
   if constexpr (kPf < 0) ptx::griddepcontrol_launch_dependents();
@@ -385,13 +290,13 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
     load_token<kKda, kMode != kCommit>(sm, t, sub, v2[t], tk);
     float o[2];
     if (kMode == kCommit) {
-      apply<kKda, false>(s, tk, 0.f, o);
+      apply<kKda, false, kTree>(s, tk, 0.f, o);
       continue;
     }
     if (kMode == kVerify && live && sub == 0)  // the replay record's values of token t
       *reinterpret_cast<uint32_t*>(
           rec + lay.v + ((int64_t(t) * p.value_heads + hv) * p.dim_v + row) * 2) = tk.v2;
-    apply<kKda, true>(s, tk, sm.kq[t], o, kMode != kVerify || t + 1 < steps);
+    apply<kKda, true, kTree>(s, tk, sm.kq[t], o, kMode != kVerify || t + 1 < steps);
     if (sub == 0)
       *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + n * p.o_stride_seq +
                                    t * p.o_stride_tok + int64_t(hv) * p.dim_v + row) =
@@ -412,26 +317,222 @@ __device__ __forceinline__ void kda_step(const KdaStepParams& p) {
   }
 }
 
+// ---- verify in the chunk form (kda_verify_chunk) ------------------------------------------
+// With P_t = prod_{u<=t} alpha_u and W_tj = prod_{u=j+1..t} alpha_u per key channel (products
+// of factors <= 1: no gate magnitude overflows them), a state row s_0 after the tokens 0..t is
+//   s_t = s_0 o P_t + sum_{j<=t} u_j (k_j o W_tj),   u_j = beta_j r_j,   so
+//   r_t = v_t - x_t - sum_{j<t} A_tj u_j,   o_t = y_t + sum_{j<=t} B_tj u_j,
+// x_t = s_0 . (P_t o k_t), y_t = s_0 . (P_t o q_t), A_tj = k_t . (W_tj o k_j), B_tj =
+// q_t . (W_tj o k_j), B_tt = k_t . q_t. A row's 16 dots against s_0 are independent (16 FMA an
+// element for 8 tokens where the recurrence chains 4 a token, 31 in all), the 56 coefficients
+// are the head's (computed once per block for its 32 rows) and the solve is scalar: lane t of
+// a group owns token t, 8 steps of one shuffle. verify keeps no state, so only its outputs
+// depend on this rounding order (gated against float64); the record is prepare_tokens' as
+// before: commit(a) still equals a decode steps bit for bit.
+struct ChunkSmem {
+  float red[56][136];      // per-channel terms of A_tj (rows 0..27) and B_tj (28..55), j < t;
+                           // stride 136: the pair sums' float4 reads are conflict-free
+  float cf[kMaxSteps][16]; // row t: A_t0..A_t7, B_t0..B_t7 (zero where j >= t, resp. j > t)
+};
+
+__device__ __forceinline__ int pair_index(int t, int j) { return t * (t - 1) / 2 + j; }
+
+// Thread c = key channel c: column c of sm.k / sm.q becomes P_t k_t / P_t q_t in place (only
+// this thread reads it), the per-channel terms of every A_tj, B_tj go to cs.red and cs.cf
+// gets its diagonal (B_tt) and zeros. Tokens >= steps act as alpha 1, k = q = 0.
+template <bool kKda>
+__device__ __forceinline__ void chunk_terms(int steps, StepSmem<kKda>& sm, ChunkSmem& cs) {
+  const int c = threadIdx.x;
+  float a[kMaxSteps], k[kMaxSteps], q[kMaxSteps];
+#pragma unroll
+  for (int t = 0; t < kMaxSteps; ++t) {
+    const bool on = t < steps;
+    a[t] = on ? sm.a[t][kKda ? c : 0] : 1.f;
+    k[t] = on ? sm.k[t][c] : 0.f;
+    q[t] = on ? sm.q[t][c] : 0.f;
+  }
+  if (c < kMaxSteps * 16) {
+    const int t = c >> 4, col = c & 15;
+    cs.cf[t][col] = col == 8 + t && t < steps ? sm.kq[t] : 0.f;
+  }
+  float P = 1.f;
+#pragma unroll
+  for (int t = 0; t < kMaxSteps; ++t) {
+    P *= a[t];
+    sm.k[t][c] = P * k[t], sm.q[t][c] = P * q[t];
+  }
+#pragma unroll
+  for (int j = 0; j + 1 < kMaxSteps; ++j) {
+    float kw = k[j];  // k_j o W_tj, one factor more per t
+#pragma unroll
+    for (int t = j + 1; t < kMaxSteps; ++t) {
+      kw *= a[t];
+      cs.red[pair_index(t, j)][c] = k[t] * kw;
+      cs.red[28 + pair_index(t, j)][c] = q[t] * kw;
+    }
+  }
+}
+
+// Threads 0..111: coefficient i / 2 summed over half the channels (alternate float4s), the
+// halves added by one shuffle, written into cs.cf.
+__device__ __forceinline__ void chunk_sums(ChunkSmem& cs) {
+  const int i = threadIdx.x;
+  if (i >= 112) return;  // whole half warps
+  const int r = i >> 1, half = i & 1;
+  float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll
+  for (int m = 0; m < 16; ++m) {
+    const float4 x = *reinterpret_cast<const float4*>(&cs.red[r][8 * m + 4 * half]);
+    acc.x += x.x, acc.y += x.y, acc.z += x.z, acc.w += x.w;
+  }
+  float sum = (acc.x + acc.y) + (acc.z + acc.w);
+  sum += __shfl_xor_sync(i >= 96 ? 0x0000ffffu : 0xffffffffu, sum, 1);
+  if (half == 0) {
+    int j = r < 28 ? r : r - 28, t = 1;
+    while (j >= t) j -= t, ++t;
+    cs.cf[t][(r < 28 ? 0 : 8) + j] = sum;
+  }
+}
+
+template <bool kKda, int kPf>
+__device__ __forceinline__ void kda_verify_chunk(const KdaStepParams& p) {
+  const auto [hv, n, lane, warp, grp, sub, row, h] = step_lane(p);
+  const int steps = p.steps < kMaxSteps ? p.steps : kMaxSteps;
+  __shared__ StepSmem<kKda> sm;
+  __shared__ ChunkSmem cs;
+
+  AheadTile none{};  // kPf 0: nothing ahead
+  enter_step<kPf>(p, hv, n, none);
+
+  const auto [line, live, base, rec] = step_line(p, n);
+  const StepRecord lay = step_record(kKda, p.heads, p.value_heads, p.dim_v);
+  TokenLoads in;
+  load_token_inputs<kKda>(p, n, steps, h, hv, in);
+  const char* rows = base + (int64_t(hv) * p.dim_v + row) * (kHeadDim * 4);
+  float s[2][kLaneCh];
+  load_state_rows(rows, live, sub, s);
+  const bool mine = sub < steps;  // lane sub of a group owns token sub
+  const uint32_t v2 = mine ? ptx::ld_global_nc_u32(static_cast<const uint16_t*>(p.v) + n * p.v_stride_seq +
+                                                   sub * p.v_stride_tok + int64_t(hv) * p.dim_v + row)
+                           : 0u;
+  const bool rec_on = live && blockIdx.x == 0;
+  prepare_tokens<kKda, true>(p, steps, h, hv, in, rec, lay,
+                             rec_on && hv % (p.value_heads / p.heads) == 0, rec_on, sm);
+  __syncthreads();
+  chunk_terms<kKda>(steps, sm, cs);
+  __syncthreads();
+  chunk_sums(cs);
+
+  // the row dots x_t, y_t: [row w][x, y][token t], partial over the lane's 16 channels
+  float d[2][2][kMaxSteps];
+#pragma unroll
+  for (int w = 0; w < 2; ++w)
+#pragma unroll
+    for (int t = 0; t < kMaxSteps; ++t) d[w][0][t] = 0.f, d[w][1][t] = 0.f;
+#pragma unroll
+  for (int c = 0; c < 4; ++c)
+#pragma unroll
+    for (int t = 0; t < kMaxSteps; ++t) {
+      const float4 kv = *reinterpret_cast<const float4*>(&sm.k[t][32 * c + 4 * sub]);
+      const float4 qv = *reinterpret_cast<const float4*>(&sm.q[t][32 * c + 4 * sub]);
+      const float kk[4] = {kv.x, kv.y, kv.z, kv.w}, qq[4] = {qv.x, qv.y, qv.z, qv.w};
+#pragma unroll
+      for (int w = 0; w < 2; ++w)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          d[w][0][t] = fmaf(s[w][4 * c + e], kk[e], d[w][0][t]);
+          d[w][1][t] = fmaf(s[w][4 * c + e], qq[e], d[w][1][t]);
+        }
+    }
+  // over the group's 8 lanes, transposed: at each level a lane keeps the half of the tokens
+  // its lane bit names and sends the other half; lane sub ends with token sub's sums (7
+  // shuffles per 8 dots where a butterfly per dot takes 24)
+#pragma unroll
+  for (int half = 4; half >= 1; half >>= 1) {
+    const bool hi = (sub & half) != 0;
+#pragma unroll
+    for (int w = 0; w < 2; ++w)
+#pragma unroll
+      for (int kd = 0; kd < 2; ++kd)
+#pragma unroll
+        for (int i = 0; i < half; ++i) {
+          const float lo_v = d[w][kd][i], hi_v = d[w][kd][i + half];
+          const float recv = __shfl_xor_sync(0xffffffffu, hi ? lo_v : hi_v, half);
+          d[w][kd][i] = (hi ? hi_v : lo_v) + recv;
+        }
+  }
+  __syncthreads();  // cs.cf complete
+
+  // the solve: lane t owns token t; at step j lane j's u_j is final and goes to its group
+  const float beta = mine ? sm.beta[sub] : 0.f;
+  float A[kMaxSteps], B[kMaxSteps];
+#pragma unroll
+  for (int m = 0; m < 2; ++m) {
+    const float4 x = *reinterpret_cast<const float4*>(&cs.cf[sub][4 * m]);
+    const float4 y = *reinterpret_cast<const float4*>(&cs.cf[sub][8 + 4 * m]);
+    A[4 * m] = x.x, A[4 * m + 1] = x.y, A[4 * m + 2] = x.z, A[4 * m + 3] = x.w;
+    B[4 * m] = y.x, B[4 * m + 1] = y.y, B[4 * m + 2] = y.z, B[4 * m + 3] = y.w;
+  }
+  const float vv[2] = {bf16_lo(v2), bf16_hi(v2)};
+  float accA[2] = {0.f, 0.f}, accB[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < kMaxSteps; ++j) {
+    if (j >= steps) break;
+#pragma unroll
+    for (int w = 0; w < 2; ++w) {
+      const float u = beta * ((vv[w] - d[w][0][0]) - accA[w]);
+      const float uj = __shfl_sync(0xffffffffu, u, (lane & ~7) | j);
+      accA[w] = fmaf(A[j], uj, accA[w]);
+      accB[w] = fmaf(B[j], uj, accB[w]);
+    }
+  }
+  if (mine) {
+    *reinterpret_cast<uint32_t*>(static_cast<uint16_t*>(p.o) + n * p.o_stride_seq +
+                                 sub * p.o_stride_tok + int64_t(hv) * p.dim_v + row) =
+        pack_bf16x2(d[0][1][0] + accB[0], d[1][1][0] + accB[1]);
+    if (live)  // the replay record's values of token sub
+      *reinterpret_cast<uint32_t*>(rec + lay.v + ((int64_t(sub) * p.value_heads + hv) * p.dim_v + row) * 2) = v2;
+  }
+}
+
 }  // namespace kernrt::kda
 
 // ---- entries -------------------------------------------------------------------------------
-// decode keeps <= 128 registers (4 blocks, 64 KiB of state in flight per SM); verify holds a
-// second token's inputs and its record writes, commit its record reads: <= 168 (3 blocks).
+// Per entry: min blocks per SM (registers: decode <= 128, the recurrent verify and commit
+// <= 168), kPf, kSplit, kTree; the shipped ones carry the plain names, the _base / _split ones
+// are the live alternatives timed beside them (kda_step_variants.py). A manifest must pair a
+// decode and a commit of the same kTree (commit(a) = a decode steps, bit for bit).
 // Prefetch (kPf) per entry, from decode_x8 / verify_commit_x4 timings on the H200 (per call,
 // medians of 180 graph replays, each variant beside the others in one process; two GPUs):
 // KDA decode B64 38.1 us (kPf -1) / 37.4 (0) / 36.6 (512) / 40.4 (1024), B256 138.4 / 136.8 /
 // 137.3 / 161.9 (a distance of 1024 blocks = 16 MiB of tiles is evicted before use); KDA
 // verify + commit 105.6 / 104.7 (-1) against 104.0 / 104.3 (0); GDN decode B64 35.1 (-1) /
-// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7: GDN keeps -1 (no GDN verify timing).
-#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf)                             \
+// 35.5 (0) / 36.0 (512), B256 133.4 / 133.5 / 135.7. Those kPf >= 0 asked for the own tile in
+// every block and read the ahead tile's line index after the state loads: two L2 round trips
+// stalled warps 0 (the token's) and 1 before their loads. With the own tile in the first 512
+// blocks only and the ahead index read before the wait (kPf 512 now): KDA decode B64 36.41 ->
+// 35.35, B256 137.39 -> 132.30; GDN decode (was -1) B64 34.94 -> 34.29, B256 132.66 -> 131.19.
+// Lost beside it (same process): the ahead prefetch before the wait 39.00 / 142.78, its index
+// before the wait but the own tile in every block 37.49 / 140.63 (by warp 3: 37.37 / 140.41),
+// at most 4 blocks per SM 36.47 / 137.61 (with the new prefetch 35.61 / 133.03).
+#define KERNRT_KDA_STEP_ENTRY(fam, is_kda, mode, name, blocks, pf, split, tree)              \
   extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
       fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
-    kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf>(p);                                \
+    kernrt::kda::kda_step<is_kda, kernrt::kda::mode, pf, split, tree>(p);                  \
+  }
+#define KERNRT_KDA_VERIFY_CHUNK_ENTRY(fam, is_kda, name, blocks, pf)                         \
+  extern "C" __global__ void __launch_bounds__(kernrt::kda::kStepThreads, blocks)           \
+      fam##_##name##_sm90a_bf16_k128(const __grid_constant__ kernrt::kda::KdaStepParams p) { \
+    kernrt::kda::kda_verify_chunk<is_kda, pf>(p);                                           \
   }
 
-KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode, 4, 512)
-KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify, 3, 0)
-KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit, 3, 0)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, -1)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1)
-KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1)
+KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode, 4, 512, true, true)
+KERNRT_KDA_VERIFY_CHUNK_ENTRY(kda, true, verify, 4, 0)
+KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit, 3, 0, false, true)
+KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_split, 4, 512, true, false)
+KERNRT_KDA_STEP_ENTRY(kda, true, kDecode, decode_base, 4, 512, false, false)
+KERNRT_KDA_STEP_ENTRY(kda, true, kVerify, verify_base, 3, 0, false, false)
+KERNRT_KDA_STEP_ENTRY(kda, true, kCommit, commit_base, 3, 0, false, false)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kDecode, decode, 4, 512, false, false)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kVerify, verify, 3, -1, false, false)
+KERNRT_KDA_STEP_ENTRY(gdn, false, kCommit, commit, 3, -1, false, false)

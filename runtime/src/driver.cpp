@@ -88,6 +88,7 @@ Result<DriverApi> open_driver(const char* library) {
   need("cuModuleGetFunction", &api.cuModuleGetFunction);
   need("cuFuncSetAttribute", &api.cuFuncSetAttribute);
   need("cuLaunchKernelEx", &api.cuLaunchKernelEx);
+  need("cuLaunchKernel", &api.cuLaunchKernel);
   need("cuTensorMapEncodeTiled", &api.cuTensorMapEncodeTiled);
   need("cuTensorMapReplaceAddress", &api.cuTensorMapReplaceAddress);
   need("cuStreamBeginCapture", &api.cuStreamBeginCapture);

@@ -59,6 +59,7 @@ struct DriverApi {
   PFN_cuFuncGetParamInfo_v12040 cuFuncGetParamInfo = nullptr;  // null before CUDA 12.4
   PFN_cuFuncSetAttribute_v9000 cuFuncSetAttribute = nullptr;
   PFN_cuLaunchKernelEx_v11060 cuLaunchKernelEx = nullptr;
+  PFN_cuLaunchKernel_v4000 cuLaunchKernel = nullptr;  // the benchmark's raw baseline only
   PFN_cuTensorMapEncodeTiled_v12000 cuTensorMapEncodeTiled = nullptr;
   PFN_cuTensorMapReplaceAddress_v12000 cuTensorMapReplaceAddress = nullptr;
   PFN_cuStreamBeginCapture_v10010 cuStreamBeginCapture = nullptr;

@@ -193,7 +193,8 @@ class H200Contract(unittest.TestCase):
                                         {"at": 1008, "scratch": "partial"},
                                         {"at": 1016, "scratch": "stats"}])
         self.assertEqual(gb["impl"]["scratch"], {})
-        counter = (16 + 2 * slots + 31) // 32 * 32 + 32 * geometry["grid_x"]
+        # Two banks of 16 + 2 slots counter words (prefill_shape.cuh), then the Q tensormaps.
+        counter = (2 * (16 + 2 * slots) + 31) // 32 * 32 + 32 * geometry["grid_x"]
         self.assertEqual(h2["impl"]["scratch"], {
             "counter": {"dtype": "i32", "shape": [counter]},
             "partial": {"dtype": "f32", "shape": [slots, 128, 256]},

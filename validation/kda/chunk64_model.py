@@ -31,7 +31,7 @@ q^, k^, alpha in fp32 as kda_chunk64_prep4.cu forms them: l2norm, scale, the sof
 log2 units); its outputs go into state_inputs (alpha= given) in place of kda_ref.prepare's.
 Does not model fp32 summation order, fast-math intrinsics or the gate's own rounding (the same
 as chunk_model; those errors are far below the operand roundings). `python3 chunk64_model.py`
-prints the precision table of notes.md (a minute on 2 cores); test_chunk64_model.py is fast.
+prints the precision table of kernels/kda/chunk64.md (a minute on 2 cores); test_chunk64_model.py is fast.
 """
 import os
 import sys

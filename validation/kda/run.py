@@ -2,7 +2,7 @@
 FlashKDA, in one process.
 
 Usage: python3 validation/kda/run.py --build BUILD --out OUT --commit SHA [--quick]
-       [--budget SECONDS] [--no-peer]
+       [--budget SECONDS] [--no-peer | --peers NAME,...]
 Owns the family's device run: the ceilings (copy, GEMM) measured first; the correctness cases
 of checks.py (prefill, serving chain, rollback, refusals) against the float64 reference with
 fla's error beside ours; the benchmarks of benches.py (prefill shapes of the issue, decode
@@ -31,11 +31,16 @@ import checks  # noqa: E402
 import torch  # noqa: E402
 
 
-def import_peers(no_peer):
+PEERS = ("fla_kda", "fla_kda_recurrent", "fla_gdn", "flash_qla", "flash_kda")
+
+
+def import_peers(no_peer, only=None):
+    """Imports the peers (all, none with no_peer, or the names in `only`); the others are
+    recorded with the reason they did not run."""
     peers, why = {}, {}
-    for name in ("fla_kda", "fla_kda_recurrent", "fla_gdn", "flash_qla", "flash_kda"):
-        if no_peer:
-            peers[name], why[name] = None, "--no-peer"
+    for name in PEERS:
+        if no_peer or (only is not None and name not in only):
+            peers[name], why[name] = None, "--no-peer" if no_peer else "not in --peers"
             continue
         t = time.time()
         peers[name], why[name] = fx.import_peer(name)
@@ -86,8 +91,15 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--no-peer", action="store_true")
+    ap.add_argument("--peers", type=lambda t: t.split(","), default=None, metavar="NAME,...",
+                    help="only these peers (of %s); fla's JIT and autotune are the slow ones" % ", ".join(PEERS))
     ap.add_argument("--benches-only", action="store_true", help="skip the correctness cases")
     args = ap.parse_args()
+    unknown = sorted(set(args.peers or ()) - set(PEERS))
+    if unknown:
+        ap.error(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(PEERS)})")
+    if args.no_peer and args.peers:
+        ap.error("--no-peer and --peers exclude each other")
     bench.use_build(args.build)  # the build's libkernrt.so and cubins (the drop-ins use them too)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "kda.jsonl")
@@ -96,7 +108,7 @@ def main():
     rec = bench.Recorder(path, "kda", args.commit)
     deadline = bench.T0 + args.budget * 0.8
     ceil = bench.floors(rec)
-    peers, why = import_peers(args.no_peer)
+    peers, why = import_peers(args.no_peer, args.peers)
 
     ok = True
     if not args.benches_only:

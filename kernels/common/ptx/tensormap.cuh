@@ -13,26 +13,27 @@
 
 #include <cuda.h>
 
+#include <nv/target>
+
 #include <cstdint>
 
 #include "common/ptx.cuh"
 
 namespace kernrt::ptx {
 
-#if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM90_ALL) || __CUDA_ARCH__ >= 1000)
-#define KERNRT_TENSORMAP_EDIT 1
-#else
-#define KERNRT_TENSORMAP_EDIT 0
-#endif
+// The tensormap edits exist on sm_90a and sm_100 on; elsewhere (NV_DISPATCH_TARGET) the
+// wrappers compile to nothing. KERNRT_TENSORMAP_ASM(code): `code` on those targets only.
+#define KERNRT_TENSORMAP_ASM(code) \
+  NV_DISPATCH_TARGET(NV_HAS_FEATURE_SM_90a, code, NV_PROVIDES_SM_100, code)
 
 // tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [map], Ord, value: sets the box extent
 // of dimension Ord (0 = innermost, the order cuTensorMapEncodeTiled takes) to `value` elements.
 template <int Ord>
 __device__ __forceinline__ void tensormap_replace_box_dim(CUtensorMap* smem_map, uint32_t value) {
-#if KERNRT_TENSORMAP_EDIT
-  asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], %1, %2;"
-               ::"r"(smem_u32(smem_map)), "n"(Ord), "r"(value) : "memory");
-#endif
+  KERNRT_TENSORMAP_ASM((
+    asm volatile("tensormap.replace.tile.box_dim.shared::cta.b1024.b32 [%0], %1, %2;"
+                 ::"r"(smem_u32(smem_map)), "n"(Ord), "r"(value) : "memory");
+  ))
 }
 
 // tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned:
@@ -40,21 +41,21 @@ __device__ __forceinline__ void tensormap_replace_box_dim(CUtensorMap* smem_map,
 // tensormap proxy. Every lane of the warp calls it.
 __device__ __forceinline__ void tensormap_cp_fenceproxy(CUtensorMap* global_map,
                                                         const CUtensorMap* smem_map) {
-#if KERNRT_TENSORMAP_EDIT
-  asm volatile(
-      "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
-      " [%0], [%1], 128;"
-      ::"l"(reinterpret_cast<uint64_t>(global_map)), "r"(smem_u32(smem_map)) : "memory");
-#endif
+  KERNRT_TENSORMAP_ASM((
+    asm volatile(
+        "tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic.release.gpu.sync.aligned"
+        " [%0], [%1], 128;"
+        ::"l"(reinterpret_cast<uint64_t>(global_map)), "r"(smem_u32(smem_map)) : "memory");
+  ))
 }
 
 // fence.proxy.tensormap::generic.acquire.gpu [map], 128: orders the release above before this
 // thread's TMA operations that read the descriptor at `global_map`.
 __device__ __forceinline__ void fence_proxy_tensormap_acquire(const CUtensorMap* global_map) {
-#if KERNRT_TENSORMAP_EDIT
-  asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;"
-               ::"l"(reinterpret_cast<uint64_t>(global_map)) : "memory");
-#endif
+  KERNRT_TENSORMAP_ASM((
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;"
+                 ::"l"(reinterpret_cast<uint64_t>(global_map)) : "memory");
+  ))
 }
 
 }  // namespace kernrt::ptx

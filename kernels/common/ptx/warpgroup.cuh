@@ -2,7 +2,7 @@
 // named after it): per-warpgroup register reallocation and named barriers with a thread count.
 //
 // Owns: setmaxnreg.inc / setmaxnreg.dec (sm_90a and later), bar.sync / bar.arrive with an id
-// and a thread count, an acquire load of a global int, and an mbarrier phase wait whose spin
+// and a thread count, an acquire load and an acq_rel add of a global int, and an mbarrier phase wait whose spin
 // loop lives inside one asm block.
 // Deliberately does not check: that every warp of a warpgroup executes setmaxnreg with the
 // same count (.sync.aligned), that the counts of all warpgroups fit the register file (65536
@@ -47,6 +47,15 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* p) {
   int v;
   asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(p) : "memory");
   return v;
+}
+
+// atom.acq_rel.gpu.global.add.s32: adds v and returns the old value; releases what this thread
+// (and, through a barrier before it, its CTA) wrote, and acquires what the writers it follows
+// released.
+__device__ __forceinline__ int atom_add_acq_rel_gpu(int* p, int v) {
+  int old;
+  asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;" : "=r"(old) : "l"(p), "r"(v) : "memory");
+  return old;
 }
 
 // mbarrier.try_wait.parity.shared::cta.b64 in a loop inside the asm: returns once the phase

@@ -11,18 +11,16 @@
 // Deliberately does not check: that the 128 threads of a warpgroup execute each call together
 // (.sync.aligned), descriptor validity (1024-byte aligned swizzle atoms, the strides given),
 // fragment layouts, or that the caller is on sm_90a (wgmma does not exist on sm_100a: the
-// wrappers compile to a trap there, see KERNRT_WGMMA). A violation gives wrong numbers or a
+// wrappers compile to a trap there, see NV_HAS_FEATURE_SM_90a below). A violation gives wrong numbers or a
 // fault on the device, it is not detected.
 #pragma once
 
+#include <nv/target>
+
 #include <cstdint>
 
-// wgmma is sm_90a only (sm_100 replaced it with tcgen05): elsewhere the wrappers trap.
-#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#define KERNRT_WGMMA 1
-#else
-#define KERNRT_WGMMA 0
-#endif
+// wgmma is sm_90a only (sm_100 replaced it with tcgen05): elsewhere (NV_IF_TARGET) the fences
+// compile to nothing and the products trap.
 
 namespace kernrt::ptx {
 
@@ -55,24 +53,21 @@ __device__ __forceinline__ uint64_t wgmma_desc_uniform(uint64_t desc) {
 // wgmma.fence.sync.aligned: orders this warpgroup's register writes (accumulators, A
 // fragments) before the wgmma.mma_async that read them.
 __device__ __forceinline__ void wgmma_fence() {
-#if KERNRT_WGMMA
-  asm volatile("wgmma.fence.sync.aligned;" ::: "memory");
-#endif
+  NV_IF_TARGET(NV_HAS_FEATURE_SM_90a,
+               (asm volatile("wgmma.fence.sync.aligned;" ::: "memory");))
 }
 
 // wgmma.commit_group.sync.aligned: closes the group of wgmma.mma_async issued since the last.
 __device__ __forceinline__ void wgmma_commit_group() {
-#if KERNRT_WGMMA
-  asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");
-#endif
+  NV_IF_TARGET(NV_HAS_FEATURE_SM_90a,
+               (asm volatile("wgmma.commit_group.sync.aligned;" ::: "memory");))
 }
 
 // wgmma.wait_group.sync.aligned N: waits until at most N committed groups are pending.
 template <int N>
 __device__ __forceinline__ void wgmma_wait_group() {
-#if KERNRT_WGMMA
-  asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");
-#endif
+  NV_IF_TARGET(NV_HAS_FEATURE_SM_90a,
+               (asm volatile("wgmma.wait_group.sync.aligned %0;" ::"n"(N) : "memory");))
 }
 
 // An empty asm that claims to read and write `r`: the compiler can neither move accesses of
@@ -99,23 +94,21 @@ __device__ __forceinline__ void fence_registers(uint32_t (&r)[N]) {
 // (+8), columns 8j + 2*(lane%4) (+1): d[4j + {0,1}] row lane/4, d[4j + {2,3}] row lane/4 + 8.
 __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc_a,
                                                    uint64_t desc_b, int accumulate) {
-#if KERNRT_WGMMA
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16,"
-      "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, %32, %33, p, 1, 1, 0, 0;\n"
-      "}\n"
-      : KERNRT_F32(d, 0)
-      : "l"(desc_a), "l"(desc_b), "r"(accumulate)
-      : "memory");
-#else
-  __trap();
-#endif
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %34, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16,"
+        "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, %32, %33, p, 1, 1, 0, 0;\n"
+        "}\n"
+        : KERNRT_F32(d, 0)
+        : "l"(desc_a), "l"(desc_b), "r"(accumulate)
+        : "memory");
+  ), (__trap();))
 }
 
 // wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 with A in registers: d (64x256 f32,
@@ -125,30 +118,28 @@ __device__ __forceinline__ void wgmma_m64n64k16_ss(float (&d)[32], uint64_t desc
 __device__ __forceinline__ void wgmma_m64n256k16_rs(float (&d)[128], uint32_t a0, uint32_t a1,
                                                     uint32_t a2, uint32_t a3, uint64_t desc_b,
                                                     int accumulate) {
-#if KERNRT_WGMMA
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %133, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16,"
-      "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
-      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46,"
-      "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61,"
-      "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76,"
-      "%77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91,"
-      "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105,"
-      "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118,"
-      "%119, %120, %121, %122, %123, %124, %125, %126, %127"
-      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n"
-      "}\n"
-      : KERNRT_F32(d, 0), KERNRT_F32(d, 32), KERNRT_F32(d, 64), KERNRT_F32(d, 96)
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(accumulate)
-      : "memory");
-#else
-  __trap();
-#endif
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %133, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, %16,"
+        "%17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31,"
+        "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46,"
+        "%47, %48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61,"
+        "%62, %63, %64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76,"
+        "%77, %78, %79, %80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91,"
+        "%92, %93, %94, %95, %96, %97, %98, %99, %100, %101, %102, %103, %104, %105,"
+        "%106, %107, %108, %109, %110, %111, %112, %113, %114, %115, %116, %117, %118,"
+        "%119, %120, %121, %122, %123, %124, %125, %126, %127"
+        "}, {%128, %129, %130, %131}, %132, p, 1, 1, 1;\n"
+        "}\n"
+        : KERNRT_F32(d, 0), KERNRT_F32(d, 32), KERNRT_F32(d, 64), KERNRT_F32(d, 96)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(accumulate)
+        : "memory");
+  ), (__trap();))
 }
 
 #undef KERNRT_F32

@@ -5,8 +5,10 @@
 // chunk step (kernels/kda/chunk64.md), whose f16 operands keep 11 bits at any magnitude
 // through a power-of-two scale per warp (bf16 operands miss its precision gate).
 // Deliberately does not check what wgmma.cuh does not (warpgroup convergence, descriptor
-// validity, fragment layouts); off sm_90a the wrappers trap (KERNRT_WGMMA, wgmma.cuh).
+// validity, fragment layouts); off sm_90a the wrappers trap (NV_HAS_FEATURE_SM_90a, wgmma.cuh).
 #pragma once
+
+#include <nv/target>
 
 #include <cstdint>
 
@@ -29,23 +31,21 @@ __device__ __forceinline__ void wgmma_m64n64k16_rs_f16(float (&d)[32], uint32_t 
                                                      uint32_t a2, uint32_t a3, uint64_t desc_b,
                                                      int accumulate) {
   static_assert(kScaleA == 1 || kScaleA == -1, "imm-scale-a is +1 or -1");
-#if KERNRT_WGMMA
-  asm volatile(
-      "{\n"
-      ".reg .pred p;\n"
-      "setp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
-      "{"
-      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
-      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
-      "}, {%32, %33, %34, %35}, %36, p, %38, 1, 0;\n"
-      "}\n"
-      : KERNRT_F32(d, 0)
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(accumulate), "n"(kScaleA)
-      : "memory");
-#else
-  __trap();
-#endif
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (
+    asm volatile(
+        "{\n"
+        ".reg .pred p;\n"
+        "setp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+        "{"
+        "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15,"
+        "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+        "}, {%32, %33, %34, %35}, %36, p, %38, 1, 0;\n"
+        "}\n"
+        : KERNRT_F32(d, 0)
+        : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(accumulate), "n"(kScaleA)
+        : "memory");
+  ), (__trap();))
 }
 
 #undef KERNRT_F32

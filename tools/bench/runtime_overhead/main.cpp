@@ -172,10 +172,10 @@ std::vector<Row> measure(const Options& o, std::string* gpu_name) {
     t0 = std::chrono::steady_clock::now();
     std::vector<CUmodule> mods(cubins.size());
     for (size_t k = 0; k < cubins.size(); ++k) {
-      cu.check(cu.cuModuleLoadData(&mods[k], cubins[k].data()), "cuModuleLoadData");
+      cu.check(cu.api->cuModuleLoadData(&mods[k], cubins[k].data()), "cuModuleLoadData");
     }
     peer_load.push_back(since_us(t0));
-    for (CUmodule m : mods) cu.cuModuleUnload(m);
+    for (CUmodule m : mods) cu.api->cuModuleUnload(m);
   }
 
   std::vector<Row> rows;

@@ -78,8 +78,8 @@ PREFILL_GEOMETRY_PATH = os.path.join(REPO, "kernels", "attention", "prefill_geom
 PREFILL_GEOMETRY_KEYS = ("module", "cubin", "entry", "block", "shared_mem", "grid_x", "slots")
 # The sm90 prefill kernel's compiled limits and scratch layout (kernels/attention/
 # prefill_shape.cuh): work items of 21 query tokens, at most 32 KV chunks per unit and 128
-# sequences per launch; counter words: 16 fixed, 2 per unit (< slots), then one 128-byte Q
-# tensormap per CTA from a 32-word boundary; one partial slot is 128 rows x 256 f32 plus
+# sequences per launch; counter words: two banks (alternate launches) of 16 fixed + 2 per
+# unit (< slots), then one 128-byte Q tensormap per CTA from a 32-word boundary; one partial slot is 128 rows x 256 f32 plus
 # 128 x 2 f32 of (max, sum).
 H200_PREFILL_BLOCK_TOKENS = 21
 H200_PREFILL_MAX_SPLIT = 32
@@ -341,7 +341,7 @@ def h200_prefill(cap, launch, kv_param, fields):
     fields += [kp.scratch(kp.PTR_MULTI_CTAS_KV_COUNTER, "counter"),
                kp.scratch(kp.PTR_PARTIAL_O, "partial"),
                kp.scratch(kp.PTR_PARTIAL_STATS, "stats")]
-    tmap_word = (16 + 2 * slots + 31) // 32 * 32
+    tmap_word = (2 * (16 + 2 * slots) + 31) // 32 * 32  # two counter banks (prefill_shape.cuh)
     scratch = {"counter": {"dtype": "i32", "shape": [tmap_word + 32 * launch.grid_x]},
                "partial": {"dtype": "f32", "shape": [slots, H200_PREFILL_TILE_ROWS, HEAD_DIM]},
                "stats": {"dtype": "f32", "shape": [slots, H200_PREFILL_TILE_ROWS, 2]}}

@@ -35,7 +35,8 @@ from .conv_params import FWD, UPDATE, field
 # loader -> (channels per thread, block.x, rows per block by default). strip4p (the next
 # group's loads before this group's math) at spans of 32 rows in blocks of 128 was the
 # fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
-# slower, shorter spans slower still; notes.md).
+# slower, shorter spans slower still; 6-row groups at 6 blocks per SM 1.5-2.9 %, launches in
+# clusters along grid x 0.3-3.5 %; notes.md).
 FWD_KERNELS = {"strip4p": (4, 128, 32)}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
