@@ -1,11 +1,12 @@
 // PTX wrappers for plain and asynchronous loads and stores (one inline `asm` per instruction,
 // each function named after it), and the shared-memory address every other wrapper takes.
 //
-// Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
-// the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
-// bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
-// global loads through the non-coherent path (one with cache hints), a 32-bit load cached in
-// L2 only, plain 8- and 16-byte global stores and streaming 16-byte global stores.
+// Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of the
+// cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16 bytes,
+// and the zero-filling 16- and 4-byte forms) with its commit/wait groups and its mbarrier
+// arrival (cp.async.mbarrier.arrive.noinc); 2- to 16-byte global loads through the non-coherent
+// path (one with cache hints), a 32-bit load cached in L2 only, plain 8- and 16-byte global
+// stores and streaming 16-byte global stores.
 // Deliberately does not check: alignment (16 bytes for every address here, 8 for the 8-byte
 // store), that a pointer given as shared really points into shared memory, or that data read
 // through the non-coherent path is not written by the same grid (the caller's contract).
@@ -73,6 +74,15 @@ __device__ __forceinline__ void cp_async_commit_group() {
 template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// cp.async.mbarrier.arrive.noinc.shared::cta.b64: one arrival on the mbarrier at `bar` once
+// every cp.async this thread issued before it has completed (its writes then visible to the
+// threads that observe the phase). .noinc: the arrival is one of the `count` the barrier was
+// initialised with (no pending-count increment), so no plain arrive follows it.
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_u32(bar))
+               : "memory");
 }
 
 // ---- global loads and stores ------------------------------------------------------------------
