@@ -246,6 +246,34 @@ class Chunk64StateEntry(unittest.TestCase):
         with self.assertRaisesRegex(g.GenError, r"prep4' takes the raw inputs"):
             g64.prep64_op(1, 1, "prep4")
 
+    def test_state2_is_selected_with_its_block_and_smem(self):
+        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_state2.cu")) as f:
+            src = f.read()
+        module, entry, threads, smem = g64.STATES["state2"]
+        self.assertEqual(int(re.search(r"kChunk64State2Smem = (\d+);", src).group(1)), smem)
+        cons = int(re.search(r"kConsumerThreads = (\d+);", src).group(1))
+        prod = int(re.search(r"kProducerThreads = (\d+);", src).group(1))
+        self.assertEqual(cons + prod, threads)
+        self.assertIn(entry, src)
+        self.assertIn(f"kernrt_add_cubin({module} SOURCE {module}.cu", open(os.path.join(
+            os.path.dirname(PARAMS_H), "CMakeLists.txt")).read())
+        ref = g64.state64_op(2, 256, 3)["impl"]["launches"][0]
+        launch = g64.state64_op(2, 256, 3, state="state2")["impl"]["launches"][0]
+        self.assertEqual((launch["module"], launch["entry"], launch["block"], launch["shared_mem"]),
+                         (module, entry, [threads, 1, 1], smem))
+        # the same pack, params and grid as the reference entry
+        self.assertEqual((launch["args"], launch["params"], launch["grid"]),
+                         (ref["args"], ref["params"], ref["grid"]))
+        m = g64.state64_manifest(4, 2, 128, 3, state="state2")
+        self.assertEqual(set(m["modules"]), {module})
+        self.assertEqual(m["modules"][module]["source"], f"{module}.sm90a.cubin")
+        self.assertEqual(m["buffers"], g64.state64_manifest(4, 2, 128, 3)["buffers"])
+        f = g64.forward64_manifest(4, 2, 128, 3, prep="prep4", state="state2")
+        self.assertEqual(set(f["modules"]), {"kda_chunk64_prep4", module})
+        self.assertEqual(f["ops"]["state64"]["impl"]["launches"][0]["entry"], entry)
+        self.assertEqual(f["buffers"], g64.forward64_manifest(4, 2, 128, 3, prep="prep4")["buffers"])
+        self.assertNotEqual(f["model"], g64.forward64_manifest(4, 2, 128, 3, prep="prep4")["model"])
+
     def test_refusals(self):
         with self.assertRaisesRegex(g.GenError, r"prep = 'prep5' is not supported"):
             g64.forward64_manifest(1, 1, 128, 1, prep="prep5")
@@ -253,6 +281,10 @@ class Chunk64StateEntry(unittest.TestCase):
             g64.state64_manifest(1, 1, 64, 1)
         with self.assertRaisesRegex(g.GenError, r"NC = 0 is not supported"):
             g64.state64_op(1, 128, 0)
+        with self.assertRaisesRegex(g.GenError, r"state = 'state3' is not supported"):
+            g64.state64_manifest(1, 1, 128, 1, state="state3")
+        with self.assertRaisesRegex(g.GenError, r"state = 'state3' is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, state="state3")
 
 
 if __name__ == "__main__":

@@ -6,6 +6,8 @@ must not take run.py's results with it).
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
        [--prep prep3]   (the prep cases and timings on prep v3, kda_chunk64_prep3.cu, instead of v2)
        [--prep prep4]   (prep v4, kda_chunk64_prep4.cu: raw inputs, its own cases, see below)
+       [--state state2] (every state step, alone and in forward64, on the pipelined entry
+                         kda_chunk64_state2_sm90a_f16_k128 instead of kda_chunk64_state's)
        ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
 Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
 last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
@@ -17,7 +19,11 @@ BUILD/cubins/run, outputs poisoned with NaN, program `state64` run by libkernrt;
     state up to 1.0e-4 at lower_bound -5, V 256; each f16 operand re-rounds what moved), while
     a wrong fragment, swizzle, scale or sign is O(1e-2) or more;
   - against the float64 token loop (kda_ref): o rounded to bf16 and the final state, <= 2e-3
-    (the device gate of run.py).
+    (the device gate of run.py);
+  - with --state state2, against the reference entry kda_chunk64_state_sm90a_f16_k128 run on the
+    same operands in the same process: both run the same wgmma chain (chunk64_state_step.cuh),
+    so o and the state must be bit-identical (reported as the largest |difference| and
+    "bit-identical"; a pipelining race shows as a difference, a rel rms above 1e-6 fails).
 Then the prep alone (kda_chunk64_prep_sm90a_f16_k128, chunk64.md step 2) on the same cases: the
 prepared fp32 tokens (q, k normalized, alpha, beta, padded per chunk) into a
 kernrt.gen.kda_chunk64 forward64 manifest; program `prep64`: its operands (kq, kbt, tmb, aqk,
@@ -32,9 +38,10 @@ in fp32 as the kernel forms it) under plan chunk64_model.PREP4 (its diagonal tf3
 round to even), with the same tolerances and the same float64 gate.
 Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
 "check") when --out is given; exit 0 when every check passed, 2 without a device.
-With --time, also a diagnostic timing of prep64 and forward64 at the same shape, and (records nothing; the entry is not pipelined, it copies
-each chunk's operands with all threads): the state step over B8 HV16 V128 NC64 (B8 T4096 H16)
-on random operands, graph replay through libkernrt, printed as "TIME ...". Not part of run.py.
+With --time, also a diagnostic timing (records nothing) at B8 HV16 V128 NC64 (B8 T4096 H16) on
+random operands, graph replay through libkernrt, printed as "TIME ...": the --state entry
+alone (and the reference entry's after it when --state is another), then prep64 and forward64
+(the --prep entry, then the --state entry). Not part of run.py.
 """
 import argparse
 import datetime
@@ -53,6 +60,8 @@ import kda_ref as ref  # noqa: E402
 from test_chunk_model import inputs  # noqa: E402
 
 MODEL_TOL, GATE = 5e-4, 2e-3
+SAME_TOL = 1e-6  # state2 against the reference entry: the same products, so 0 is expected
+STATE_ENTRIES = ("state", "state2")
 CASES = (("init", None, 128), ("harsh", None, 128), ("init", -5.0, 256))
 PREP4_CASES = (("init", None, 128), ("harsh", None, 128), ("init", None, 256))  # softplus gate
 
@@ -68,15 +77,13 @@ def case_inputs(gates, lb, V, B=2, T=200, H=1, HV=2, seed=0):
     return ref.prepare(q, k, v, g, beta, None, **opts), h0, o, ht
 
 
-def run_case(build, gates, lb, V):
+def run_state(build, s, B, HV, V, NC, state):
+    """Program state64 of the `state` entry on the model's operands `s`: (o, xt) as numpy."""
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
-    xp, h0, o_ref, ht_ref = case_inputs(gates, lb, V)
-    s = m.state_inputs(xp, h0)
-    B, HV, NC = s["kq"].shape[:3]
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.state64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    rt = kernrt.load(pin(g64.state64_manifest(B, HV, V, NC, state), cubins), cubins=[cubins])
     dt = {"kq": torch.float16, "kbt": torch.float16, "tmb": torch.float16,
           "aqk": torch.float16, "v": torch.bfloat16}
     for name in ("kq", "kbt", "tmb", "aqk", "gamma", "v", "x0"):
@@ -84,14 +91,29 @@ def run_case(build, gates, lb, V):
     rt.buffer("o").fill_(float("nan"))
     rt.buffer("xt").fill_(float("nan"))
     rt.run("state64", seqs=B)
-    o = rt.buffer("o").float().cpu().numpy()
-    xt = rt.buffer("xt").float().cpu().numpy()
+    out = rt.buffer("o").float().cpu().numpy(), rt.buffer("xt").float().cpu().numpy()
+    rt.close()
+    return out
+
+
+def run_case(build, gates, lb, V, state="state"):
+    xp, h0, o_ref, ht_ref = case_inputs(gates, lb, V)
+    s = m.state_inputs(xp, h0)
+    B, HV, NC = s["kq"].shape[:3]
+    o, xt = run_state(build, s, B, HV, V, NC, state)
     T = o_ref.shape[1]
     o_tok = o.transpose(0, 2, 3, 1, 4).reshape(B, NC * m.C, HV, V)[:, :T]
-    return {"o vs model": ref.rel_rms(o, s["o"]), "state vs model": ref.rel_rms(xt, s["xt"]),
-            "o vs float64": ref.rel_rms(cm.bf16(o_tok), cm.bf16(o_ref.astype(np.float32))),
-            "state vs float64": ref.rel_rms(xt, ht_ref),
-            "finite": bool(np.isfinite(o).all() and np.isfinite(xt).all())}
+    r = {"o vs model": ref.rel_rms(o, s["o"]), "state vs model": ref.rel_rms(xt, s["xt"]),
+         "o vs float64": ref.rel_rms(cm.bf16(o_tok), cm.bf16(o_ref.astype(np.float32))),
+         "state vs float64": ref.rel_rms(xt, ht_ref),
+         "finite": bool(np.isfinite(o).all() and np.isfinite(xt).all())}
+    if state != "state":  # the reference entry on the same operands
+        o0, xt0 = run_state(build, s, B, HV, V, NC, "state")
+        r["o vs state"], r["state vs state"] = ref.rel_rms(o, o0), ref.rel_rms(xt, xt0)
+        r["max |o - state's|"] = float(np.nanmax(np.abs(o - o0)))
+        r["max |xt - state's|"] = float(np.nanmax(np.abs(xt - xt0)))
+        r["bit-identical"] = bool(np.array_equal(o, o0) and np.array_equal(xt, xt0))
+    return r
 
 
 def raw_case(gates, V, B=2, T=200, H=1, HV=2, seed=0):
@@ -135,7 +157,7 @@ def prep_inputs(xp_inputs):
 OPERANDS = ("kq", "kbt", "tmb", "aqk", "gamma")
 
 
-def run_prep_case(build, gates, lb, V, prep="prep"):
+def run_prep_case(build, gates, lb, V, prep="prep", state="state"):
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
@@ -144,7 +166,8 @@ def run_prep_case(build, gates, lb, V, prep="prep"):
     pi = prep_inputs(xp)
     B, HV, NC = s["kq"].shape[:3]
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep), cubins), cubins=[cubins])
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep, state=state), cubins),
+                     cubins=[cubins])
     for name in ("qh", "kh", "al", "beta"):
         rt.buffer(name).copy_(torch.from_numpy(pi[name]))
     rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
@@ -152,7 +175,7 @@ def run_prep_case(build, gates, lb, V, prep="prep"):
     return prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V)
 
 
-def run_prep4_case(build, gates, V):
+def run_prep4_case(build, gates, V, state="state"):
     """run_prep_case for prep v4: the raw inputs in, the model on tokens64's tokens."""
     import torch
     import kernrt
@@ -161,8 +184,8 @@ def run_prep4_case(build, gates, V):
     B, T, H = raw["q"].shape[:3]
     HV, NC = raw["g"].shape[2], s["kq"].shape[2]
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, "prep4", heads=H, tokens=T), cubins),
-                     cubins=[cubins])
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, "prep4", heads=H, tokens=T,
+                                                state=state), cubins), cubins=[cubins])
     for name in ("q", "k", "g", "beta", "a_log", "dt_bias"):
         dt = torch.bfloat16 if name in ("q", "k", "g") else torch.float32
         rt.buffer(name).copy_(torch.from_numpy(np.ascontiguousarray(raw[name])).to(dt))
@@ -193,7 +216,7 @@ def prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V):
     return r
 
 
-def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep"):
+def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep", state="state"):
     """Median us of prep64 and forward64 at B8 T4096 H16 V128 on random bounded tokens; with
     `profile`, one eager forward64 instead (the launches an Nsight Compute profile targets)."""
     import torch
@@ -201,7 +224,8 @@ def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep"):
     from kernrt.gen import kda_chunk64 as g64, pin
     cubins = os.path.join(build, "cubins", "run")
     extra = {"heads": HV} if prep == "prep4" else {}  # B8 T4096 H16: no GVA
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep, **extra), cubins), cubins=[cubins])
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep, state=state, **extra), cubins),
+                     cubins=[cubins])
     gen = torch.Generator(device="cuda").manual_seed(0)
     if prep == "prep4":  # raw inputs; alpha = exp(-4 softplus(g - 6)) ~ 0.99: the tf32 path
         for name in ("q", "k", "g"):
@@ -224,20 +248,20 @@ def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep"):
         return
     for prog in ("prep64", "forward64"):
         t = rt.time(prog, iters=20, graph=True, seqs=B)
-        print(f"TIME chunk64 {prep} {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
+        print(f"TIME chunk64 {prep} {state} {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
               f"(min {t['min_us']:.1f})", flush=True)
     print(f"TIME chunk64 forward64: finite o {bool(torch.isfinite(rt.buffer('o')).all())}, "
           f"finite state {bool(torch.isfinite(rt.buffer('xt')).all())}", flush=True)
     rt.close()
 
 
-def time_state(build, B=8, HV=16, V=128, NC=64):
-    """Median us of the state step at B8 T4096 H16 V128 on random bounded operands."""
+def time_state(build, B=8, HV=16, V=128, NC=64, state="state"):
+    """Median us of the `state` entry at B8 T4096 H16 V128 on random bounded operands."""
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
     cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.state64_manifest(B, HV, V, NC), cubins), cubins=[cubins])
+    rt = kernrt.load(pin(g64.state64_manifest(B, HV, V, NC, state), cubins), cubins=[cubins])
     gen = torch.Generator(device="cuda").manual_seed(0)
     for name, sc in (("kq", 0.08), ("kbt", 0.08), ("tmb", 0.1), ("aqk", 0.1), ("v", 1.0)):
         b = rt.buffer(name)
@@ -245,7 +269,7 @@ def time_state(build, B=8, HV=16, V=128, NC=64):
     rt.buffer("gamma").fill_(0.5)
     rt.buffer("x0").zero_()
     t = rt.time("state64", iters=20, graph=True, seqs=B)
-    print(f"TIME chunk64 state step B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
+    print(f"TIME chunk64 {state} step B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
           f"(min {t['min_us']:.1f}); finite o {bool(torch.isfinite(rt.buffer('o')).all())}",
           flush=True)
     rt.close()
@@ -260,6 +284,9 @@ def main():
     ap.add_argument("--prep", default="prep", choices=("prep", "prep3", "prep4"),
                     help="the prep entry under test: v2 (kda_chunk64_prep.cu), v3 (kda_chunk64_prep3.cu) "
                          "or v4 (kda_chunk64_prep4.cu, raw inputs)")
+    ap.add_argument("--state", default="state", choices=STATE_ENTRIES,
+                    help="the state step under test: kda_chunk64_state.cu (synchronous copies, the "
+                         "reference) or kda_chunk64_state2.cu (pipelined; also compared with the reference)")
     ap.add_argument("--profile", action="store_true",
                     help="only one eager forward64 at B8 HV16 V128 NC64 (for ncu -k regex:kda_chunk64)")
     args = ap.parse_args()
@@ -268,33 +295,41 @@ def main():
         print("check_chunk64: no CUDA device: nothing checked")
         return 2
     if args.profile:
-        time_forward(args.build, profile=True, prep=args.prep)
+        time_forward(args.build, profile=True, prep=args.prep, state=args.state)
         return 0
     import torch
     rows, ok = [], True
     for gates, lb, V in CASES:
-        label = f"chunk64 state step B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
+        label = f"chunk64 {args.state} step B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
         try:
-            r = run_case(args.build, gates, lb, V)
+            r = run_case(args.build, gates, lb, V, args.state)
         except Exception as e:  # a refusal or a fault: recorded, the next case still runs
             print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
             rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})
             ok = False
             continue
         good = r["finite"] and r["o vs model"] <= MODEL_TOL and r["state vs model"] <= MODEL_TOL \
-            and r["o vs float64"] <= GATE and r["state vs float64"] <= GATE
+            and r["o vs float64"] <= GATE and r["state vs float64"] <= GATE \
+            and r.get("o vs state", 0.0) <= SAME_TOL and r.get("state vs state", 0.0) <= SAME_TOL
         ok &= good
-        print(f"{label}: " + ", ".join(f"{k} {v:.3g}" for k, v in r.items() if k != "finite")
-              + f", finite {r['finite']}: {'pass' if good else 'FAIL'}")
-        rows.append({"case": label, "kind": "check", "error": r["o vs float64"],
-                     "error_state": r["state vs float64"], "error_vs_model": r["o vs model"],
-                     "error_state_vs_model": r["state vs model"], "gate": GATE,
-                     "gate_vs_model": MODEL_TOL, "pass": good})
+        print(f"{label}: " + ", ".join(f"{k} {v:.3g}" for k, v in r.items()
+                                       if k not in ("finite", "bit-identical"))
+              + f", finite {r['finite']}" + (f", bit-identical {r['bit-identical']}" if "bit-identical" in r else "")
+              + f": {'pass' if good else 'FAIL'}")
+        row = {"case": label, "kind": "check", "error": r["o vs float64"],
+               "error_state": r["state vs float64"], "error_vs_model": r["o vs model"],
+               "error_state_vs_model": r["state vs model"], "gate": GATE,
+               "gate_vs_model": MODEL_TOL, "pass": good}
+        if "bit-identical" in r:
+            row.update({"error_vs_reference_entry": r["o vs state"],
+                        "error_state_vs_reference_entry": r["state vs state"],
+                        "gate_vs_reference_entry": SAME_TOL, "bit_identical": r["bit-identical"]})
+        rows.append(row)
     for gates, lb, V in (PREP4_CASES if args.prep == "prep4" else CASES):
-        label = f"chunk64 {args.prep} + state B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
+        label = f"chunk64 {args.prep} + {args.state} B2 T200 HV2 V{V} {gates}" + ("" if lb is None else f" lb {lb:g}")
         try:
-            r = (run_prep4_case(args.build, gates, V) if args.prep == "prep4"
-                 else run_prep_case(args.build, gates, lb, V, args.prep))
+            r = (run_prep4_case(args.build, gates, V, args.state) if args.prep == "prep4"
+                 else run_prep_case(args.build, gates, lb, V, args.prep, args.state))
         except Exception as e:  # a refusal or a fault: recorded, the next case still runs
             print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
             rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})
@@ -328,8 +363,10 @@ def main():
             print(f"| {r['case']} | - | - | - | - | False (did not run) |")
     if args.time:
         try:
-            time_state(args.build)
-            time_forward(args.build, prep=args.prep)
+            time_state(args.build, state=args.state)
+            if args.state != "state":  # the reference entry in the same process, for the ratio
+                time_state(args.build, state="state")
+            time_forward(args.build, prep=args.prep, state=args.state)
         except Exception as e:  # noqa: BLE001 - a diagnostic: report it
             print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
     return 0 if ok else 1

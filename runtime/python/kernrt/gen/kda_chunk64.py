@@ -17,8 +17,11 @@ selects prep v4 (kernels/kda/kda_chunk64_prep4.cu, pack Chunk64Prep4Params) over
 inputs instead of the prepared tokens: q, k bf16 [seqs, T, H, 128], g bf16 [seqs, T, HV, 128]
 (the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log f32 [HV], dt_bias
 f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale `scale`.
-Refuses: V not 128 or 256, HV or NC below 1; for prep4 HV not a multiple of H, T not in the
-NC chunks. Does not check kernel behaviour or the manifest
+state="state2" (every function with a `state` parameter) selects the pipelined state step
+(kernels/kda/kda_chunk64_state2.cu: a producer warpgroup, two operand stages; the same pack,
+buffers, grid and results) instead of kda_chunk64_state.cu's.
+Refuses: V not 128 or 256, HV or NC below 1, an unknown state or prep; for prep4 HV not a
+multiple of H, T not in the NC chunks. Does not check kernel behaviour or the manifest
 rules (kernrt-verify does). Python 3 standard library only.
 """
 
@@ -29,8 +32,10 @@ C64_THREADS = 256         # kThreads (two warpgroups of 64 value rows)
 C64_SMEM = 83456          # kChunk64StateSmem
 C64_PACK = 80             # sizeof(Chunk64StateParams)
 C64_VTILE = 128           # value rows per block
-MODULE = {"kda_chunk64_state": {"source": "kda_chunk64_state.sm90a.cubin",
-                                "sha256": "@SHA256:kda_chunk64_state.sm90a@"}}
+# the state-step entries a manifest can select: (module, entry, block threads, shared memory =
+# the source's kThreads and kChunk64StateSmem / kChunk64State2Smem); both take Chunk64StateParams
+STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
+          "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 167936)}
 C64_PREP_THREADS = 256    # kda_chunk64_prep.cu kThreads
 C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 # the prep entries a forward64 manifest can select: (module, entry, shared memory = the
@@ -61,30 +66,43 @@ def _shape(rest, dim_v, chunks, value_heads):
     return ["seqs", value_heads] + [sub.get(x, x) for x in rest]
 
 
-def state64_op(value_heads, dim_v, chunks):
+def _state_kind(state):
+    if state not in STATES:
+        raise GenError(f"state = {state!r} is not supported: expected one of {sorted(STATES)}")
+    return STATES[state]
+
+
+def _module(module):
+    return {module: {"source": f"{module}.sm90a.cubin", "sha256": f"@SHA256:{module}.sm90a@"}}
+
+
+def state64_op(value_heads, dim_v, chunks, state="state"):
     """The state step over NC chunks of every (sequence, head): grid (V / 128, HV, seqs)."""
     _check(value_heads, dim_v, chunks)
+    module, entry, threads, smem = _state_kind(state)
     params = [f"{d} buffer<{t}>" for _, t, _, _, d in _BUFS]
     fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_BUFS)]
     fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": dim_v}]
-    launch = {"module": "kda_chunk64_state", "entry": "kda_chunk64_state_sm90a_f16_k128",
-              "params": [f"bytes<{C64_PACK}>"], "block": [C64_THREADS, 1, 1],
-              "grid": [dim_v // C64_VTILE, value_heads, "seqs"], "shared_mem": C64_SMEM,
+    launch = {"module": module, "entry": entry,
+              "params": [f"bytes<{C64_PACK}>"], "block": [threads, 1, 1],
+              "grid": [dim_v // C64_VTILE, value_heads, "seqs"], "shared_mem": smem,
               "args": [{"pack": {"size": C64_PACK, "fields": fields}}]}
     return {"params": params, "impl": {"launches": [launch]}}
 
 
-def state64_manifest(max_seqs, value_heads, dim_v, chunks):
-    """Buffers named as in the module docstring, program `state64` (one call)."""
+def state64_manifest(max_seqs, value_heads, dim_v, chunks, state="state"):
+    """Buffers named as in the module docstring, program `state64` (one call) on `state`."""
     _check(value_heads, dim_v, chunks)
+    module = _state_kind(state)[0]
+    tag = "" if state == "state" else f"-{state}"
     bufs = {name: {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads),
                    "kind": "input" if d == "in" else "output"}
             for name, t, rest, _, d in _BUFS}
     args = [{"buf": name} for name, _, _, _, _ in _BUFS]
     return {"schema_version": 4,
-            "model": f"kernrt-kda-chunk64-state-hv{value_heads}-v{dim_v}-nc{chunks}",
-            "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs, "modules": dict(MODULE),
-            "ops": {"state64": state64_op(value_heads, dim_v, chunks)},
+            "model": f"kernrt-kda-chunk64-state{tag}-hv{value_heads}-v{dim_v}-nc{chunks}",
+            "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs, "modules": _module(module),
+            "ops": {"state64": state64_op(value_heads, dim_v, chunks, state)},
             "programs": {"state64": {"calls": [{"op": "state64", "args": args}]}}}
 
 
@@ -156,11 +174,14 @@ def prep4_op(value_heads, heads, tokens, chunks, scale=None):
 
 
 def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=1, tokens=None,
-                       scale=None):
+                       scale=None, state="state"):
     """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both; `prep`
-    names the prep entry (PREPS); prep4 takes `heads`, `tokens` (default NC * 64), `scale`."""
+    names the prep entry (PREPS), `state` the state step (STATES); prep4 takes `heads`,
+    `tokens` (default NC * 64), `scale`."""
     _check(value_heads, dim_v, chunks)
     module = _prep_kind(prep)[0]
+    state_module = _state_kind(state)[0]
+    tag = "" if state == "state" else f"-{state}"
     bufs = {}
     outs = ("kq", "kbt", "tmb", "aqk", "gamma")
     if prep == "prep4":
@@ -182,12 +203,11 @@ def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=
             bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads), "kind": kind}
         prep_op = prep64_op(value_heads, chunks, prep)
     prep_call = {"op": "prep64", "args": [{"buf": name} for name, _, _, _, _ in prep_bufs]}
-    state = {"op": "state64", "args": [{"buf": name} for name, _, _, _, _ in _BUFS]}
+    state_call = {"op": "state64", "args": [{"buf": name} for name, _, _, _, _ in _BUFS]}
     return {"schema_version": 4,
-            "model": f"kernrt-kda-chunk64-forward-{prep}-hv{value_heads}-v{dim_v}-nc{chunks}",
+            "model": f"kernrt-kda-chunk64-forward-{prep}{tag}-hv{value_heads}-v{dim_v}-nc{chunks}",
             "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs,
-            "modules": {module: {"source": f"{module}.sm90a.cubin",
-                                 "sha256": f"@SHA256:{module}.sm90a@"}, **MODULE},
+            "modules": {**_module(module), **_module(state_module)},
             "ops": {"prep64": prep_op,
-                    "state64": state64_op(value_heads, dim_v, chunks)},
-            "programs": {"prep64": {"calls": [prep_call]}, "forward64": {"calls": [prep_call, state]}}}
+                    "state64": state64_op(value_heads, dim_v, chunks, state)},
+            "programs": {"prep64": {"calls": [prep_call]}, "forward64": {"calls": [prep_call, state_call]}}}
