@@ -1,6 +1,7 @@
 // Parameter block of kda_chunk64_state_sm90a_f16_k128 (kda_chunk64_state.cu), the 64-token
-// chunk's state step alone (kernels/kda/chunk64.md step 1). Owns the field layout the
-// generator (runtime/python/kernrt/gen/kda_chunk64.py) packs, asserted below; all operand
+// chunk's state step alone (kernels/kda/chunk64.md step 1), and those of the pipelined state
+// step and the preps below. Owns the field layouts the generator
+// (runtime/python/kernrt/gen/kda_chunk64.py) packs, asserted below; all operand
 // buffers are contiguous, N sequences x HV heads x NC chunks, in the layouts of the comments.
 // Not checked here: the buffers' extents (the manifest's shapes), V % 128.
 #pragma once
@@ -38,6 +39,41 @@ static_assert(offsetof(Chunk64StateParams, chunks) == 72, "pack layout");
 static_assert(offsetof(Chunk64StateParams, dim_v) == 76, "pack layout");
 static_assert(sizeof(Chunk64StateParams) == 80, "pack size");
 
+// Parameter block of kda_chunk64_state2_sm90a_f16_k128 (kda_chunk64_state2.cu, the pipelined
+// state step): Chunk64StateParams's operands and state, o as bf16 in the product layout
+// instead of the reference's fp32 chunk rows: token t of sequence n, value head hv at
+// ((n T + t) HV + hv) V (HV = gridDim.y), rounded to nearest even; tokens t >= T of the last
+// chunk are not stored.
+struct Chunk64State2Params {
+  const __half* kq;     // as Chunk64StateParams
+  const __half* kbt;
+  const __half* tmb;
+  const __half* aqk;
+  const float* gamma;
+  const uint16_t* v;
+  const float* x0;
+  float* xt;
+  uint16_t* o;          // [N, T, HV, V] bf16
+  int32_t chunks;       // NC = ceil(T / 64)
+  int32_t dim_v;        // V
+  int32_t tokens;       // T, tokens per sequence
+  int32_t pad;
+};
+
+static_assert(offsetof(Chunk64State2Params, kq) == 0, "pack layout");
+static_assert(offsetof(Chunk64State2Params, kbt) == 8, "pack layout");
+static_assert(offsetof(Chunk64State2Params, tmb) == 16, "pack layout");
+static_assert(offsetof(Chunk64State2Params, aqk) == 24, "pack layout");
+static_assert(offsetof(Chunk64State2Params, gamma) == 32, "pack layout");
+static_assert(offsetof(Chunk64State2Params, v) == 40, "pack layout");
+static_assert(offsetof(Chunk64State2Params, x0) == 48, "pack layout");
+static_assert(offsetof(Chunk64State2Params, xt) == 56, "pack layout");
+static_assert(offsetof(Chunk64State2Params, o) == 64, "pack layout");
+static_assert(offsetof(Chunk64State2Params, chunks) == 72, "pack layout");
+static_assert(offsetof(Chunk64State2Params, dim_v) == 76, "pack layout");
+static_assert(offsetof(Chunk64State2Params, tokens) == 80, "pack layout");
+static_assert(sizeof(Chunk64State2Params) == 88, "pack size");
+
 // Parameter block of kda_chunk64_prep_sm90a_f16_k128 (kda_chunk64_prep.cu), the 64-token
 // chunk's prep alone (chunk64.md step 2): prepared fp32 tokens in, Chunk64StateParams's
 // operands out (the same buffers, so one manifest chains the two entries).
@@ -70,14 +106,16 @@ static_assert(sizeof(Chunk64PrepParams) == 80, "pack size");
 // Parameter block of kda_chunk64_prep4_sm90a_f16_k128 (kda_chunk64_prep4.cu, chunk64_prep4.md):
 // prep v4 takes a chunk's raw inputs and does the token code itself (q, k l2norm, eps 1e-6
 // inside the sqrt, q times scale; the softplus gate alpha = exp(-exp(A_log) softplus(g +
-// dt_bias)); padded tokens q = k = 0, alpha = 1, beta = 0), then Chunk64PrepParams's outputs.
+// dt_bias)), or the bounded one (exp(lower_bound sigmoid(exp(A_log) (g + dt_bias))), and beta
+// direct or sigmoid(logit), per entry; padded tokens q = k = 0, alpha = 1, beta = 0), then
+// Chunk64PrepParams's outputs.
 // Inputs dense per sequence: token t of sequence n at row n * T + t; GVA: value head hv reads
 // q, k head hv / group (group = HV / H, HV = gridDim.y).
 struct Chunk64Prep4Params {
   const uint16_t* q;        // [N, T, H, K] bf16
   const uint16_t* k;        // [N, T, H, K] bf16
   const uint16_t* g;        // [N, T, HV, K] bf16, the raw gate input
-  const float* beta;        // [N, T, HV] fp32, the effective beta (in (0, 2); no sigmoid here)
+  const float* beta;        // [N, T, HV] fp32: effective beta, or logits (the sigbeta entries)
   const float* a_log;       // [HV]
   const float* dt_bias;     // [HV, K]
   __half* kq;               // as Chunk64PrepParams ([N, HV, NC, ...])
@@ -90,7 +128,7 @@ struct Chunk64Prep4Params {
   int32_t heads;            // H
   int32_t group;            // HV / H (value heads per q, k head)
   int32_t chunks;           // NC
-  int32_t pad;
+  float lower_bound;        // the bounded gate's bound (lbgate entries; the others ignore it)
 };
 
 static_assert(offsetof(Chunk64Prep4Params, q) == 0, "pack layout");
@@ -109,6 +147,7 @@ static_assert(offsetof(Chunk64Prep4Params, tokens) == 92, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, heads) == 96, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, group) == 100, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, chunks) == 104, "pack layout");
+static_assert(offsetof(Chunk64Prep4Params, lower_bound) == 108, "pack layout");
 static_assert(sizeof(Chunk64Prep4Params) == 112, "pack size");
 
 }  // namespace kernrt::kda

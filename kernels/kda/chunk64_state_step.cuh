@@ -6,8 +6,9 @@
 // their o and state agree bit for bit when they see the same operands.
 //
 // Owns: the stage layout (Chunk64Stage: one chunk's operands, 128B-swizzled f16 tiles), the
-// x_products helper, chunk64_step (one chunk: o of the chunk stored, X updated in registers),
-// the state's load / store between registers and global memory.
+// x_products helper, chunk64_step (one chunk: o of the chunk handed to the entry's store, the
+// reference's fp32 form OutF32 here; X updated in registers), the state's load / store between
+// registers and global memory.
 // Deliberately does not check: that the stage holds the chunk's operands and is visible to the
 // async proxy (the caller's fences and barriers), the thread's place (two warpgroups of 64 value
 // rows: rows ra / rb of the block's 128), V % 128. Off sm_90a the wgmma wrappers trap.
@@ -66,12 +67,30 @@ __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&
   }
 }
 
-// One chunk: o (fp32, [64 tokens][V] at `ob`, this block's value rows) and X <- X Diag(gamma)
-// - vn' (k b), from the operands in `sm`. xl / xh: this thread's X rows ra / rb (x[4j + {0,1}]
-// row ra, x[4j + {2,3}] row rb, channels 8j + 2q + {0,1}; xl channels 0..63, xh 64..127). Every
-// wgmma that reads `sm` has completed when it returns (wgmma_wait_group<0> after each group).
+// The reference entries' o store: fp32 [64 tokens][V] at `ob` (this block's value rows), from
+// the accumulator layout (o[4j + e]: token 8j + 2q + (e & 1), row ra for e < 2, else rb).
+struct OutF32 {
+  float* ob;
+  int V, ra, rb, q;
+  __device__ __forceinline__ void operator()(const float (&o)[32]) const {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = 8 * j + 2 * q + (e & 1);
+        ob[int64_t(t) * V + (e < 2 ? ra : rb)] = o[4 * j + e];
+      }
+  }
+};
+
+// One chunk: o (handed to `store_o` in the accumulator layout, fp32, final: OutF32 is the
+// reference form) and X <- X Diag(gamma) - vn' (k b), from the operands in `sm`. xl / xh: this
+// thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j + {2,3}] row rb, channels 8j + 2q +
+// {0,1}; xl channels 0..63, xh 64..127). Every wgmma that reads `sm` has completed when it
+// returns (wgmma_wait_group<0> after each group).
+template <class StoreO>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
-                                             float* ob, int V, int ra, int rb, int q) {
+                                             const StoreO& store_o, int ra, int rb, int q) {
 #define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
   // ---- D = sx X [k a | q a]^T - [sx v^T | 0] -------------------------------------------
   float m = 0.f;
@@ -135,13 +154,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   // o is final here: stored before the X update, so that its registers are free for u
 #pragma unroll
   for (int i = 0; i < 32; ++i) o[i] *= sx.inv;
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const int t = 8 * j + 2 * q + (e & 1);
-      ob[int64_t(t) * V + (e < 2 ? ra : rb)] = o[4 * j + e];
-    }
+  store_o(o);
 
   // ---- X = X Diag(gamma) - vn' (k b) -----------------------------------------------------
   // per half of 64 key channels into a fresh accumulator u, added to X by FMA: X itself is

@@ -155,24 +155,37 @@ __device__ __forceinline__ float pair_column(const float* qh, const float* kh, c
 __device__ __forceinline__ float2 bf2(uint32_t w) { return make_float2(bf16_lo(w), bf16_hi(w)); }
 __device__ __forceinline__ float2 scl2(float2 a, float s) { return make_float2(a.x * s, a.y * s); }
 
-// alpha of one element in log2 units: exp(-A softplus(x)) = 2^(-A log2(1 + 2^xl)) with
-// xl = x log2 e, x = g + dt_bias, formed as g log2 e + dtl (dtl = dt_bias log2 e, once per
-// channel). 2^xl = inf gives alpha = 0 (the limit); A = 0 (past T) gives exactly 1.
-__device__ __forceinline__ float gate_alpha(float g, float dtl, float A) {
-  return exp2f(-A * __log2f(1.f + exp2f(fmaf(g, kLog2e, dtl))));
+// The gate forms an entry takes (template parameter kGate of prep64, one entry each):
+// kSoftplus: log decay -exp(A_log) softplus(g + dt_bias) (fla's default);
+// kLowerBound: lower_bound sigmoid(exp(A_log) (g + dt_bias)), in [lower_bound, 0) (fla's
+// lower_bound / safe_gate form, the one FlashKDA computes).
+enum Gate : int { kSoftplus = 0, kLowerBound = 1 };
+
+// alpha of one element in log2 units from z = g s + d (one FFMA; s, d per channel, once per
+// thread: gate_coefs), x = g + dt_bias, A = exp(A_log), M the outer factor (0 past T):
+//   kSoftplus:   exp(-A softplus(x)) = 2^(M log2(1 + 2^z)),  z = x log2 e, M = -A;
+//                2^z = inf gives alpha = 0 (the limit);
+//   kLowerBound: exp(lb sigmoid(A x)) = 2^(M / (1 + 2^z)),  z = -A x log2 e, M = lb log2 e;
+//                2^z = inf gives M / inf = 0 (__fdividef: M rcp(y)), alpha = 1 (the limit).
+// Both 3 MUFU, no branch; M = 0 gives exactly 1.
+template <int kGate>
+__device__ __forceinline__ float gate_alpha(float g, float s, float d, float M) {
+  const float z = fmaf(g, s, d);
+  if (kGate == kLowerBound) return exp2f(__fdividef(M, 1.f + exp2f(z)));
+  return exp2f(M * __log2f(1.f + exp2f(z)));
 }
 
 // alpha of 16 tokens (2 channels each) from their raw g (the g stage's words of pair cp, row
-// stride kK / 2); kTail: tokens t >= nl get A = 0, so alpha = 1 exactly (their g is the zero
+// stride kK / 2); kTail: tokens t >= nl get M = 0, so alpha = 1 exactly (their g is the zero
 // fill).
-template <bool kTail>
-__device__ __forceinline__ void token_alphas(const uint32_t* gw, int nl, float2 dtl, float A,
+template <int kGate, bool kTail>
+__device__ __forceinline__ void token_alphas(const uint32_t* gw, int nl, float gs, float2 gd, float M,
                                              float2 (&a)[kSub]) {
 #pragma unroll
   for (int t = 0; t < kSub; ++t) {
-    const float At = (!kTail || t < nl) ? A : 0.f;
+    const float Mt = (!kTail || t < nl) ? M : 0.f;
     const float2 gv = bf2(gw[t * (kK / 2)]);
-    a[t] = make_float2(gate_alpha(gv.x, dtl.x, At), gate_alpha(gv.y, dtl.y, At));
+    a[t] = make_float2(gate_alpha<kGate>(gv.x, gs, gd.x, Mt), gate_alpha<kGate>(gv.y, gs, gd.y, Mt));
   }
 }
 
@@ -256,6 +269,7 @@ __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm,
   }
 }
 
+template <int kGate, bool kBetaSigmoid>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -278,10 +292,17 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   if (live >= kC) raw_stage<false>(p, sm, tid, row0, h, hv, HV, live);
   else raw_stage<true>(p, sm, tid, row0, h, hv, HV, live);
   ptx::cp_async_commit_group();
-  if (tid < kC) sm.beta[tid] = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
+  if (tid < kC) {  // kBetaSigmoid: beta logits, beta = 1 / (1 + 2^(-x log2 e)) (2 MUFU); 0 past T
+    const float x = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
+    sm.beta[tid] = !kBetaSigmoid ? x : (tid < live ? __fdividef(1.f, 1.f + exp2f(-x * kLog2e)) : 0.f);
+  }
   const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)
   const float2 dtl = scl2(*reinterpret_cast<const float2*>(p.dt_bias + hv * kK + c0), kLog2e);
   const float A = __expf(p.a_log[hv]);
+  // gate_alpha's coefficients: z = g gs + gd, outer factor M
+  const float gs = kGate == kLowerBound ? -A * kLog2e : kLog2e;
+  const float2 gd = kGate == kLowerBound ? scl2(dtl, -A) : dtl;
+  const float M = kGate == kLowerBound ? p.lower_bound * kLog2e : -A;
   ptx::cp_async_wait_group<0>();
   __syncthreads();
 
@@ -318,8 +339,8 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     }
   }
   float2 a[kSub];  // a sub-block past T (warp-uniform) takes the masked copy
-  if (nl >= kSub) token_alphas<false>(&sm.rg[kSub * I][cp], nl, dtl, A, a);
-  else token_alphas<true>(&sm.rg[kSub * I][cp], nl, dtl, A, a);
+  if (nl >= kSub) token_alphas<kGate, false>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
+  else token_alphas<kGate, true>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
   {
     float2 dec = make_float2(1.f, 1.f);
 #pragma unroll
@@ -585,8 +606,28 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 
 }  // namespace kernrt::kda::c64p4
 
+namespace kernrt::kda::c64p4 {
+template <int kGate, bool kBetaSigmoid>
+__device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
+}
+}  // namespace kernrt::kda::c64p4
+
+// One entry per (gate, beta) form; the generator selects it (kernrt.gen.kda_chunk64 PREP4_ENTRIES).
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  extern __shared__ __align__(16) unsigned char smem_raw[];
-  kernrt::kda::c64p4::prep64(p, *reinterpret_cast<kernrt::kda::c64p4::Smem*>(smem_raw));
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false>(p);
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_lbgate_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, false>(p);
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
 }

@@ -89,7 +89,7 @@ __device__ void state_steps(const Chunk64StateParams& p, Smem& sm) {
     if (tid < kK) sm.gamma[tid] = p.gamma[ch * kK + tid];
     ptx::fence_proxy_async_shared();  // generic stores before the async proxy's wgmma reads
     __syncthreads();
-    chunk64_step(xl, xh, sm, p.o + ch * kC * V + v0, V, ra, rb, q);
+    chunk64_step(xl, xh, sm, OutF32{p.o + ch * kC * V + v0, V, ra, rb, q}, ra, rb, q);
   }
   chunk64_store_state(xl, xh, p.xt + (head * V + v0) * kK, ra, rb, q);
 }

@@ -1,10 +1,19 @@
 // KDA / GDN 64-token chunk: the state step alone with its operand loads pipelined (sm_90a).
-// The same contract, math and numerics as kda_chunk64_state.cu (kernels/kda/chunk64.md step 1:
-// Chunk64StateParams in, o and the final state out; the per-chunk wgmma chain is
-// chunk64_state_step.cuh's chunk64_step, run unchanged, so o and the state are bit-identical
-// to that entry's on the same operands). What differs is how a chunk's operands (kq 32 KiB,
-// kbt 16 KiB, tmb 8 KiB, aqk 8 KiB, v 16 KiB, gamma 512 B) reach shared memory: the reference
-// entry copies them with all threads before each chunk (74 % of its stall samples); here a
+// The same math and numerics as kda_chunk64_state.cu (kernels/kda/chunk64.md step 1: the
+// per-chunk wgmma chain is chunk64_state_step.cuh's chunk64_step, run unchanged, so the state
+// is bit-identical to that entry's on the same operands, and o equal to its fp32 o rounded to
+// bf16). Pack Chunk64State2Params: the same operands, o written as bf16 (round to nearest even)
+// in the product layout [N, T, HV, V] (the reference writes fp32 chunk rows [N, HV, NC, 64, V]:
+// 268 MB of the 960 MB it moved at B8 T4096 H16 V128; this is 134 MB less). o leaves each
+// consumer warp through a 2 KiB tile of shared memory (OutBf16: 4 stmatrix.trans, 4 LDS.128,
+// 4 STG.128 of whole 32-byte sectors per thread and chunk, after the 16 bf16x2 packs) instead
+// of 32 strided 2-byte stores of half-filled sectors from the accumulator layout (those need
+// 16 PRMT for the high halves as well: 48 instructions against 12, and twice the L2 write
+// requests); a bulk copy per 32-byte token row would be 64 per warp and chunk, a TMA tensor
+// store needs tensor maps this entry does not take. The loop's SASS: 2112 instructions (2104
+// with the fp32 o), STG 36 (64), F2FP 80 (64), 4 STSM, 168 registers, no local memory.
+// What differs otherwise is how a chunk's operands (kq 32 KiB, kbt 16 KiB, tmb 8 KiB, aqk 8
+// KiB, v 16 KiB, gamma 512 B) reach shared memory: the reference entry copies them with all threads before each chunk (74 % of its stall samples); here a
 // producer warpgroup loads chunk c + 1 while chunk c computes: 883.2 -> 261.6 us at B8 T4096
 // H16 V128 (the same process), 87 % of the copy floor of the 960 MB it moves (chunk64.md).
 //
@@ -14,9 +23,10 @@
 //   warpgroup 2 (producer, setmaxnreg 40): per chunk wait EMPTY[s] (from the third chunk on),
 //     issue the stage's 5152 16-byte cp.async (128 threads, ~40 each) to the 128B-swizzled
 //     places copy_sw128 computes, then cp.async.mbarrier.arrive.noinc on FULL[s].
-// Two stages (2 x 82,944 bytes): a third (248,832) does not fit the 232,448-byte opt-in
-// shared memory. No layout change and no tensor maps: the operands stay where the prep
-// writes them (row-major tiles), the swizzle is applied on the shared side of each cp.async.
+// Two stages (2 x 82,944 bytes) + the o tiles (16 KiB): a third stage does not fit the
+// 232,448-byte opt-in shared memory. No layout change and no tensor maps: the operands stay
+// where the prep writes them (row-major tiles), the swizzle is applied on the shared side of
+// each cp.async.
 //
 // Proxies: cp.async writes shared memory in the generic proxy; wgmma reads its B operands
 // through the async proxy. The producer arrives without waiting for its copies (noinc: the
@@ -28,16 +38,18 @@
 // wait (acquire); the producer adds a proxy fence after that wait as well (one instruction a
 // chunk), so the order does not rest on an async-proxy read counting as complete at the wait.
 //
-// Entry: kda_chunk64_state2_sm90a_f16_k128, one `const __grid_constant__ Chunk64StateParams`;
+// Entry: kda_chunk64_state2_sm90a_f16_k128, one `const __grid_constant__ Chunk64State2Params`;
 // grid (V / 128, HV, N), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a it
 // traps (NV_HAS_FEATURE_SM_90a).
 // Not checked here (as kda_chunk64_state.cu): V % 128, the operand layouts, that NC chunks of
-// operands exist; tails are the caller's.
+// operands exist and NC = ceil(T / 64); the operands of tokens past T are the caller's (their
+// o is not stored).
 #include <cuda_fp16.h>
 #include <nv/target>
 #include <stdint.h>
 
 #include "common/ptx/ldst.cuh"
+#include "common/ptx/mma.cuh"
 #include "common/ptx/sync.cuh"
 #include "common/ptx/warpgroup.cuh"
 #include "kda/chunk64_params.h"
@@ -46,7 +58,7 @@
 namespace kernrt::kda::c64s2 {
 
 using namespace kernrt::kda::c64;
-using kernrt::kda::Chunk64StateParams;
+using kernrt::kda::Chunk64State2Params;
 
 constexpr int kStages = 2;
 constexpr int kConsumerThreads = 256;  // two warpgroups of 64 value rows
@@ -60,13 +72,17 @@ static_assert(kConsumerThreads * kConsumerRegs + kProducerThreads * kProducerReg
 struct alignas(1024) Stage {
   Chunk64Stage t;
 };
+constexpr int kConsumerWarps = kConsumerThreads / 32;
 struct Smem {
   Stage st[kStages];
+  // per consumer warp its o tile, bf16 [64 tokens][16 value rows] (32-byte token rows, the
+  // two 16-byte halves swapped on rows with bit 2 set: OutBf16)
+  uint16_t ot[kConsumerWarps][kC][16];
   uint64_t full[kStages];   // kProducerThreads noinc arrivals: the stage's copies landed
   uint64_t empty[kStages];  // kConsumerThreads arrivals: the stage's reads are done
 };
 // dynamic shared memory: the layout + the alignment of the base (the generator reads the literal)
-constexpr int kChunk64State2Smem = 167936;
+constexpr int kChunk64State2Smem = 184320;
 static_assert(int(sizeof(Smem)) + 1024 == kChunk64State2Smem, "kChunk64State2Smem is the layout + 1024");
 static_assert(kChunk64State2Smem <= 232448, "one block fits the opt-in shared memory");
 
@@ -82,7 +98,7 @@ __device__ __forceinline__ void load_sw128(__half (*dst)[64], const __half* src,
 }
 
 // Chunk `ch`'s operands into stage `st`, in the order the step reads them (v and k a first).
-__device__ __forceinline__ void load_stage(const Chunk64StateParams& p, Chunk64Stage& st,
+__device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
                                            int64_t ch, int v0, int t) {
   const int V = p.dim_v;
 #pragma unroll 4
@@ -98,7 +114,46 @@ __device__ __forceinline__ void load_stage(const Chunk64StateParams& p, Chunk64S
   if (t < kK / 4) ptx::cp_async_cg_16(&st.gamma[4 * t], p.gamma + ch * kK + 4 * t);
 }
 
-__device__ __forceinline__ void produce(const Chunk64StateParams& p, Smem& sm, int64_t head,
+// o of one chunk as bf16 in the product layout, for a consumer warp: its 16 value rows x 64
+// tokens go through the warp's tile (4 stmatrix.trans: the accumulator's (value row, token
+// pair) fragments land as token rows of 8 values) and leave as 16-byte stores, two per token
+// row (32 bytes: whole sectors), 4 per lane. `ob` is token 0 of the chunk at the warp's first
+// value row, `ld` the token stride (HV V elements), `live` the chunk's tokens before T.
+// The stored row's halves are swapped on tokens with bit 2 set, so that the 8 rows of one
+// stmatrix matrix (32-byte stride) and the 8 lanes of one 128-byte read fall on distinct banks.
+struct OutBf16 {
+  uint16_t (*tile)[16];
+  uint16_t* ob;
+  int64_t ld;
+  int live, lane;
+  __device__ __forceinline__ void operator()(const float (&o)[32]) const {
+    uint32_t h[16];  // h[2j]: row ra, tokens 8j + 2q + {0,1}; h[2j + 1]: row rb
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      h[2 * j] = ptx::pack_bf16x2(o[4 * j], o[4 * j + 1]);
+      h[2 * j + 1] = ptx::pack_bf16x2(o[4 * j + 2], o[4 * j + 3]);
+    }
+    const uint32_t base = ptx::smem_u32(tile);
+    __syncwarp();  // the previous chunk's reads of the tile are done
+    // matrix m = lane / 8 of stmatrix u: tokens 8 (2u + m / 2) + lane % 8, value half m % 2
+    const int mi = lane >> 3, ti = lane & 7;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int t = 8 * (2 * u + (mi >> 1)) + ti, half = (mi & 1) ^ ((t >> 2) & 1);
+      ptx::stmatrix_x4_trans(base + 32 * t + 16 * half, h[4 * u], h[4 * u + 1], h[4 * u + 2],
+                             h[4 * u + 3]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int t = 16 * k + (lane >> 1), half = lane & 1;
+      const uint4 w = *reinterpret_cast<const uint4*>(&tile[t][8 * (half ^ ((t >> 2) & 1))]);
+      if (t < live) ptx::st_global_v4_b32(ob + t * ld + 8 * half, w);
+    }
+  }
+};
+
+__device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, int64_t head,
                                         int v0) {
   const int t = threadIdx.x - kConsumerThreads;
   for (int c = 0; c < p.chunks; ++c) {
@@ -114,26 +169,29 @@ __device__ __forceinline__ void produce(const Chunk64StateParams& p, Smem& sm, i
   ptx::cp_async_wait_group<0>();
 }
 
-__device__ __forceinline__ void consume(const Chunk64StateParams& p, Smem& sm, int64_t head,
+__device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, int64_t head,
                                         int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
   const int wg = tid >> 7, wi = (tid >> 5) & 3;
   const int ra = 64 * wg + 16 * wi + (lane >> 2), rb = ra + 8;  // this thread's tile rows
-  const int V = p.dim_v;
+  const int V = p.dim_v, HV = gridDim.y, warp = tid >> 5;
+  // o: token 0 of the sequence (blockIdx.z) at this warp's 16 value rows
+  const int64_t ld = int64_t(HV) * V;
+  uint16_t* ob = p.o + int64_t(blockIdx.z) * p.tokens * ld + int64_t(blockIdx.y) * V + v0 + 16 * warp;
   float xl[32], xh[32];
   chunk64_load_state(xl, xh, p.x0 + (head * V + v0) * kK, ra, rb, q);
   for (int c = 0; c < p.chunks; ++c) {
     const int s = c % kStages, n = c / kStages;
-    const int64_t ch = head * p.chunks + c;
     ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
     ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
-    chunk64_step(xl, xh, sm.st[s].t, p.o + ch * kC * V + v0, V, ra, rb, q);
+    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, p.tokens - kC * c, lane};
+    chunk64_step(xl, xh, sm.st[s].t, out, ra, rb, q);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
   chunk64_store_state(xl, xh, p.xt + (head * V + v0) * kK, ra, rb, q);
 }
 
-__device__ __forceinline__ void state2_block(const Chunk64StateParams& p, Smem& sm) {
+__device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
   const int64_t head = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;
   const int v0 = kVT * blockIdx.x;
   if (threadIdx.x == 0) {
@@ -157,7 +215,7 @@ __device__ __forceinline__ void state2_block(const Chunk64StateParams& p, Smem& 
 }  // namespace kernrt::kda::c64s2
 
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
-    kda_chunk64_state2_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64StateParams p) {
+    kda_chunk64_state2_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
   NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (
     extern __shared__ __align__(16) unsigned char smem_raw[];
     // aligned by an offset from the shared array itself, as kda_chunk64_state.cu

@@ -224,7 +224,8 @@ class Chunk64StateEntry(unittest.TestCase):
                          {n: off[n] for n in names})
         lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
         self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
-                                off["group"]: 2, off["chunks"]: 4, off["chunks"] + 4: 0})
+                                off["group"]: 2, off["chunks"]: 4, off["lower_bound"]: 0.0})
+        self.assertEqual(off["lower_bound"] + 4, g64.C64_PREP4_PACK)
         self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 200, 2, 128], "kind": "input"})
         self.assertEqual(m["buffers"]["g"]["shape"], ["seqs", 200, 4, 128])
         self.assertEqual(m["buffers"]["beta"], {"dtype": "f32", "shape": ["seqs", 200, 4], "kind": "input"})
@@ -258,21 +259,77 @@ class Chunk64StateEntry(unittest.TestCase):
         self.assertIn(f"kernrt_add_cubin({module} SOURCE {module}.cu", open(os.path.join(
             os.path.dirname(PARAMS_H), "CMakeLists.txt")).read())
         ref = g64.state64_op(2, 256, 3)["impl"]["launches"][0]
-        launch = g64.state64_op(2, 256, 3, state="state2")["impl"]["launches"][0]
+        launch = g64.state64_op(2, 256, 3, state="state2", tokens=150)["impl"]["launches"][0]
         self.assertEqual((launch["module"], launch["entry"], launch["block"], launch["shared_mem"]),
                          (module, entry, [threads, 1, 1], smem))
-        # the same pack, params and grid as the reference entry
-        self.assertEqual((launch["args"], launch["params"], launch["grid"]),
-                         (ref["args"], ref["params"], ref["grid"]))
-        m = g64.state64_manifest(4, 2, 128, 3, state="state2")
+        self.assertEqual(launch["grid"], ref["grid"])
+        # its pack: Chunk64State2Params = the reference's fields + tokens, pad (chunk64_params.h)
+        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
+            text = f.read()
+        off = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"offsetof\(Chunk64State2Params, (\w+)\) == (\d+)", text)}
+        size = int(re.search(r"sizeof\(Chunk64State2Params\) == (\d+)", text).group(1))
+        self.assertEqual((launch["params"], launch["args"][0]["pack"]["size"]), ([f"bytes<{size}>"], size))
+        fields = launch["args"][0]["pack"]["fields"]
+        names = [name for name, _, _, _, _ in g64._BUFS]
+        self.assertEqual({names[f["param"]]: f["at"] for f in fields if "param" in f},
+                         {n: off[n] for n in names})
+        self.assertEqual({f["at"]: f["i32"] for f in fields if "i32" in f},
+                         {off["chunks"]: 3, off["dim_v"]: 256, off["tokens"]: 150, off["tokens"] + 4: 0})
+        m = g64.state64_manifest(4, 2, 128, 3, state="state2", tokens=130)
         self.assertEqual(set(m["modules"]), {module})
         self.assertEqual(m["modules"][module]["source"], f"{module}.sm90a.cubin")
-        self.assertEqual(m["buffers"], g64.state64_manifest(4, 2, 128, 3)["buffers"])
-        f = g64.forward64_manifest(4, 2, 128, 3, prep="prep4", state="state2")
+        # o bf16 in the product layout [seqs, T, HV, V]; every other buffer as the reference's
+        self.assertEqual(m["buffers"]["o"], {"dtype": "bf16", "shape": ["seqs", 130, 2, 128], "kind": "output"})
+        refb = g64.state64_manifest(4, 2, 128, 3)["buffers"]
+        self.assertEqual({k: v for k, v in m["buffers"].items() if k != "o"},
+                         {k: v for k, v in refb.items() if k != "o"})
+        self.assertEqual(g64.state64_manifest(4, 2, 128, 3, state="state2")["buffers"]["o"]["shape"],
+                         ["seqs", 192, 2, 128])
+        f = g64.forward64_manifest(4, 2, 128, 3, prep="prep4", state="state2", tokens=140)
         self.assertEqual(set(f["modules"]), {"kda_chunk64_prep4", module})
         self.assertEqual(f["ops"]["state64"]["impl"]["launches"][0]["entry"], entry)
-        self.assertEqual(f["buffers"], g64.forward64_manifest(4, 2, 128, 3, prep="prep4")["buffers"])
-        self.assertNotEqual(f["model"], g64.forward64_manifest(4, 2, 128, 3, prep="prep4")["model"])
+        self.assertEqual(f["buffers"]["o"]["shape"], ["seqs", 140, 2, 128])
+        ref4 = g64.forward64_manifest(4, 2, 128, 3, prep="prep4", tokens=140)
+        self.assertEqual({k: v for k, v in f["buffers"].items() if k != "o"},
+                         {k: v for k, v in ref4["buffers"].items() if k != "o"})
+        self.assertNotEqual(f["model"], ref4["model"])
+        with self.assertRaisesRegex(g.GenError, r"T = 200 does not fill NC = 3 chunks"):
+            g64.state64_manifest(1, 1, 128, 3, state="state2", tokens=200)
+
+    def test_prep4_gate_and_beta_entries(self):
+        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep4.cu")) as f:
+            src = f.read()
+        base = g64.forward64_manifest(2, 2, 128, 2, prep="prep4")
+        seen = set()
+        for (gate, beta), entry in g64.PREP4_ENTRIES.items():
+            self.assertIn(f"{entry}(const __grid_constant__", src)
+            lb = -5.0 if gate == "lower_bound" else None
+            m = g64.forward64_manifest(2, 2, 128, 2, prep="prep4", gate=gate, beta=beta, lower_bound=lb)
+            launch = m["ops"]["prep64"]["impl"]["launches"][0]
+            self.assertEqual(launch["entry"], entry)
+            bl = base["ops"]["prep64"]["impl"]["launches"][0]
+            self.assertEqual((launch["module"], launch["shared_mem"], launch["grid"], launch["params"]),
+                             (bl["module"], bl["shared_mem"], bl["grid"], bl["params"]))
+            self.assertEqual(m["buffers"], base["buffers"])
+            lits = {f["at"]: f.get("f32") for f in launch["args"][0]["pack"]["fields"] if "f32" in f}
+            self.assertEqual(lits[108], 0.0 if lb is None else lb)
+            seen.add(m["model"])
+        self.assertEqual(len(seen), 4)
+
+    def test_prep4_gate_refusals(self):
+        with self.assertRaisesRegex(g.GenError, r"gate = 'relu' is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep4", gate="relu")
+        with self.assertRaisesRegex(g.GenError, r"beta = 'logit2' is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep4", beta="logit2")
+        with self.assertRaisesRegex(g.GenError, r"lower_bound = None is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep4", gate="lower_bound")
+        with self.assertRaisesRegex(g.GenError, r"lower_bound = -6.0 is not supported"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep4", gate="lower_bound", lower_bound=-6.0)
+        with self.assertRaisesRegex(g.GenError, r"lower_bound is given but gate is 'softplus'"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep4", lower_bound=-5.0)
+        with self.assertRaisesRegex(g.GenError, r"prep = 'prep3' takes prepared tokens"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="prep3", beta="sigmoid")
 
     def test_refusals(self):
         with self.assertRaisesRegex(g.GenError, r"prep = 'prep5' is not supported"):

@@ -1,5 +1,5 @@
 // PTX wrappers for warp-level tensor-core math (one inline `asm` per instruction, each
-// function named after it): ldmatrix x4 and x4.trans, mma.sync m16n8k16 bf16 / f16 and
+// function named after it): ldmatrix x4 and x4.trans, stmatrix x4.trans, mma.sync m16n8k16 bf16 / f16 and
 // m16n8k8 tf32 -> f32, the tf32 conversions (ties away, ties to even), and the f16x2 / bf16x2 packing of A operands.
 //
 // Deliberately does not check: 16-byte alignment of ldmatrix row addresses, that all 32
@@ -31,6 +31,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, ui
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr)
+               : "memory");
+}
+
+// stmatrix.sync.aligned.m8n8.x4.trans.shared.b16: the inverse of ldmatrix_x4_trans: lane l
+// gives the address of row l%8 of matrix l/8 (16 bytes); register i holds row lane/4, columns
+// 2*(lane%4)+{0,1} of matrix i, stored transposed (stored row c receives column c).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1,
+                                                  uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3)
                : "memory");
 }
 

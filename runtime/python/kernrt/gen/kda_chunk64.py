@@ -18,10 +18,19 @@ inputs instead of the prepared tokens: q, k bf16 [seqs, T, H, 128], g bf16 [seqs
 (the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log f32 [HV], dt_bias
 f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale `scale`.
 state="state2" (every function with a `state` parameter) selects the pipelined state step
-(kernels/kda/kda_chunk64_state2.cu: a producer warpgroup, two operand stages; the same pack,
-buffers, grid and results) instead of kda_chunk64_state.cu's.
+(kernels/kda/kda_chunk64_state2.cu: a producer warpgroup, two operand stages; pack
+Chunk64State2Params, the same grid and operand buffers) instead of kda_chunk64_state.cu's; its
+o is bf16 in the product layout [seqs, T, HV, V] (T = `tokens`, default NC * 64; tokens past
+T are not written) instead of the reference's f32 [seqs, HV, NC, 64, V].
+prep4's gate and beta (kernels/kda/kda_chunk64_prep4.cu entries, `gate` / `beta` of
+forward64_manifest and prep4_op): gate "softplus" (-exp(A_log) softplus(g + dt_bias)) or
+"lower_bound" (lower_bound sigmoid(exp(A_log) (g + dt_bias)), `lower_bound` in [-5, 0): the
+bounded form FlashKDA computes), beta "direct" (effective beta) or "sigmoid" (logits,
+sigmoid in the kernel).
 Refuses: V not 128 or 256, HV or NC below 1, an unknown state or prep; for prep4 HV not a
-multiple of H, T not in the NC chunks. Does not check kernel behaviour or the manifest
+multiple of H, T not in the NC chunks, an unknown gate or beta, a lower_bound missing or
+outside [-5, 0) with gate "lower_bound" or given with "softplus"; state2 with T not in the NC
+chunks. Does not check kernel behaviour or the manifest
 rules (kernrt-verify does). Python 3 standard library only.
 """
 
@@ -35,7 +44,8 @@ C64_VTILE = 128           # value rows per block
 # the state-step entries a manifest can select: (module, entry, block threads, shared memory =
 # the source's kThreads and kChunk64StateSmem / kChunk64State2Smem); both take Chunk64StateParams
 STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
-          "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 167936)}
+          "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
+C64_STATE2_PACK = 88      # sizeof(Chunk64State2Params): Chunk64StateParams + tokens, pad
 C64_PREP_THREADS = 256    # kda_chunk64_prep.cu kThreads
 C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 # the prep entries a forward64 manifest can select: (module, entry, shared memory = the
@@ -76,33 +86,57 @@ def _module(module):
     return {module: {"source": f"{module}.sm90a.cubin", "sha256": f"@SHA256:{module}.sm90a@"}}
 
 
-def state64_op(value_heads, dim_v, chunks, state="state"):
+def _tokens(tokens, chunks):
+    tokens = chunks * C64 if tokens is None else tokens
+    if not isinstance(tokens, int) or not (chunks - 1) * C64 < tokens <= chunks * C64:
+        raise GenError(f"T = {tokens} does not fill NC = {chunks} chunks of {C64} tokens")
+    return tokens
+
+
+def _state_bufs(value_heads, dim_v, chunks, state, tokens):
+    """(name, dtype, shape, field offset, direction) of the state step's buffers: _BUFS, with
+    state2's o bf16 [seqs, T, HV, V]."""
+    out = []
+    for name, t, rest, at, d in _BUFS:
+        if name == "o" and state == "state2":
+            out.append((name, "bf16", ["seqs", tokens, value_heads, dim_v], at, d))
+        else:
+            out.append((name, t, _shape(rest, dim_v, chunks, value_heads), at, d))
+    return out
+
+
+def state64_op(value_heads, dim_v, chunks, state="state", tokens=None):
     """The state step over NC chunks of every (sequence, head): grid (V / 128, HV, seqs)."""
     _check(value_heads, dim_v, chunks)
     module, entry, threads, smem = _state_kind(state)
-    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _BUFS]
+    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _state_bufs(value_heads, dim_v, chunks, state,
+                                                                  _tokens(tokens, chunks))]
     fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_BUFS)]
     fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": dim_v}]
+    size = C64_PACK
+    if state == "state2":
+        fields += [{"at": 80, "i32": _tokens(tokens, chunks)}, {"at": 84, "i32": 0}]
+        size = C64_STATE2_PACK
     launch = {"module": module, "entry": entry,
-              "params": [f"bytes<{C64_PACK}>"], "block": [threads, 1, 1],
+              "params": [f"bytes<{size}>"], "block": [threads, 1, 1],
               "grid": [dim_v // C64_VTILE, value_heads, "seqs"], "shared_mem": smem,
-              "args": [{"pack": {"size": C64_PACK, "fields": fields}}]}
+              "args": [{"pack": {"size": size, "fields": fields}}]}
     return {"params": params, "impl": {"launches": [launch]}}
 
 
-def state64_manifest(max_seqs, value_heads, dim_v, chunks, state="state"):
+def state64_manifest(max_seqs, value_heads, dim_v, chunks, state="state", tokens=None):
     """Buffers named as in the module docstring, program `state64` (one call) on `state`."""
     _check(value_heads, dim_v, chunks)
     module = _state_kind(state)[0]
+    tokens = _tokens(tokens, chunks)
     tag = "" if state == "state" else f"-{state}"
-    bufs = {name: {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads),
-                   "kind": "input" if d == "in" else "output"}
-            for name, t, rest, _, d in _BUFS}
+    bufs = {name: {"dtype": t, "shape": shape, "kind": "input" if d == "in" else "output"}
+            for name, t, shape, _, d in _state_bufs(value_heads, dim_v, chunks, state, tokens)}
     args = [{"buf": name} for name, _, _, _, _ in _BUFS]
     return {"schema_version": 4,
             "model": f"kernrt-kda-chunk64-state{tag}-hv{value_heads}-v{dim_v}-nc{chunks}",
             "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs, "modules": _module(module),
-            "ops": {"state64": state64_op(value_heads, dim_v, chunks, state)},
+            "ops": {"state64": state64_op(value_heads, dim_v, chunks, state, tokens)},
             "programs": {"state64": {"calls": [{"op": "state64", "args": args}]}}}
 
 
@@ -151,21 +185,44 @@ _PREP4_BUFS = (("q", "bf16", ["seqs", "T", "H", K], 0, "in"), ("k", "bf16", ["se
 def _check4(value_heads, heads, tokens, chunks):
     if not isinstance(heads, int) or heads < 1 or value_heads % heads:
         raise GenError(f"HV = {value_heads} is not a multiple of H = {heads}")
-    if not isinstance(tokens, int) or not (chunks - 1) * C64 < tokens <= chunks * C64:
-        raise GenError(f"T = {tokens} does not fill NC = {chunks} chunks of {C64} tokens")
+    _tokens(tokens, chunks)
 
 
-def prep4_op(value_heads, heads, tokens, chunks, scale=None):
-    """Prep v4 over the raw inputs of every chunk of every (sequence, head): grid (NC, HV, seqs)."""
+# prep v4's entries by (gate, beta): the same module, pack, buffers and shared memory
+PREP4_ENTRIES = {("softplus", "direct"): "kda_chunk64_prep4_sm90a_f16_k128",
+                 ("softplus", "sigmoid"): "kda_chunk64_prep4_sigbeta_sm90a_f16_k128",
+                 ("lower_bound", "direct"): "kda_chunk64_prep4_lbgate_sm90a_f16_k128",
+                 ("lower_bound", "sigmoid"): "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"}
+
+
+def _prep4_entry(gate, beta, lower_bound):
+    if gate not in ("softplus", "lower_bound"):
+        raise GenError(f"gate = {gate!r} is not supported: expected 'softplus' or 'lower_bound'")
+    if beta not in ("direct", "sigmoid"):
+        raise GenError(f"beta = {beta!r} is not supported: expected 'direct' or 'sigmoid'")
+    if gate == "lower_bound":
+        if not isinstance(lower_bound, (int, float)) or not -5.0 <= lower_bound < 0.0:
+            raise GenError(f"lower_bound = {lower_bound!r} is not supported with gate 'lower_bound': "
+                           "expected a number in [-5, 0)")
+    elif lower_bound is not None:
+        raise GenError("lower_bound is given but gate is 'softplus': pass gate='lower_bound'")
+    return PREP4_ENTRIES[(gate, beta)]
+
+
+def prep4_op(value_heads, heads, tokens, chunks, scale=None, gate="softplus", beta="direct",
+             lower_bound=None):
+    """Prep v4 over the raw inputs of every chunk of every (sequence, head): grid (NC, HV, seqs);
+    the entry of (`gate`, `beta`) (PREP4_ENTRIES)."""
     _check(value_heads, 128, chunks)
     _check4(value_heads, heads, tokens, chunks)
-    module, entry, smem = PREPS["prep4"]
+    module, _, smem = PREPS["prep4"]
+    entry = _prep4_entry(gate, beta, lower_bound)
     scale = K ** -0.5 if scale is None else float(scale)
     params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP4_BUFS]
     fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP4_BUFS)]
     fields += [{"at": 88, "f32": scale}, {"at": 92, "i32": tokens}, {"at": 96, "i32": heads},
                {"at": 100, "i32": value_heads // heads}, {"at": 104, "i32": chunks},
-               {"at": 108, "i32": 0}]
+               {"at": 108, "f32": 0.0 if lower_bound is None else float(lower_bound)}]
     launch = {"module": module, "entry": entry,
               "params": [f"bytes<{C64_PREP4_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
               "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
@@ -174,40 +231,46 @@ def prep4_op(value_heads, heads, tokens, chunks, scale=None):
 
 
 def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=1, tokens=None,
-                       scale=None, state="state"):
+                       scale=None, state="state", gate="softplus", beta="direct", lower_bound=None):
     """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both; `prep`
     names the prep entry (PREPS), `state` the state step (STATES); prep4 takes `heads`,
-    `tokens` (default NC * 64), `scale`."""
+    `tokens` (default NC * 64), `scale`, `gate`, `beta`, `lower_bound` (its entry:
+    PREP4_ENTRIES); state2 takes `tokens` (its o's rows)."""
     _check(value_heads, dim_v, chunks)
     module = _prep_kind(prep)[0]
     state_module = _state_kind(state)[0]
+    tokens = _tokens(tokens, chunks)
     tag = "" if state == "state" else f"-{state}"
     bufs = {}
     outs = ("kq", "kbt", "tmb", "aqk", "gamma")
     if prep == "prep4":
-        tokens = chunks * C64 if tokens is None else tokens
         _check4(value_heads, heads, tokens, chunks)
         sub = {"T": tokens, "H": heads, "HV": value_heads, "NC": chunks}
         prep_bufs = _PREP4_BUFS
         for name, t, shape, _, d in _PREP4_BUFS:
             bufs[name] = {"dtype": t, "shape": [sub.get(x, x) for x in shape],
                           "kind": "input" if d == "in" else "output"}
-        for name, t, rest, _, d in _BUFS:
-            bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads),
-                          "kind": "input" if (d == "in" and name not in outs) else "output"}
-        prep_op = prep4_op(value_heads, heads, tokens, chunks, scale)
+        prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
+        entry = prep_op["impl"]["launches"][0]["entry"]
+        ptag = "prep4" + entry[len("kda_chunk64_prep4"):-len("_sm90a_f16_k128")].replace("_", "-")
     else:
+        if (gate, beta, lower_bound) != ("softplus", "direct", None):
+            raise GenError(f"prep = {prep!r} takes prepared tokens: gate, beta and lower_bound are prep4's")
         prep_bufs = _PREP_BUFS
-        for name, t, rest, _, d in _PREP_BUFS + _BUFS:
+        for name, t, rest, _, d in _PREP_BUFS:
             kind = "input" if (d == "in" and name not in outs) else "output"
             bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads), "kind": kind}
         prep_op = prep64_op(value_heads, chunks, prep)
+        ptag = prep
+    for name, t, shape, _, d in _state_bufs(value_heads, dim_v, chunks, state, tokens):
+        bufs[name] = {"dtype": t, "shape": shape,
+                      "kind": "input" if (d == "in" and name not in outs) else "output"}
     prep_call = {"op": "prep64", "args": [{"buf": name} for name, _, _, _, _ in prep_bufs]}
     state_call = {"op": "state64", "args": [{"buf": name} for name, _, _, _, _ in _BUFS]}
     return {"schema_version": 4,
-            "model": f"kernrt-kda-chunk64-forward-{prep}{tag}-hv{value_heads}-v{dim_v}-nc{chunks}",
+            "model": f"kernrt-kda-chunk64-forward-{ptag}{tag}-hv{value_heads}-v{dim_v}-nc{chunks}",
             "vars": {"seqs": {"max": max_seqs}}, "buffers": bufs,
             "modules": {**_module(module), **_module(state_module)},
             "ops": {"prep64": prep_op,
-                    "state64": state64_op(value_heads, dim_v, chunks, state)},
+                    "state64": state64_op(value_heads, dim_v, chunks, state, tokens)},
             "programs": {"prep64": {"calls": [prep_call]}, "forward64": {"calls": [prep_call, state_call]}}}
