@@ -28,9 +28,19 @@
 // two blocks per SM. The diagonal operands round to tf32 to nearest even (cvt.rn.tf32.f32;
 // chunk64_model.PREP4). kernels/kda/chunk64_prep4.md has the tables and what is left.
 //
-// Entry: kda_chunk64_prep4_sm90a_f16_k128, `const __grid_constant__ Chunk64Prep4Params`, grid
-// (NC, HV, N), 256 threads, __launch_bounds__(256, 2). Not checked here: K = 128; HV a
-// multiple of H; the buffers' extents; NC = ceil(T / 64).
+// Gate and beta forms (template parameters kGate, kBetaSigmoid of prep64, one entry each):
+// the softplus gate exp(-exp(A_log) softplus(g + dt_bias)) or the bounded one
+// exp(lower_bound sigmoid(exp(A_log) (g + dt_bias))) (kda-conv.md §1.3; FlashKDA's form), both
+// in log2 units with 3 MUFU and the same static count (gate_alpha); beta effective or logits
+// with sigmoid here (2 MUFU on 64 threads). Executed path (sass_path.py --entry, warp
+// instructions per chunk): default 18,264 (18,256 before the template), sigbeta 18,274,
+// lbgate 18,296, lbgate_sigbeta 18,306; 128 registers, no spills, each.
+//
+// Entries: kda_chunk64_prep4_sm90a_f16_k128 (softplus, direct beta), _sigbeta_ (softplus,
+// logits), _lbgate_ (bounded, direct), _lbgate_sigbeta_ (bounded, logits: FlashKDA's inputs),
+// each `const __grid_constant__ Chunk64Prep4Params`, grid (NC, HV, N), 256 threads,
+// __launch_bounds__(256, 2). Not checked here: K = 128; HV a multiple of H; the buffers'
+// extents; NC = ceil(T / 64); lower_bound in [-5, 0) (the generator's).
 #include <cuda_fp16.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -1,7 +1,7 @@
 """Static instruction count of a kernel's executed path, from its SASS (a calibration aid for
 design entries before a device run; kernels/kda/chunk64_prep3.md).
 
-Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode]
+Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode] [--entry NAME]
        (CUBIN built from the working tree's source: the scopes are read from it)
   KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu,
   prep4 = kda_chunk64_prep4.cu).
@@ -63,11 +63,11 @@ SCOPES = {
     ], {}),
     "prep4": ("kda_chunk64_prep4.cu", [
         ("__device__ void prep64(", "open", 8),
-        ("if (tid < kC) sm.beta[tid] = tid < live", "line", 2),
+        ("if (tid < kC) {  // kBetaSigmoid", "open", 2),
         # a chunk with tokens past T takes the masked copy of the raw stage, a sub-block past T
         # that of the gate (the timed case has none)
         ("else raw_stage<true>(", "line", 0),
-        ("else token_alphas<true>(", "line", 0),
+        ("else token_alphas<kGate, true>(", "line", 0),
         ("case 0: channel_pass<0>", "line", 2),
         ("case 1: channel_pass<1>", "line", 2),
         ("case 2: channel_pass<2>", "line", 2),
@@ -149,6 +149,8 @@ def scope_lines(lines, anchor, kind):
     raise SystemExit(f"sass_path: no end of the scope at {anchor!r}")
 
 
+# kernels whose cubin holds several entries (template instances): the one counted by default
+ENTRIES = {"prep4": "kda_chunk64_prep4_sm90a_f16_k128"}
 INDEX_OPS = {"IMAD", "LOP3", "SHF", "LEA", "IADD3", "VIADD", "MOV", "SEL", "ISETP", "PRMT",
              "ULDC", "UMOV", "UIMAD", "S2R", "S2UR", "CS2R", "LDC", "VIMNMX", "PLOP3", "P2R", "R2P"}
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
@@ -156,10 +158,16 @@ _INSTR = re.compile(r"^\s*/\*([0-9a-f]{4,})\*/\s+(.*?);")
 _LABEL = re.compile(r"^(\.L_x_\d+):")
 
 
-def parse(cubin, source, body):
+def parse(cubin, source, body, entry=None):
     """[[(address, opcode, line or None), ...], ...]: the basic blocks of the SASS."""
     text = subprocess.run(["nvdisasm", "-gi", "-c", cubin], check=True, capture_output=True,
                           text=True).stdout
+    if entry:  # a cubin of several entries: only the section of the one counted
+        parts = re.split(r"^\s*\.section\s+", text, flags=re.M)
+        mine = [p for p in parts if p.startswith(f".text.{entry}")]
+        if len(mine) != 1:
+            raise SystemExit(f"sass_path: {cubin} has no section .text.{entry}")
+        text = mine[0]
     blocks, cur, frames, line = [], [], [], None
     pending = False
     for raw in text.splitlines():
@@ -192,7 +200,7 @@ def parse(cubin, source, body):
     return blocks
 
 
-def count(cubin, kernel, by_opcode=False):
+def count(cubin, kernel, by_opcode=False, entry=None):
     source, anchors, blocks_at = SCOPES[kernel]
     if os.path.getmtime(os.path.join(KDA, source)) > os.path.getmtime(cubin):
         # the scopes are source lines: a cubin from before an edit that moved lines would count
@@ -204,7 +212,7 @@ def count(cubin, kernel, by_opcode=False):
     totals = collections.Counter()
     ops = collections.Counter()
     static, seen = 0, set()
-    for blk in parse(cubin, source, body):
+    for blk in parse(cubin, source, body, entry or ENTRIES.get(kernel)):
         # the scope is read from the block's data and control instructions: the line info of
         # integer index math is unreliable (shared subexpressions of inlined helpers keep the
         # line of one inlining site)
@@ -246,6 +254,7 @@ if __name__ == "__main__":
     ap.add_argument("cubin")
     ap.add_argument("kernel", choices=sorted(SCOPES))
     ap.add_argument("--by-opcode", action="store_true")
+    ap.add_argument("--entry", help="the entry of a cubin of several (default ENTRIES[KERNEL])")
     a = ap.parse_args()
-    count(a.cubin, a.kernel, a.by_opcode)
+    count(a.cubin, a.kernel, a.by_opcode, a.entry)
     sys.exit(0)
