@@ -27,8 +27,8 @@ Owns: the algorithm and where each rounding sits, per chunk of 64 tokens in 4 su
 prep64 forms one chunk's operands, step64 applies one state step; state_inputs lays out the
 operands of the state-step entry (kernels/kda/chunk64_params.h) with the model's results for
 them, for validation/kda/check_chunk64.py. tokens64 is prep v4's token code (the raw inputs to
-q^, k^, alpha in fp32 as kda_chunk64_prep4.cu forms them: l2norm, scale, the softplus gate in
-log2 units); its outputs go into state_inputs (alpha= given) in place of kda_ref.prepare's.
+q^, k^, alpha in fp32 as kda_chunk64_prep4.cu forms them: l2norm, scale, the softplus or the
+bounded gate in log2 units, beta direct or from logits); its outputs go into state_inputs (alpha= given) in place of kda_ref.prepare's.
 Does not model fp32 summation order, fast-math intrinsics or the gate's own rounding (the same
 as chunk_model; those errors are far below the operand roundings). `python3 chunk64_model.py`
 prints the precision table of kernels/kda/chunk64.md (a minute on 2 cores); test_chunk64_model.py is fast.
@@ -70,15 +70,21 @@ STATS = {"max_tm": 0.0}  # largest |Tm Diag(beta)| seen (f16 operands need it be
 LOG2E = np.float32(1.4426950408889634)
 
 
-def tokens64(q, k, g, beta, A_log, dt_bias, scale=None):
+def tokens64(q, k, g, beta, A_log, dt_bias, scale=None, lower_bound=None, beta_sigmoid=False):
     """prep v4's token code in fp32 (kernels/kda/kda_chunk64_prep4.cu), for q, k [B, T, H, K]
-    and raw g [B, T, HV, K] (bf16 values), beta [B, T, HV] (effective), A_log [HV], dt_bias
-    [HV * K] or [HV, K]: (q^, k^, alpha [B, T, HV, K], beta [B, T, HV]) float32, value head hv
-    reading q, k head hv // (HV / H). q^ = q (scale / sqrt(sum q^2 + 1e-6)) (the scale on the
-    norm's factor first), k^ = k / sqrt(sum k^2 + 1e-6); alpha = 2^(-A log2(1 + 2^xl)),
-    xl = g log2 e + dt_bias log2 e, A = exp(A_log): exp(-A softplus(g + dt_bias)) in log2
-    units (2^xl = inf gives alpha = 0). Sums in fp32 in numpy's order (the kernel's are the
-    tensor cores'), exp2 / log2 exact where the kernel's MUFU are approximate."""
+    and raw g [B, T, HV, K] (bf16 values), beta [B, T, HV] (effective, or logits with
+    `beta_sigmoid`), A_log [HV], dt_bias [HV * K] or [HV, K]: (q^, k^, alpha [B, T, HV, K],
+    beta [B, T, HV]) float32, value head hv reading q, k head hv // (HV / H).
+    q^ = q (scale / sqrt(sum q^2 + 1e-6)) (the scale on the norm's factor first),
+    k^ = k / sqrt(sum k^2 + 1e-6); with A = exp(A_log), dtl = dt_bias log2 e (the kernel's
+    gate_alpha, in log2 units):
+      softplus gate (lower_bound None): alpha = 2^(-A log2(1 + 2^z)), z = g log2 e + dtl:
+        exp(-A softplus(g + dt_bias)) (2^z = inf gives alpha = 0);
+      bounded gate: alpha = 2^(lower_bound log2 e / (1 + 2^z)), z = g (-A log2 e) + dtl (-A):
+        exp(lower_bound sigmoid(A (g + dt_bias))) (2^z = inf gives alpha = 1);
+    beta_sigmoid: beta = 1 / (1 + 2^(-beta log2 e)). Sums in fp32 in numpy's order (the
+    kernel's are the tensor cores'), exp2 / log2 exact where the kernel's MUFU are approximate,
+    and products and sums rounded apart where the kernel fuses them (FFMA)."""
     f = np.float32
     q, k, g = np.asarray(q, f), np.asarray(k, f), np.asarray(g, f)
     B, T, HV, K = g.shape
@@ -93,8 +99,15 @@ def tokens64(q, k, g, beta, A_log, dt_bias, scale=None):
     A = np.exp(np.asarray(A_log, f).astype(np.float64)).astype(f)[:, None]  # the kernel reads f32
     dtl = np.asarray(dt_bias, f).reshape(HV, K) * LOG2E
     with np.errstate(over="ignore"):
-        alpha = np.exp2(-A * np.log2(f(1) + np.exp2(g * LOG2E + dtl)))
-    return qh.astype(f), kh.astype(f), alpha.astype(f), np.asarray(beta, f)
+        if lower_bound is None:
+            alpha = np.exp2(-A * np.log2(f(1) + np.exp2(g * LOG2E + dtl)))
+        else:
+            z = g * (-A * LOG2E) + dtl * (-A)
+            alpha = np.exp2((f(lower_bound) * LOG2E) / (f(1) + np.exp2(z)))
+        b = np.asarray(beta, f)
+        if beta_sigmoid:
+            b = f(1) / (f(1) + np.exp2(-b * LOG2E))
+    return qh.astype(f), kh.astype(f), alpha.astype(f), b.astype(f)
 
 
 def sub_products(ac):

@@ -158,15 +158,35 @@ class Prep4TokenCode(unittest.TestCase):
             self.assertLess(np.max(np.abs(al[n] - a64[n]) / a64[n]), 2e-5, gates)
             np.testing.assert_array_equal(bt, np.asarray(beta, np.float32))
 
+    def test_bounded_gate_and_beta_logits_match_float64(self):
+        for gates in ("init", "harsh"):
+            rng = np.random.default_rng(6)
+            q, k, v, g, _, A_log, dt, _ = inputs(rng, 96, 1, 2, 128, gates)
+            logits = cm.bf16(2 * rng.standard_normal((1, 96, 2)))
+            opts = dict(l2norm_qk=True, gate_in_kernel=True, A_log=A_log, dt_bias=dt,
+                        lower_bound=-5.0, beta_sigmoid=True)
+            xp = ref.prepare(q, k, v, g, logits, None, **opts)
+            _, _, al, bt = m.tokens64(q, k, g, logits, A_log, dt, lower_bound=-5.0, beta_sigmoid=True)
+            a64 = np.exp(xp[4])  # in [e^-5, 1): no underflow
+            self.assertGreaterEqual(a64.min(), np.exp(-5.0) * (1 - 1e-12))
+            # z = A (g + dt_bias) log2 e reaches ~1e2 (A <= 16): its fp32 rounding (~1e-5 absolute)
+            # through lb sigmoid' (<= 5 / 4) is alpha's relative error, as the softplus bound above
+            self.assertLess(np.max(np.abs(al - a64) / a64), 2e-5, gates)
+            self.assertLess(np.max(np.abs(bt - xp[5]) / xp[5]), 1e-6, gates)
+            # the forms are not confused: softplus / direct beta give other values
+            _, _, al0, bt0 = m.tokens64(q, k, g, logits, A_log, dt)
+            self.assertGreater(np.max(np.abs(al0 - a64)), 0.1)
+            self.assertGreater(np.max(np.abs(bt0 - xp[5])), 0.1)
+
     def test_prep4_cases_meet_gate(self):
         import check_chunk64 as chk
-        for gates in ("init", "harsh"):
-            raw, s, h0, o, ht = chk.raw_case(gates, 128, B=1, T=130)
+        for gates, lb, sig in (("init", None, False), ("harsh", None, False), ("init", -5.0, True)):
+            raw, s, h0, o, ht = chk.raw_case(gates, 128, B=1, T=130, lb=lb, beta_sigmoid=sig)
             self.assertEqual(raw["dt_bias"].shape, (2, 128))
             T, HV = o.shape[1], o.shape[2]
             om = s["o"].transpose(0, 2, 3, 1, 4).reshape(1, -1, HV, 128)[:, :T]
-            self.assertLess(ref.rel_rms(cm.bf16(om), cm.bf16(o.astype(np.float32))), GATE, gates)
-            self.assertLess(ref.rel_rms(s["xt"], ht), GATE, gates)
+            self.assertLess(ref.rel_rms(cm.bf16(om), cm.bf16(o.astype(np.float32))), GATE, (gates, lb))
+            self.assertLess(ref.rel_rms(s["xt"], ht), GATE, (gates, lb))
 
 
 if __name__ == "__main__":
