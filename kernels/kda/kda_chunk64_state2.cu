@@ -15,7 +15,8 @@
 // What differs otherwise is how a chunk's operands (kq 32 KiB, kbt 16 KiB, tmb 8 KiB, aqk 8
 // KiB, v 16 KiB, gamma 512 B) reach shared memory: the reference entry copies them with all threads before each chunk (74 % of its stall samples); here a
 // producer warpgroup loads chunk c + 1 while chunk c computes: 883.2 -> 261.6 us at B8 T4096
-// H16 V128 (the same process), 87 % of the copy floor of the 960 MB it moves (chunk64.md).
+// H16 V128 (the same process, with the fp32 o), 87 % of the copy floor of the 960 MB it moved
+// then (chunk64.md); with the bf16 o 826 MB, not measured yet.
 //
 // Roles (block 384 = three warpgroups, warp specialised):
 //   warpgroups 0-1 (consumers, setmaxnreg 232): X rows as in kda_chunk64_state.cu; per chunk
