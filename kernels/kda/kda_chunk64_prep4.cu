@@ -260,22 +260,44 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
 }
 
 // Step 0: the cp.async of the chunk's q, k (head h) and g (value head hv) rows into the raw
-// stage: thread tid copies 16-byte chunk tid % 16 of rows tid / 16 + 16 u; kTail: rows t >= live
-// are zero-filled (source address clamped to the tensor's start, no byte read).
+// stage. q, k: thread tid copies row tid / 4, 16-byte chunks tid % 4 + 4 j (j = 0..3): one
+// 64-bit source address per tensor, the four copies at immediate offsets (+64 j bytes on both
+// sides; a warp's copy j covers 8 rows x 64 bytes: whole sectors, and on the 272-byte rows 4
+// shared wavefronts, the minimum). g: chunk tid % 16 of rows tid / 16 + 16 u (its 256-byte
+// rows would put the 8 rows of the q, k map on the same 16 banks). kTail: rows t >= live are
+// zero-filled (source address clamped to the tensor's start, no byte read).
+template <int kJ>
+__device__ __forceinline__ void copy_row(Smem& sm, int t, int c, const uint16_t* q, const uint16_t* k,
+                                         bool ok) {
+  // a masked row reads no byte: its source is the tensor's start plus the offset, size 0
+  ptx::cp_async_cg_16_zfill_off<64 * kJ>(&sm.rq[t][c / 2 + 16 * kJ], q, ok ? 16 : 0);
+  ptx::cp_async_cg_16_zfill_off<64 * kJ>(&sm.rk[t][c / 2 + 16 * kJ], k, ok ? 16 : 0);
+}
+
 template <bool kTail>
 __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm, int tid, int64_t row0,
                                           int h, int hv, int HV, int live) {
-  const int t0 = tid >> 4, c = 8 * (tid & 15);  // rows t0 + 16 u, chunk tid % 16
-  const int64_t e0 = ((row0 + t0) * p.heads + h) * kK + c, step = int64_t(kSub) * p.heads * kK;
-  const int64_t g0 = ((row0 + t0) * HV + hv) * kK + c, gstep = int64_t(kSub) * HV * kK;
+  // 64-bit bases of the chunk's token 0 (per block), 32-bit offsets from them: a row offset
+  // t H K + c < 64 H K and t HV K + c < 64 HV K fit while HV <= 65535 (gridDim.y)
+  {
+    const int t = tid >> 2, c = 8 * (tid & 3);  // row t, chunks c / 8 + 4 j
+    const bool ok = !kTail || t < live;
+    const int64_t b = (row0 * p.heads + h) * kK;
+    const int e = ok ? t * (p.heads * kK) + c : 0;
+    const uint16_t *q = p.q + b + e, *k = p.k + b + e;
+    copy_row<0>(sm, t, c, q, k, ok);
+    copy_row<1>(sm, t, c, q, k, ok);
+    copy_row<2>(sm, t, c, q, k, ok);
+    copy_row<3>(sm, t, c, q, k, ok);
+  }
+  const int t0 = tid >> 4, c = 8 * (tid & 15);  // g: rows t0 + 16 u, chunk tid % 16
+  const uint16_t* gb = p.g + (row0 * HV + hv) * kK;
+  const int g0 = t0 * (HV * kK) + c, gstep = kSub * HV * kK;
 #pragma unroll
   for (int u = 0; u < 4; ++u) {
     const int t = t0 + kSub * u;
     const bool ok = !kTail || t < live;
-    const int64_t e = ok ? e0 + u * step : 0, eg = ok ? g0 + u * gstep : 0;
-    ptx::cp_async_cg_16_zfill(&sm.rq[t][c / 2], p.q + e, ok ? 16 : 0);
-    ptx::cp_async_cg_16_zfill(&sm.rk[t][c / 2], p.k + e, ok ? 16 : 0);
-    ptx::cp_async_cg_16_zfill(&sm.rg[t][c / 2], p.g + eg, ok ? 16 : 0);
+    ptx::cp_async_cg_16_zfill(&sm.rg[t][c / 2], gb + (ok ? g0 + u * gstep : 0), ok ? 16 : 0);
   }
 }
 

@@ -1,9 +1,9 @@
 """CPU test of prep v4's new shared-memory layouts and index maps (kernels/kda/kda_chunk64_prep4.cu;
 the tiles, the tf32 staging and the solve are prep v3's, test_chunk64_prep3_layout.py): a numpy
 mirror of
-- the raw stage: the cp.async map (thread tid, step u: row tid / 16 + 16 u, 16-byte chunk
-  tid % 16) covers every (token row, chunk) of q and k once, from the token row it names (rows of
-  RAW_W words, 4 of them padding); the
+- the raw stage: the cp.async map (thread tid: row tid / 4, 16-byte chunks tid % 4 + 4 j at
+  + 64 j bytes from one base) covers every (token row, chunk) of q and k once, from the token
+  row it names (rows of RAW_W words, 4 of them padding), 4 shared wavefronts per copy; the
   channel pass's LDS.32 of word [t][cp] is channels 2 cp, 2 cp + 1, conflict-free per warp;
 - the Gram diagonals (the l2 norms): the two ldmatrix.x4 lane address maps over the raw rows
   (A, and B = A^T), conflict-free per 8-lane phase, ldmatrix simulated from its PTX definition
@@ -40,19 +40,31 @@ class Prep4Layout(unittest.TestCase):
         seen = {}
         H, h, row0 = 3, 1, 5  # any sizes: the source element names the row it lands in
         for tid in range(THREADS):
-            t0, c = tid >> 4, 8 * (tid & 15)
-            e0, step = ((row0 + t0) * H + h) * K + c, SUB * H * K
-            for u in range(4):
-                t = t0 + SUB * u
-                dst = t * RAW_W + c // 2             # word of &sm.rq[t][c / 2]
+            t, c = tid >> 2, 8 * (tid & 3)
+            b = (row0 * H + h) * K               # the block's base, 64-bit in the kernel
+            e = t * (H * K) + c                  # the thread's 32-bit offset from it
+            for j in range(4):
+                dst = t * RAW_W + c // 2 + 16 * j  # word of &sm.rq[t][c / 2 + 16 j]
+                src = b + e + 32 * j               # copy j: + 64 j bytes, an immediate
                 self.assertNotIn(dst, seen)
-                seen[dst] = e0 + u * step
-                src = e0 + u * step
+                seen[dst] = src
                 self.assertEqual((src // K - h) // H - row0, t)  # token row of the source
-                self.assertEqual(src % K, c)
+                self.assertEqual(src % K, c + 32 * j)
                 self.assertEqual((src // K) % H, h)
+                self.assertEqual(src % K, 2 * (dst % RAW_W))   # the word holds the pair it names
         # 16-byte chunks, all of every row's 64 pairs (the padding words are never written)
         self.assertEqual(sorted(seen), [t * RAW_W + w for t in range(C) for w in range(0, K // 2, 4)])
+        # a warp's copy j: 8 rows x 64 bytes on the 272-byte rows, every bank 4 times (4
+        # wavefronts, the minimum for 512 bytes)
+        for w in range(8):
+            for j in range(4):
+                banks = [0] * 32
+                for lane in range(32):
+                    tid = 32 * w + lane
+                    byte = 4 * ((tid >> 2) * RAW_W + 4 * (tid & 3) + 16 * j)
+                    for i in range(4):
+                        banks[(byte // 4 + i) % 32] += 1
+                self.assertEqual(banks, [4] * 32)
 
     def test_channel_pass_reads(self):
         # word [t][cp] holds channels 2 cp, 2 cp + 1 (chunk c / 8 holds channels c..c + 7)

@@ -56,6 +56,17 @@ __device__ __forceinline__ void cp_async_cg_16_zfill(void* dst, const void* src,
                : "memory");
 }
 
+// The same with an immediate byte offset on the source, [src + kOff]: the address form the
+// instruction takes, so a run of copies from one base needs no 64-bit add per copy (ptxas
+// does not fold a C++ pointer add into LDGSTS on sm_90a).
+template <int kOff>
+__device__ __forceinline__ void cp_async_cg_16_zfill_off(void* dst, const void* src,
+                                                         uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1+%3], 16, %2;" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(src_bytes), "n"(kOff)
+               : "memory");
+}
+
 // cp.async.ca.shared.global [dst], [src], 4, src_bytes: the 4-byte form (may allocate in L1),
 // zero filling past src_bytes (0..4).
 __device__ __forceinline__ void cp_async_ca_4_zfill(void* dst, const void* src,
