@@ -259,6 +259,48 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
   kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
 }
 
+// One level of the solve, T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ for I - J = kL: warp w takes
+// block J = w / 2 and its 8 columns 8 (w % 2) ..; the sum rounded to f16 as the next B
+// operand (v2's order). A template per level: the M loop unrolled (M = J + m, I - M = kL - m
+// known), so the pair's tile is J plus a constant and every address an immediate from the
+// level's base (the loop over L and M with pair_of per trip was ~16 index instructions a trip).
+template <int kL>
+__device__ __forceinline__ void solve_level(Smem& sm, __half* tmb, int warp, int lane) {
+  SolveTiles& sv = sm.sv;
+  const int g = lane >> 2, qd = lane & 3;
+  const int J = warp >> 1, nh = warp & 1, bI = J + kL, n0 = kSub * J + 8 * nh;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ac = 8 * (lane >> 4);
+#pragma unroll
+  for (int m = 0; m < kL; ++m) {  // M = J + m: bI - M = kL - m is a constant in pair_of
+    uint32_t fa[4];
+    ldsm4(fa, &sm.akh[pair_of(bI, J + m)][ar][ac]);
+    const int c = kSub * (J + m) + 2 * qd;
+    ptx::mma_m16n8k16_f16(acc, fa[0], fa[1], fa[2], fa[3],
+                          *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c]),
+                          *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c + 8]));
+  }
+  __half (&pw)[8][kRowB] = sv.pw[warp];
+#pragma unroll
+  for (int e = 0; e < 4; ++e) pw[2 * qd + (e & 1)][g + 8 * (e >> 1)] = __float2half_rn(acc[e]);
+  __syncwarp();
+  float t[4] = {0.f, 0.f, 0.f, 0.f};
+  uint32_t fa[4];
+  ldsm4(fa, &sv.th[bI][ar][ac]);
+  ptx::mma_m16n8k16_f16(t, fa[0], fa[1], fa[2], fa[3],
+                        *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd]),
+                        *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd + 8]));
+  const int j = n0 + 2 * qd;
+  const float bj0 = sm.beta[j], bj1 = sm.beta[j + 1];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int i = kSub * bI + g + 8 * h;
+    stg_h2(tmb + i * kC + j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
+    sv.tt[j][i] = __float2half_rn(-t[2 * h]);
+    sv.tt[j + 1][i] = __float2half_rn(-t[2 * h + 1]);
+  }
+}
+
 // Step 0: the cp.async of the chunk's q, k (head h) and g (value head hv) rows into the raw
 // stage. q, k: thread tid copies row tid / 4, 16-byte chunks tid % 4 + 4 j (j = 0..3): one
 // 64-bit source address per tensor, the four copies at immediate offsets (+64 j bytes on both
@@ -595,45 +637,15 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     }
   }
   __syncthreads();
-  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): warp w of level L takes block J = w / 2
-  // and its 8 columns 8 (w % 2) ..; the sum rounded to f16 as the next B operand (v2's order)
-#pragma unroll 1
-  for (int L = 1; L < 4; ++L) {
-    if (warp < 2 * (4 - L)) {
-      const int J = warp >> 1, nh = warp & 1, bI = J + L, n0 = kSub * J + 8 * nh;
-      float acc[4] = {0.f, 0.f, 0.f, 0.f};
-      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ac = 8 * (lane >> 4);
-#pragma unroll 1
-      for (int M = J; M < bI; ++M) {  // 1-3 trips: not unrolled (a 4-fold body none reaches)
-        uint32_t fa[4];
-        ldsm4(fa, &sm.akh[pair_of(bI, M)][ar][ac]);
-        const int c = kSub * M + 2 * qd;
-        ptx::mma_m16n8k16_f16(acc, fa[0], fa[1], fa[2], fa[3],
-                              *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c]),
-                              *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c + 8]));
-      }
-      __half (&pw)[8][kRowB] = sv.pw[warp];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) pw[2 * qd + (e & 1)][g + 8 * (e >> 1)] = __float2half_rn(acc[e]);
-      __syncwarp();
-      float t[4] = {0.f, 0.f, 0.f, 0.f};
-      uint32_t fa[4];
-      ldsm4(fa, &sv.th[bI][ar][ac]);
-      ptx::mma_m16n8k16_f16(t, fa[0], fa[1], fa[2], fa[3],
-                            *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd]),
-                            *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd + 8]));
-      const int j = n0 + 2 * qd;
-      const float bj0 = sm.beta[j], bj1 = sm.beta[j + 1];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int i = kSub * bI + g + 8 * h;
-        stg_h2(tmb + i * kC + j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
-        sv.tt[j][i] = __float2half_rn(-t[2 * h]);
-        sv.tt[j + 1][i] = __float2half_rn(-t[2 * h + 1]);
-      }
-    }
-    __syncthreads();
-  }
+  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
+  if (warp < 6)
+    solve_level<1>(sm, tmb, warp, lane);
+  __syncthreads();
+  if (warp < 4)
+    solve_level<2>(sm, tmb, warp, lane);
+  __syncthreads();
+  if (warp < 2)
+    solve_level<3>(sm, tmb, warp, lane);
 }
 
 }  // namespace kernrt::kda::c64p4

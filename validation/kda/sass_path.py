@@ -86,9 +86,10 @@ SCOPES = {
         ("} else {  // Akk rows", "open", 8),
         ("const int w4 = warp & 3;", "in", 0),
         ("const int bI = tid >> 4", "in", 2),
-        ("for (int L = 1; L < 4; ++L)", "open", 24),
-        ("const int J = warp >> 1", "in", 12),
-        ("for (int M = J; M < bI; ++M)", "open", 20),
+        # the solve's levels (solve_level<L>, inlined: its frame in prep64 is the call line)
+        ("solve_level<1>(sm, tmb", "line", 6),
+        ("solve_level<2>(sm, tmb", "line", 4),
+        ("solve_level<3>(sm, tmb", "line", 2),
     ], {}),
     "prep": ("kda_chunk64_prep.cu", [
         ("__device__ void prep64(", "open", 8),
