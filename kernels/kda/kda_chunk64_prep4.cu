@@ -94,6 +94,8 @@ static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (
 static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
 static_assert(offsetof(Smem, rs) % 16 == 0, "rs is read as float4 (two tokens' scales)");
+static_assert(offsetof(SolveTiles, tt) % 16 == 0 && sizeof(__half) * (kC + 8) % 16 == 0,
+              "a row of tt at a 16-byte multiple: the diagonal inverses' STS.128");
 
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -628,12 +630,23 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       x[i] = i < j ? 0.f : (i == j ? 1.f : -s);
     }
     const float bj = sm.beta[o + j];
+    // f16 pairs along i (cvt.rn per half: the bits of __float2half_rn each): row o + j of tt
+    // takes them as 2 STS.128 (rows of 144 bytes: 8 threads on 8 distinct 16-byte bank groups),
+    // th (column j) and tmb (column o + j) a half each
+    uint32_t hp[kSub / 2], bp[kSub / 2];
+#pragma unroll
+    for (int i = 0; i < kSub; i += 2) {
+      hp[i / 2] = ptx::pack_f16x2(x[i], x[i + 1]);
+      bp[i / 2] = ptx::pack_f16x2(x[i] * bj, x[i + 1] * bj);
+    }
+    uint4* ttr = reinterpret_cast<uint4*>(&sv.tt[o + j][o]);
+    ttr[0] = make_uint4(hp[0], hp[1], hp[2], hp[3]);
+    ttr[1] = make_uint4(hp[4], hp[5], hp[6], hp[7]);
 #pragma unroll
     for (int i = 0; i < kSub; ++i) {
-      const __half h = __float2half_rn(x[i]);
-      sv.th[bI][i][j] = h;
-      sv.tt[o + j][o + i] = h;
-      tmb[(o + i) * kC + o + j] = __float2half_rn(x[i] * bj);
+      const int sh = 16 * (i & 1);
+      *reinterpret_cast<uint16_t*>(&sv.th[bI][i][j]) = uint16_t(hp[i / 2] >> sh);
+      *reinterpret_cast<uint16_t*>(tmb + (o + i) * kC + o + j) = uint16_t(bp[i / 2] >> sh);
     }
   }
   __syncthreads();

@@ -13,6 +13,7 @@ mirror of
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
 - the pair and diagonal mma's ldmatrix columns by one XOR (equal to v3's swizzle formula);
 - the q, k head of a value head (the fp32 division's exactness);
+- the solve's tt rows of the diagonal inverses (STS.128 of f16 pairs, conflict-free);
 - the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
   the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
 A second copy of the formulas: a change in the kernel needs the same change here.
@@ -65,6 +66,22 @@ class Prep4Layout(unittest.TestCase):
                     for i in range(4):
                         banks[(byte // 4 + i) % 32] += 1
                 self.assertEqual(banks, [4] * 32)
+
+    def test_solve_tt_rows(self):
+        # the diagonal inverses: thread tid < 64 (block bI = tid / 16, column j = tid % 16) writes
+        # halves o + i, i = 0..15, of tt row o + j (o = 16 bI) as 2 STS.128 of f16 pairs; rows of
+        # kC + 8 halves (144 bytes): each 8-thread phase on 8 distinct 16-byte bank groups
+        row_b = 2 * (C + 8)
+        for u in range(2):
+            addrs = [(16 * (tid >> 4) + (tid & 15)) * row_b + 2 * 16 * (tid >> 4) + 16 * u for tid in range(64)]
+            self.assertTrue(all(a % 16 == 0 for a in addrs))
+            for ph in range(0, 64, 8):
+                self.assertTrue(banks_conflict_free(addrs[ph:ph + 8], 16))
+            # the 8 halves of store u are tt[o + j][o + 8 u + e], e = 0..7: pair e // 2, half e % 2
+            for tid in range(64):
+                o, j = 16 * (tid >> 4), tid & 15
+                cols = [(addrs[tid] - (o + j) * row_b) // 2 + e for e in range(8)]
+                self.assertEqual(cols, [o + 8 * u + e for e in range(8)])
 
     def test_channel_pass_reads(self):
         # word [t][cp] holds channels 2 cp, 2 cp + 1 (chunk c / 8 holds channels c..c + 7)
