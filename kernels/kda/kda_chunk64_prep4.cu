@@ -478,16 +478,16 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       stg_h2(&sm.akh[warp][g + 8][j], ak[nt][2] * b1, ak[nt][3] * b1);
     }
   } else {
-    // the upper blocks (I < J) of aqk and tmb are 0: 6 blocks x 16 rows x 2 uint4 each
-    const int u0 = tid - 6 * 32;
-#pragma unroll
-    for (int u = 0; u < 3; ++u) {
-      const int e = u0 + 64 * u, blk = e >> 5, r = (e >> 1) & (kSub - 1), h = e & 1;
-      const int bI = blk < 3 ? 0 : (blk < 5 ? 1 : 2), bJ = blk < 3 ? blk + 1 : (blk < 5 ? blk - 1 : 3);
-      const int off = (kSub * bI + r) * kC + kSub * bJ + 8 * h;
-      *reinterpret_cast<uint4*>(aqk + off) = make_uint4(0u, 0u, 0u, 0u);
-      *reinterpret_cast<uint4*>(tmb + off) = make_uint4(0u, 0u, 0u, 0u);
-    }
+    // the upper blocks (I < J) of aqk and tmb are 0: 6 blocks x 16 rows x 2 uint4 each. Warp
+    // 6 + w, lane (r = row, h = half): block row w, blocks (w, 1 + w), (w, 2 + w) at offsets off,
+    // off + 16, and (0, 3) (w = 0) or (2, 3) (w = 1) as the third (no per-store decode)
+    const int w = warp - 6, r = lane >> 1, h = lane & 1;
+    const int off = (kSub * w + r) * kC + kSub * (1 + w) + 8 * h;
+    const int off3 = w ? off + kSub * kC + kSub : off + 2 * kSub;
+    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+    *reinterpret_cast<uint4*>(aqk + off) = z, *reinterpret_cast<uint4*>(tmb + off) = z;
+    *reinterpret_cast<uint4*>(aqk + off + kSub) = z, *reinterpret_cast<uint4*>(tmb + off + kSub) = z;
+    *reinterpret_cast<uint4*>(aqk + off3) = z, *reinterpret_cast<uint4*>(tmb + off3) = z;
   }
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
 
@@ -587,10 +587,11 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
           stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
         }
       } else {  // Akk rows
+        const float bi[2] = {sm.beta[o + g], sm.beta[o + g + 8]};  // rows g, g + 8
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = g + 8 * (e >> 1), jj = j + (e & 1);
-          sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * sm.beta[o + i] : 0.f;
+          sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * bi[e >> 1] : 0.f;
         }
       }
     } else {  // the fp32 pairs from the staged tokens, columns {w, 7 - w, 8 + w, 15 - w}

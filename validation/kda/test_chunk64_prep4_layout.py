@@ -14,6 +14,7 @@ mirror of
 - the pair and diagonal mma's ldmatrix columns by one XOR (equal to v3's swizzle formula);
 - the q, k head of a value head (the fp32 division's exactness);
 - the solve's tt rows of the diagonal inverses (STS.128 of f16 pairs, conflict-free);
+- the zeros of the upper blocks of aqk and tmb (warps 6, 7);
 - the g stage (cp.async of the value head's g rows, rows of K / 2 words, the gate's reads) and
   the fp32 staging of a sub-block off the tf32 path, row stride K as pair_column reads it.
 A second copy of the formulas: a change in the kernel needs the same change here.
@@ -82,6 +83,21 @@ class Prep4Layout(unittest.TestCase):
                 o, j = 16 * (tid >> 4), tid & 15
                 cols = [(addrs[tid] - (o + j) * row_b) // 2 + e for e in range(8)]
                 self.assertEqual(cols, [o + 8 * u + e for e in range(8)])
+
+    def test_upper_block_zeros(self):
+        # warps 6, 7 zero the blocks I < J of aqk and tmb ([64][64] halves): lane (r, h) of warp
+        # 6 + w stores uint4 (8 halves) at off, off + 16 and off3; every upper element once, no other
+        seen = []
+        for w in range(2):
+            for lane in range(32):
+                r, h = lane >> 1, lane & 1
+                off = (SUB * w + r) * C + SUB * (1 + w) + 8 * h
+                off3 = off + SUB * C + SUB if w else off + 2 * SUB
+                for o in (off, off + SUB, off3):
+                    self.assertEqual(o % 8, 0)  # 16-byte aligned in the 128-byte rows
+                    seen += [o + e for e in range(8)]
+        upper = [R * C + c for R in range(C) for c in range(C) if R // SUB < c // SUB]
+        self.assertEqual(sorted(seen), upper)
 
     def test_channel_pass_reads(self):
         # word [t][cp] holds channels 2 cp, 2 cp + 1 (chunk c / 8 holds channels c..c + 7)
