@@ -22,7 +22,7 @@
 //      the pairs (v3 read its fp32 inputs in place);
 //   3. the off-diagonal mma, the diagonal mma, the solve: v3's code.
 //
-// Cost (static count of the executed path, validation/kda/sass_path.py): 18.3k warp
+// Cost (static count of the executed path, validation/kda/sass_path.py): 17.5k warp
 // instructions per chunk with the token code (first build 20.0k; v3 13.4k without it; v3 + the
 // shipped token code ~23.1k); 128 registers, no spills (v3 255); 111968 bytes of shared memory:
 // two blocks per SM. The diagonal operands round to tf32 to nearest even (cvt.rn.tf32.f32;
@@ -33,8 +33,9 @@
 // exp(lower_bound sigmoid(exp(A_log) (g + dt_bias))) (kda-conv.md §1.3; FlashKDA's form), both
 // in log2 units with 3 MUFU and the same static count (gate_alpha); beta effective or logits
 // with sigmoid here (2 MUFU on 64 threads). Executed path (sass_path.py --entry, warp
-// instructions per chunk): default 18,264 (18,256 before the template), sigbeta 18,274,
-// lbgate 18,296, lbgate_sigbeta 18,306; 128 registers, no spills, each.
+// instructions per chunk): default 17,512, sigbeta 17,522, lbgate 17,544, lbgate_sigbeta
+// 17,554 (18,264 .. 18,306 before the copies by row, the solve levels as templates, the packed
+// inverse halves and the zeros by block row: chunk64_prep4.md); 128 registers, no spills, each.
 //
 // Entries: kda_chunk64_prep4_sm90a_f16_k128 (softplus, direct beta), _sigbeta_ (softplus,
 // logits), _lbgate_ (bounded, direct), _lbgate_sigbeta_ (bounded, logits: FlashKDA's inputs),
