@@ -50,6 +50,7 @@
 #include "common/ptx/mma.cuh"
 #include "kda/chunk64_params.h"
 #include "kda/chunk64_prep4_smem.cuh"
+#include "kda/chunk64_prep_shared.cuh"
 #include "kda/chunk_prep.cuh"
 
 namespace kernrt::kda::c64p4 {
@@ -157,48 +158,6 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
   kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
 }
 
-// One level of the solve, T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ for I - J = kL: warp w takes
-// block J = w / 2 and its 8 columns 8 (w % 2) ..; the sum rounded to f16 as the next B
-// operand (v2's order). A template per level: the M loop unrolled (M = J + m, I - M = kL - m
-// known), so the pair's tile is J plus a constant and every address an immediate from the
-// level's base (the loop over L and M with pair_of per trip was ~16 index instructions a trip).
-template <int kL>
-__device__ __forceinline__ void solve_level(Smem& sm, __half* tmb, int warp, int lane) {
-  SolveTiles& sv = sm.sv;
-  const int g = lane >> 2, qd = lane & 3;
-  const int J = warp >> 1, nh = warp & 1, bI = J + kL, n0 = kSub * J + 8 * nh;
-  float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ac = 8 * (lane >> 4);
-#pragma unroll
-  for (int m = 0; m < kL; ++m) {  // M = J + m: bI - M = kL - m is a constant in pair_of
-    uint32_t fa[4];
-    ldsm4(fa, &sm.akh[pair_of(bI, J + m)][ar][ac]);
-    const int c = kSub * (J + m) + 2 * qd;
-    ptx::mma_m16n8k16_f16(acc, fa[0], fa[1], fa[2], fa[3],
-                          *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c]),
-                          *reinterpret_cast<const uint32_t*>(&sv.tt[n0 + g][c + 8]));
-  }
-  __half (&pw)[8][kRowB] = sv.pw[warp];
-#pragma unroll
-  for (int e = 0; e < 4; ++e) pw[2 * qd + (e & 1)][g + 8 * (e >> 1)] = __float2half_rn(acc[e]);
-  __syncwarp();
-  float t[4] = {0.f, 0.f, 0.f, 0.f};
-  uint32_t fa[4];
-  ldsm4(fa, &sv.th[bI][ar][ac]);
-  ptx::mma_m16n8k16_f16(t, fa[0], fa[1], fa[2], fa[3],
-                        *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd]),
-                        *reinterpret_cast<const uint32_t*>(&pw[g][2 * qd + 8]));
-  const int j = n0 + 2 * qd;
-  const float bj0 = sm.beta[j], bj1 = sm.beta[j + 1];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int i = kSub * bI + g + 8 * h;
-    stg_h2(tmb + i * kC + j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
-    sv.tt[j][i] = __float2half_rn(-t[2 * h]);
-    sv.tt[j + 1][i] = __float2half_rn(-t[2 * h + 1]);
-  }
-}
-
 // Step 0: the cp.async of the chunk's q, k (head h) and g (value head hv) rows into the raw
 // stage. q, k: thread tid copies row tid / 4, 16-byte chunks tid % 4 + 4 j (j = 0..3): one
 // 64-bit source address per tensor, the four copies at immediate offsets (+64 j bytes on both
@@ -206,13 +165,6 @@ __device__ __forceinline__ void solve_level(Smem& sm, __half* tmb, int warp, int
 // shared wavefronts, the minimum). g: chunk tid % 16 of rows tid / 16 + 16 u (its 256-byte
 // rows would put the 8 rows of the q, k map on the same 16 banks). kTail: rows t >= live are
 // zero-filled (source address clamped to the tensor's start, no byte read).
-template <int kJ>
-__device__ __forceinline__ void copy_row(Smem& sm, int t, int c, const uint16_t* q, const uint16_t* k,
-                                         bool ok) {
-  // a masked row reads no byte: its source is the tensor's start plus the offset, size 0
-  ptx::cp_async_cg_16_zfill_off<64 * kJ>(&sm.rq[t][c / 2 + 16 * kJ], q, ok ? 16 : 0);
-  ptx::cp_async_cg_16_zfill_off<64 * kJ>(&sm.rk[t][c / 2 + 16 * kJ], k, ok ? 16 : 0);
-}
 
 template <bool kTail>
 __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm, int tid, int64_t row0,
@@ -278,38 +230,9 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   ptx::cp_async_wait_group<0>();
   __syncthreads();
 
-  // ---- 1. token code: the sums of squares are the diagonals of the Gram matrices q q^T, k k^T
-  // of each sub-block on tensor cores (bf16 products exact, fp32 sums), warp w: sub-block w / 2,
-  // q (w even) or k. Per 16 channels two ldmatrix.x4 of the same rows: the A fragment from rows
-  // 16 I + (l % 8) + 8 ((l / 8) % 2), 16-byte chunk 2 ks + l / 16 (registers (rows 0-7, k
-  // 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15)), the B fragments (B = A^T) from rows
-  // 16 I + (l % 8) + 8 (l / 16), chunk 2 ks + (l / 8) % 2 (registers (0-7, 0-7), (0-7, 8-15):
-  // n-tile 0, (8-15, 0-7), (8-15, 8-15): n-tile 1), so each mma's B is a register pair as
-  // loaded (B taken from the A registers cost 4 MOV per 16 channels). Rows of kRawW words:
-  // conflict-free.
-  {
-    const uint32_t* raw = (warp & 1) ? &sm.rk[0][0] : &sm.rq[0][0];
-    const int ra = kSub * I + (lane & 7) + 8 * ((lane >> 3) & 1), rb = kSub * I + (lane & 7) + 8 * (lane >> 4);
-    const uint32_t pa = smem_u32(raw + ra * kRawW) + 16 * (lane >> 4);
-    const uint32_t pb = smem_u32(raw + rb * kRawW) + 16 * ((lane >> 3) & 1);
-    float d0[4] = {0.f, 0.f, 0.f, 0.f}, d1[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-    for (int ks = 0; ks < kK / 16; ++ks) {
-      uint32_t f[4], b[4];
-      ptx::ldmatrix_x4(f[0], f[1], f[2], f[3], pa + 32 * ks);
-      ptx::ldmatrix_x4(b[0], b[1], b[2], b[3], pb + 32 * ks);
-      ptx::mma_m16n8k16_bf16(d0, f[0], f[1], f[2], f[3], b[0], b[1]);
-      ptx::mma_m16n8k16_bf16(d1, f[0], f[1], f[2], f[3], b[2], b[3]);
-    }
-    // C[i][i]: lane (g = i % 8, qd = g / 2), element g % 2 of d0 (i < 8) or 2 + g % 2 of d1
-    if ((g >> 1) == qd) {
-      const bool e = g & 1;
-      const float sc = (warp & 1) ? 1.f : p.scale;
-      float* rw = &sm.rs[kSub * I].x + (warp & 1);
-      rw[2 * g] = l2_rscale(e ? d0[1] : d0[0]) * sc;
-      rw[2 * (g + 8)] = l2_rscale(e ? d1[3] : d1[2]) * sc;
-    }
-  }
+  // ---- 1. token code: the l2 scales from the Gram diagonals (chunk64_prep_shared.cuh), then
+  // the gate per element
+  gram_norms(sm, p.scale, I, warp, lane);
   float2 a[kSub];  // a sub-block past T (warp-uniform) takes the masked copy
   if (nl >= kSub) token_alphas<kGate, false>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
   else token_alphas<kGate, true>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
@@ -374,16 +297,8 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
       stg_h2(&sm.akh[warp][g + 8][j], ak[nt][2] * b1, ak[nt][3] * b1);
     }
   } else {
-    // the upper blocks (I < J) of aqk and tmb are 0: 6 blocks x 16 rows x 2 uint4 each. Warp
-    // 6 + w, lane (r = row, h = half): block row w, blocks (w, 1 + w), (w, 2 + w) at offsets off,
-    // off + 16, and (0, 3) (w = 0) or (2, 3) (w = 1) as the third (no per-store decode)
-    const int w = warp - 6, r = lane >> 1, h = lane & 1;
-    const int off = (kSub * w + r) * kC + kSub * (1 + w) + 8 * h;
-    const int off3 = w ? off + kSub * kC + kSub : off + 2 * kSub;
-    const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-    *reinterpret_cast<uint4*>(aqk + off) = z, *reinterpret_cast<uint4*>(tmb + off) = z;
-    *reinterpret_cast<uint4*>(aqk + off + kSub) = z, *reinterpret_cast<uint4*>(tmb + off + kSub) = z;
-    *reinterpret_cast<uint4*>(aqk + off3) = z, *reinterpret_cast<uint4*>(tmb + off3) = z;
+    // the upper blocks (I < J) of aqk and tmb are 0 (warps 6, 7)
+    zero_upper(aqk, tmb, warp - 6, lane);
   }
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
 
@@ -508,44 +423,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   }
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
-  SolveTiles& sv = sm.sv;
-  if (tid < 4 * kSub) {
-    const int bI = tid >> 4, j = tid & (kSub - 1), o = kSub * bI;
-    const float* A = sm.akd[bI];
-    float x[kSub];
-#pragma unroll
-    for (int i = 0; i < kSub; ++i) {
-      float s = 0.f;
-#pragma unroll
-      for (int m4 = 0; m4 < i; m4 += 4) {
-        const float4 row = *reinterpret_cast<const float4*>(A + i * kSub + m4);
-        s = fmaf(row.x, x[m4], s);
-        if (m4 + 1 < i) s = fmaf(row.y, x[m4 + 1], s);
-        if (m4 + 2 < i) s = fmaf(row.z, x[m4 + 2], s);
-        if (m4 + 3 < i) s = fmaf(row.w, x[m4 + 3], s);
-      }
-      x[i] = i < j ? 0.f : (i == j ? 1.f : -s);
-    }
-    const float bj = sm.beta[o + j];
-    // f16 pairs along i (cvt.rn per half: the bits of __float2half_rn each): row o + j of tt
-    // takes them as 2 STS.128 (rows of 144 bytes: 8 threads on 8 distinct 16-byte bank groups),
-    // th (column j) and tmb (column o + j) a half each
-    uint32_t hp[kSub / 2], bp[kSub / 2];
-#pragma unroll
-    for (int i = 0; i < kSub; i += 2) {
-      hp[i / 2] = ptx::pack_f16x2(x[i], x[i + 1]);
-      bp[i / 2] = ptx::pack_f16x2(x[i] * bj, x[i + 1] * bj);
-    }
-    uint4* ttr = reinterpret_cast<uint4*>(&sv.tt[o + j][o]);
-    ttr[0] = make_uint4(hp[0], hp[1], hp[2], hp[3]);
-    ttr[1] = make_uint4(hp[4], hp[5], hp[6], hp[7]);
-#pragma unroll
-    for (int i = 0; i < kSub; ++i) {
-      const int sh = 16 * (i & 1);
-      *reinterpret_cast<uint16_t*>(&sv.th[bI][i][j]) = uint16_t(hp[i / 2] >> sh);
-      *reinterpret_cast<uint16_t*>(tmb + (o + i) * kC + o + j) = uint16_t(bp[i / 2] >> sh);
-    }
-  }
+  if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
   __syncthreads();
   // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
   if (warp < 6)

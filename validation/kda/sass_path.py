@@ -85,7 +85,7 @@ SCOPES = {
         ("if (!kk) {", "open", 8),
         ("} else {  // Akk rows", "open", 8),
         ("const int w4 = warp & 3;", "in", 0),
-        ("const int bI = tid >> 4", "in", 2),
+        ("if (tid < 4 * kSub) solve_diag(sm, tmb, tid);", "line", 2),
         # the solve's levels (solve_level<L>, inlined: its frame in prep64 is the call line)
         ("solve_level<1>(sm, tmb", "line", 6),
         ("solve_level<2>(sm, tmb", "line", 4),
