@@ -189,5 +189,53 @@ class Prep4TokenCode(unittest.TestCase):
             self.assertLess(ref.rel_rms(s["xt"], ht), GATE, (gates, lb))
 
 
+class GdnScalarPrep(unittest.TestCase):
+    """The GDN prep's model (chunk64_model.tokens_gdn, prep64_gdn: one log2 prefix per chunk,
+    E = 2^(G_i - G_j), Gram matrices masked by it): unrounded it is the float64 loop; under the
+    "f16" plan it meets the gate at check_chunk64's GDN cases (B 2, T 200: a padded tail, HV 2
+    over H 1); it agrees with the KDA path fed the gate broadcast over K (products of alphas)."""
+
+    def errs(self, gates, plan="f16", **kw):
+        raw, s, h0, o, ht = m.gdn_case(gates, plan=m.PLANS[plan], **kw)
+        om = m.tokens_of(s["o"], o.shape[1])
+        return (ref.rel_rms(om, o), ref.rel_rms(cm.bf16(om), cm.bf16(o.astype(np.float32))),
+                ref.rel_rms(s["xt"], ht))
+
+    def test_unrounded_is_the_loop(self):
+        for gates in ("init", "harsh"):
+            eo, _, eh = self.errs(gates, "fp32")
+            self.assertLess(eo, 1e-6, gates)
+            self.assertLess(eh, 1e-6, gates)
+
+    def test_f16_plan_meets_gate(self):
+        for gates, kw in (("init", {}), ("harsh", {}), ("init", {"beta_sigmoid": True}),
+                          ("harsh", {"g_shift": 88.0})):  # g + dt_bias > 88 somewhere: the clamp
+            _, eo, eh = self.errs(gates, **kw)
+            self.assertLess(eo, GATE, (gates, kw))
+            self.assertLess(eh, GATE, (gates, kw))
+
+    def test_saturating_gate_is_clamped_finite(self):
+        raw, s, _, _, _ = m.gdn_case("harsh", g_shift=88.0)
+        self.assertGreater(float(np.max(raw["g"] + raw["dt_bias"])), 88.8)  # 2^z overflows fp32 there
+        for name in ("kq", "kbt", "tmb", "aqk", "gamma", "o", "xt"):
+            self.assertTrue(np.isfinite(s[name]).all(), name)
+
+    def test_matches_kda_path_with_broadcast_gate(self):
+        # the KDA path (prep64, kda=False) on alpha = 2^lg broadcast over K: the same operands up
+        # to fp32 rounding of the decays (products of alphas there, exp2 of prefix differences here)
+        raw, s, h0, _, _ = m.gdn_case("harsh")
+        qh, kh, lg, bt = m.tokens_gdn(raw["q"], raw["k"], raw["g"], raw["beta"], raw["a_log"], raw["dt_bias"])
+        T = lg.shape[1]
+        xp = (None, qh, kh, np.zeros(s["v"].shape[:1] + (T,) + s["v"].shape[1:2] + (128,)), np.log(np.exp2(lg.astype(np.float64)))[..., None], bt)
+        # v is only read for the state steps: take the GDN dict's padded values back
+        B, HV, NC = s["v"].shape[:3]
+        xp = xp[:3] + (s["v"].transpose(0, 2, 3, 1, 4).reshape(B, NC * m.C, HV, -1)[:, :T],) + xp[4:]
+        k2 = m.state_inputs(xp, h0, plan=m.F16)
+        for name in ("kq", "kbt", "tmb", "aqk", "gamma"):
+            self.assertLess(ref.rel_rms(k2[name], s[name]), 1e-3, name)
+        self.assertLess(ref.rel_rms(k2["o"], s["o"]), 2e-4)
+        self.assertLess(ref.rel_rms(k2["xt"], s["xt"]), 2e-4)
+
+
 if __name__ == "__main__":
     unittest.main()
