@@ -150,4 +150,49 @@ static_assert(offsetof(Chunk64Prep4Params, chunks) == 104, "pack layout");
 static_assert(offsetof(Chunk64Prep4Params, lower_bound) == 108, "pack layout");
 static_assert(sizeof(Chunk64Prep4Params) == 112, "pack size");
 
+// Parameter block of kda_chunk64_prep_gdn{,_sigbeta}_sm90a_f16_k128 (kda_chunk64_prep_gdn.cu,
+// chunk64_prep_gdn.md): GDN's prep from raw inputs, one decay per (token, value head): q, k
+// l2norm (eps 1e-6 inside the sqrt, q times scale), the gate -exp(A_log) softplus(g + dt_bias)
+// per value head, beta direct or sigmoid(logit) per entry; padded tokens q = k = 0, decay 1,
+// beta = 0; then Chunk64PrepParams's outputs (gamma = the chunk's decay on every key channel).
+// Inputs dense per sequence (token t of sequence n at row n * T + t); GVA as prep v4.
+struct Chunk64PrepGdnParams {
+  const uint16_t* q;        // [N, T, H, K] bf16
+  const uint16_t* k;        // [N, T, H, K] bf16
+  const float* g;           // [N, T, HV] fp32, the raw gate input
+  const float* beta;        // [N, T, HV] fp32: effective beta, or logits (the sigbeta entry)
+  const float* a_log;       // [HV]
+  const float* dt_bias;     // [HV]
+  __half* kq;               // as Chunk64PrepParams ([N, HV, NC, ...])
+  __half* kbt;
+  __half* tmb;
+  __half* aqk;
+  float* gamma;
+  float scale;              // q scale (K^-0.5 by default)
+  int32_t tokens;           // T, tokens per sequence (NC = ceil(T / 64))
+  int32_t heads;            // H
+  int32_t group;            // HV / H
+  int32_t chunks;           // NC
+  int32_t pad;
+};
+
+static_assert(offsetof(Chunk64PrepGdnParams, q) == 0, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, k) == 8, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, g) == 16, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, beta) == 24, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, a_log) == 32, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, dt_bias) == 40, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, kq) == 48, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, kbt) == 56, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, tmb) == 64, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, aqk) == 72, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, gamma) == 80, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, scale) == 88, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, tokens) == 92, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, heads) == 96, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, group) == 100, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, chunks) == 104, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, pad) == 108, "pack layout");
+static_assert(sizeof(Chunk64PrepGdnParams) == 112, "pack size");
+
 }  // namespace kernrt::kda

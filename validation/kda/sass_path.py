@@ -4,7 +4,7 @@ design entries before a device run; kernels/kda/chunk64_prep3.md).
 Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode] [--entry NAME]
        (CUBIN built from the working tree's source: the scopes are read from it)
   KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu,
-  prep4 = kda_chunk64_prep4.cu).
+  prep4 = kda_chunk64_prep4.cu, gdn = kda_chunk64_prep_gdn.cu).
 Method: `nvdisasm -gi` (the cubins are built with -lineinfo) gives every instruction its chain
 of inlined source lines; the frame inside the device function named by the table (its line
 range in the source) is the instruction's line. The SASS is cut into basic blocks (at labels,
@@ -91,6 +91,19 @@ SCOPES = {
         ("solve_level<2>(sm, tmb", "line", 4),
         ("solve_level<3>(sm, tmb", "line", 2),
     ], {}),
+    "gdn": ("kda_chunk64_prep_gdn.cu", [
+        ("__device__ void prep_gdn(", "open", 8),
+        ("if (tid < kC) {  // kBetaSigmoid", "open", 2),
+        ("else qk_stage<true>(", "line", 0),  # the masked copy: a chunk past T (not timed)
+        ("if (warp == 2) gate_scan(", "line", 1),
+        # gram_block(sm, aqk, warp, lane) runs on every warp (the function's scope)
+        ("if (warp < 2) gram_block(", "line", 2),
+        ("else if (warp >= 6) zero_upper(", "line", 2),
+        ("if (tid < 4 * kSub) solve_diag(sm, tmb, tid);", "line", 2),
+        ("solve_level<1>(sm, tmb", "line", 6),
+        ("solve_level<2>(sm, tmb", "line", 4),
+        ("solve_level<3>(sm, tmb", "line", 2),
+    ], {}),
     "prep": ("kda_chunk64_prep.cu", [
         ("__device__ void prep64(", "open", 8),
         ("if (tid < kC) sm.beta", "line", 2),
@@ -151,7 +164,7 @@ def scope_lines(lines, anchor, kind):
 
 
 # kernels whose cubin holds several entries (template instances): the one counted by default
-ENTRIES = {"prep4": "kda_chunk64_prep4_sm90a_f16_k128"}
+ENTRIES = {"prep4": "kda_chunk64_prep4_sm90a_f16_k128", "gdn": "kda_chunk64_prep_gdn_sm90a_f16_k128"}
 INDEX_OPS = {"IMAD", "LOP3", "SHF", "LEA", "IADD3", "VIADD", "MOV", "SEL", "ISETP", "PRMT",
              "ULDC", "UMOV", "UIMAD", "S2R", "S2UR", "CS2R", "LDC", "VIMNMX", "PLOP3", "P2R", "R2P"}
 _FRAME = re.compile(r'File "([^"]+)", line (\d+)')
