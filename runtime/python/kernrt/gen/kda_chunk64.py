@@ -17,6 +17,10 @@ selects prep v4 (kernels/kda/kda_chunk64_prep4.cu, pack Chunk64Prep4Params) over
 inputs instead of the prepared tokens: q, k bf16 [seqs, T, H, 128], g bf16 [seqs, T, HV, 128]
 (the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log f32 [HV], dt_bias
 f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale `scale`.
+prep="gdn" selects GDN's prep (kernels/kda/kda_chunk64_prep_gdn.cu, pack Chunk64PrepGdnParams)
+over prep4's raw inputs with one decay per (token, value head): g f32 [seqs, T, HV] (the
+softplus gate's raw input), beta f32 [seqs, T, HV], a_log f32 [HV], dt_bias f32 [HV]; `beta`
+"direct" or "sigmoid" (entries PREP_GDN_ENTRIES), the softplus gate only.
 state="state2" (every function with a `state` parameter) selects the pipelined state step
 (kernels/kda/kda_chunk64_state2.cu: a producer warpgroup, two operand stages; pack
 Chunk64State2Params, the same grid and operand buffers) instead of kda_chunk64_state.cu's; its
@@ -29,7 +33,8 @@ bounded form FlashKDA computes), beta "direct" (effective beta) or "sigmoid" (lo
 sigmoid in the kernel).
 Refuses: V not 128 or 256, HV or NC below 1, an unknown state or prep; for prep4 HV not a
 multiple of H, T not in the NC chunks, an unknown gate or beta, a lower_bound missing or
-outside [-5, 0) with gate "lower_bound" or given with "softplus"; state2 with T not in the NC
+outside [-5, 0) with gate "lower_bound" or given with "softplus"; for gdn HV not a multiple of
+H, T not in the NC chunks, an unknown beta, a gate other than "softplus" or a lower_bound; state2 with T not in the NC
 chunks. Does not check kernel behaviour or the manifest
 rules (kernrt-verify does). Python 3 standard library only.
 """
@@ -52,7 +57,8 @@ C64_PREP_SMEM = 210624    # kChunk64PrepSmem
 # source's kChunk64PrepSmem / kChunk64Prep3Smem); both take Chunk64PrepParams, 256 threads
 PREPS = {"prep": ("kda_chunk64_prep", "kda_chunk64_prep_sm90a_f16_k128", C64_PREP_SMEM),
          "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256),
-         "prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968)}
+         "prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968),
+         "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 60480)}
 C64_PREP4_PACK = 112      # sizeof(Chunk64Prep4Params)
 C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
@@ -158,8 +164,8 @@ def prep64_op(value_heads, chunks, prep="prep"):
     """The prep of every chunk of every (sequence, head): grid (NC, HV, seqs)."""
     _check(value_heads, 128, chunks)
     module, entry, smem = _prep_kind(prep)
-    if prep == "prep4":
-        raise GenError("prep = 'prep4' takes the raw inputs: use prep4_op")
+    if prep in ("prep4", "gdn"):
+        raise GenError(f"prep = {prep!r} takes the raw inputs: use {'prep4_op' if prep == 'prep4' else 'prep_gdn_op'}")
     params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP_BUFS]
     fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP_BUFS)]
     fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": 0}]
@@ -230,6 +236,35 @@ def prep4_op(value_heads, heads, tokens, chunks, scale=None, gate="softplus", be
     return {"params": params, "impl": {"launches": [launch]}}
 
 
+# the GDN prep (kda_chunk64_prep_gdn.cu, pack Chunk64PrepGdnParams: prep v4's with g, beta fp32
+# [seqs, T, HV], a_log, dt_bias [HV] and a pad word where prep v4 has lower_bound); entries by beta
+_PREP_GDN_BUFS = _PREP4_BUFS[:2] + (("g", "f32", ["seqs", "T", "HV"], 16, "in"), _PREP4_BUFS[3], _PREP4_BUFS[4],
+                                    ("dt_bias", "f32", ["HV"], 40, "in")) + _PREP4_BUFS[6:]
+PREP_GDN_ENTRIES = {"direct": "kda_chunk64_prep_gdn_sm90a_f16_k128",
+                    "sigmoid": "kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128"}
+
+
+def prep_gdn_op(value_heads, heads, tokens, chunks, scale=None, beta="direct"):
+    """The GDN prep over the raw inputs of every chunk of every (sequence, value head): grid
+    (NC, HV, seqs); the entry of `beta` (PREP_GDN_ENTRIES)."""
+    _check(value_heads, 128, chunks)
+    _check4(value_heads, heads, tokens, chunks)
+    if beta not in PREP_GDN_ENTRIES:
+        raise GenError(f"beta = {beta!r} is not supported: expected 'direct' or 'sigmoid'")
+    module, _, smem = PREPS["gdn"]
+    scale = K ** -0.5 if scale is None else float(scale)
+    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP_GDN_BUFS]
+    fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP_GDN_BUFS)]
+    fields += [{"at": 88, "f32": scale}, {"at": 92, "i32": tokens}, {"at": 96, "i32": heads},
+               {"at": 100, "i32": value_heads // heads}, {"at": 104, "i32": chunks},
+               {"at": 108, "i32": 0}]
+    launch = {"module": module, "entry": PREP_GDN_ENTRIES[beta],
+              "params": [f"bytes<{C64_PREP4_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
+              "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
+              "args": [{"pack": {"size": C64_PREP4_PACK, "fields": fields}}]}
+    return {"params": params, "impl": {"launches": [launch]}}
+
+
 def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=1, tokens=None,
                        scale=None, state="state", gate="softplus", beta="direct", lower_bound=None):
     """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both; `prep`
@@ -243,16 +278,22 @@ def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=
     tag = "" if state == "state" else f"-{state}"
     bufs = {}
     outs = ("kq", "kbt", "tmb", "aqk", "gamma")
-    if prep == "prep4":
+    if prep in ("prep4", "gdn"):
         _check4(value_heads, heads, tokens, chunks)
         sub = {"T": tokens, "H": heads, "HV": value_heads, "NC": chunks}
-        prep_bufs = _PREP4_BUFS
-        for name, t, shape, _, d in _PREP4_BUFS:
+        prep_bufs = _PREP4_BUFS if prep == "prep4" else _PREP_GDN_BUFS
+        for name, t, shape, _, d in prep_bufs:
             bufs[name] = {"dtype": t, "shape": [sub.get(x, x) for x in shape],
                           "kind": "input" if d == "in" else "output"}
-        prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
+        if prep == "prep4":
+            prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
+        elif gate != "softplus" or lower_bound is not None:
+            raise GenError(f"prep = 'gdn' takes the softplus gate only: gate = {gate!r}, "
+                           f"lower_bound = {lower_bound!r}")
+        else:
+            prep_op = prep_gdn_op(value_heads, heads, tokens, chunks, scale, beta)
         entry = prep_op["impl"]["launches"][0]["entry"]
-        ptag = "prep4" + entry[len("kda_chunk64_prep4"):-len("_sm90a_f16_k128")].replace("_", "-")
+        ptag = entry[len("kda_chunk64_"):-len("_sm90a_f16_k128")].replace("_", "-")
     else:
         if (gate, beta, lower_bound) != ("softplus", "direct", None):
             raise GenError(f"prep = {prep!r} takes prepared tokens: gate, beta and lower_bound are prep4's")
