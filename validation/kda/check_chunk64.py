@@ -6,6 +6,9 @@ must not take run.py's results with it).
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
        [--prep prep3]   (the prep cases and timings on prep v3, kda_chunk64_prep3.cu, instead of v2)
        [--prep prep4]   (prep v4, kda_chunk64_prep4.cu: raw inputs, its own cases, see below)
+       [--prep gdn]     (GDN's prep, kda_chunk64_prep_gdn.cu: raw inputs, one decay per token;
+                         the cases and timing of check_chunk64_gdn.py; --time: the GDN prep alone
+                         and prep + state at B8 T4096 H16 V128 in place of prep64 / forward64)
        [--state state2] (every state step, alone and in forward64, on the pipelined entry
                          kda_chunk64_state2_sm90a_f16_k128 instead of kda_chunk64_state's; its o
                          is bf16 in the product layout [B, T, HV, V])
@@ -64,6 +67,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "runtime", "python"))
+import check_chunk64_gdn as gdn  # noqa: E402
 import chunk64_model as m  # noqa: E402
 import chunk_model as cm  # noqa: E402
 import kda_ref as ref  # noqa: E402
@@ -374,9 +378,10 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
-    ap.add_argument("--prep", default="prep", choices=("prep", "prep3", "prep4"),
-                    help="the prep entry under test: v2 (kda_chunk64_prep.cu), v3 (kda_chunk64_prep3.cu) "
-                         "or v4 (kda_chunk64_prep4.cu, raw inputs)")
+    ap.add_argument("--prep", default="prep", choices=("prep", "prep3", "prep4", "gdn"),
+                    help="the prep entry under test: v2 (kda_chunk64_prep.cu), v3 (kda_chunk64_prep3.cu), "
+                         "v4 (kda_chunk64_prep4.cu, raw inputs) or GDN's (kda_chunk64_prep_gdn.cu, "
+                         "check_chunk64_gdn.py's cases)")
     ap.add_argument("--state", default="state", choices=STATE_ENTRIES,
                     help="the state step under test: kda_chunk64_state.cu (synchronous copies, the "
                          "reference) or kda_chunk64_state2.cu (pipelined; also compared with the reference)")
@@ -424,12 +429,21 @@ def main():
                         "error_state_vs_reference_entry": r["state vs state"],
                         "gate_vs_reference_entry": SAME_TOL, "bit_identical": r["bit-identical"]})
         rows.append(row)
-    for gates, lb, V, sig in (PREP4_CASES if args.prep == "prep4" else [c + (False,) for c in CASES]):
-        label = f"chunk64 {args.prep} + {args.state} B2 T200 HV2 V{V} {gates}" + \
-            ("" if lb is None else f" lb {lb:g}") + (" beta logits" if sig else "")
+    jobs = []  # (label, the case's run): the prep's cases
+    if args.prep == "gdn":
+        for gates, V, sig, shift in gdn.CASES:
+            jobs.append((gdn.label(gates, V, sig, shift, args.state),
+                         lambda c=(gates, V, args.state, sig, shift): gdn.run_gdn_case(args.build, *c)))
+    for gates, lb, V, sig in (PREP4_CASES if args.prep == "prep4" else
+                              [] if args.prep == "gdn" else [c + (False,) for c in CASES]):
+        jobs.append((f"chunk64 {args.prep} + {args.state} B2 T200 HV2 V{V} {gates}"
+                     + ("" if lb is None else f" lb {lb:g}") + (" beta logits" if sig else ""),
+                     lambda c=(gates, lb, V, sig): (
+                         run_prep4_case(args.build, c[0], c[2], args.state, c[1], c[3]) if args.prep == "prep4"
+                         else run_prep_case(args.build, c[0], c[1], c[2], args.prep, args.state))))
+    for label, run in jobs:
         try:
-            r = (run_prep4_case(args.build, gates, V, args.state, lb, sig) if args.prep == "prep4"
-                 else run_prep_case(args.build, gates, lb, V, args.prep, args.state))
+            r = run()
         except Exception as e:  # a refusal or a fault: recorded, the next case still runs
             print(f"{label}: FAILED to run: {type(e).__name__}: {e}")
             rows.append({"case": label, "kind": "check", "pass": False, "error_text": str(e)})
@@ -466,7 +480,10 @@ def main():
             time_state(args.build, state=args.state)
             if args.state != "state":  # the reference entry in the same process, for the ratio
                 time_state(args.build, state="state")
-            time_forward(args.build, prep=args.prep, state=args.state)
+            if args.prep == "gdn":
+                gdn.time_gdn(args.build, state=args.state)
+            else:
+                time_forward(args.build, prep=args.prep, state=args.state)
         except Exception as e:  # noqa: BLE001 - a diagnostic: report it
             print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
         if args.prep == "prep4":
