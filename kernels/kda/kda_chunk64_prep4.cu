@@ -33,9 +33,10 @@
 // exp(lower_bound sigmoid(exp(A_log) (g + dt_bias))) (kda-conv.md §1.3; FlashKDA's form), both
 // in log2 units with 3 MUFU and the same static count (gate_alpha); beta effective or logits
 // with sigmoid here (2 MUFU on 64 threads). Executed path (sass_path.py --entry, warp
-// instructions per chunk): default 17,512, sigbeta 17,522, lbgate 17,544, lbgate_sigbeta
-// 17,554 (18,264 .. 18,306 before the copies by row, the solve levels as templates, the packed
-// inverse halves and the zeros by block row: chunk64_prep4.md); 128 registers, no spills, each.
+// instructions per chunk): default 17,516, sigbeta 17,526, lbgate 17,548, lbgate_sigbeta
+// 17,558 (18,264 .. 18,306 before the copies by row, the solve levels as templates, the packed
+// inverse halves and the zeros by block row: chunk64_prep4.md; +4 when the pieces GDN's prep
+// shares moved to chunk64_prep_shared.cuh); 128 registers, no spills, each.
 //
 // Entries: kda_chunk64_prep4_sm90a_f16_k128 (softplus, direct beta), _sigbeta_ (softplus,
 // logits), _lbgate_ (bounded, direct), _lbgate_sigbeta_ (bounded, logits: FlashKDA's inputs),
