@@ -1,5 +1,5 @@
-"""CPU test of prep v4's new shared-memory layouts and index maps (kernels/kda/kda_chunk64_prep4.cu;
-the tiles, the tf32 staging and the solve are prep v3's, test_chunk64_prep3_layout.py): a numpy
+"""CPU test of prep v4's own shared-memory layouts and index maps (kernels/kda/kda_chunk64_prep4.cu;
+the tiles, the tf32 staging and the solve: test_chunk64_prep_tiles_layout.py): a numpy
 mirror of
 - the raw stage: the cp.async map (thread tid: row tid / 4, 16-byte chunks tid % 4 + 4 j at
   + 64 j bytes from one base) covers every (token row, chunk) of q and k once, from the token
@@ -7,11 +7,12 @@ mirror of
   channel pass's LDS.32 of word [t][cp] is channels 2 cp, 2 cp + 1, conflict-free per warp;
 - the Gram diagonals (the l2 norms): the two ldmatrix.x4 lane address maps over the raw rows
   (A, and B = A^T), conflict-free per 8-lane phase, ldmatrix simulated from its PTX definition
-  (test_chunk64_prep3_layout.ldmatrix_x4), the registers read through the m16n8k16 A / B
+  (test_chunk64_prep_tiles_layout.ldmatrix_x4), the registers read through the m16n8k16 A / B
   fragment layouts (A = (r0, r1, r2, r3); B of n-tile 0 = (b0, b1), of n-tile 1 = (b2, b3) of
   the second load), the products summed over the 8 k-steps, and
   the diagonal element the kernel picks per lane lands in rs[t] (.x for q, .y for k);
-- the pair and diagonal mma's ldmatrix columns by one XOR (equal to v3's swizzle formula);
+- the pair and diagonal mma's ldmatrix columns by one XOR (equal to the swizzle formula of
+  test_chunk64_prep_tiles_layout);
 - the q, k head of a value head (the fp32 division's exactness);
 - the solve's tt rows of the diagonal inverses (STS.128 of f16 pairs, conflict-free);
 - the zeros of the upper blocks of aqk and tmb (warps 6, 7);
@@ -26,7 +27,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_chunk64_prep3_layout import banks_conflict_free, ldmatrix_x4, ldsm_phases_ok  # noqa: E402
+from test_chunk64_prep_tiles_layout import banks_conflict_free, ldmatrix_x4, ldsm_phases_ok  # noqa: E402
 
 K, SUB, C, THREADS = 128, 16, 64, 256
 RAW_W = K // 2 + 4  # kRawW: a raw-stage row in u32 words (64 bf16 pairs + 4 words of padding)
@@ -172,7 +173,7 @@ class Prep4Layout(unittest.TestCase):
 
     def test_diagonal_mma_addresses(self):
         # pa[v][h] = a0 + 4 (ca ^ (16 v + 8 h)), pb[v] = b0 + 4 (cb ^ 16 v): the swz_f columns
-        # (16 v + 8 h + 4 ch) ^ 4 (row % 8) of prep v3's form, for every lane and n-tile
+        # (16 v + 8 h + 4 ch) ^ 4 (row % 8) of the swizzle form, for every lane and n-tile
         for lane in range(32):
             ar, ach = 8 * ((lane >> 3) & 1) + (lane & 7), lane >> 4
             ca = (4 * ach) ^ ((ar & 7) << 2)

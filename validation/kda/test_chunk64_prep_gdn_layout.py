@@ -20,7 +20,7 @@ import unittest
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_chunk64_prep3_layout import ldmatrix_x4, ldsm_phases_ok  # noqa: E402
+from test_chunk64_prep_tiles_layout import ldmatrix_x4, ldsm_phases_ok  # noqa: E402
 
 K, SUB, C = 128, 16, 64
 RAW_W = K // 2 + 4

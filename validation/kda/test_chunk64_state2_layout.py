@@ -16,7 +16,7 @@ import sys
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_chunk64_prep3_layout import banks_conflict_free  # noqa: E402
+from test_chunk64_prep_tiles_layout import banks_conflict_free  # noqa: E402
 
 C, ROWS = 64, 16  # tokens per chunk, value rows per warp
 

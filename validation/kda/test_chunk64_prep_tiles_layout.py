@@ -1,14 +1,19 @@
-"""CPU test of prep v3's shared-memory layouts (kernels/kda/kda_chunk64_prep3.cu): a numpy
-mirror of its index formulas, the swizzles swz_h / swz_f, the writers' f16x2 / float2 stores,
-the ldmatrix lane addresses it precomputes per operand (pa, pb: the XOR split into a register
-part and an immediate per step), the pair order of the off-diagonal blocks and the upper
-blocks it zeroes. ldmatrix is simulated from the PTX definition (lanes 8m..8m+7 give the rows
-of matrix m, lane l receives the 32-bit word l % 4 of row l / 4 of every matrix) and the
-registers are read back through the mma.sync fragment layouts (m16n8k16 f16, m16n8k8 tf32), so
-a wrong row, chunk, word or register order fails here, as do bank conflicts of the stores and
-of every ldmatrix phase. The kernel's arithmetic is checked on the device (check_chunk64.py
---prep prep3); this checks only where each operand lands and is read. A second copy of the
-formulas: a change in the kernel needs the same change here.
+"""CPU test of the shared tiles of the 64-token chunk's preps (kernels/kda/chunk64_prep4_smem.cuh,
+used by kda_chunk64_prep4.cu and, for the pair maps and the solve, kda_chunk64_prep_gdn.cu
+through chunk64_prep_shared.cuh): a numpy mirror of the swizzles swz_h / swz_f, the channel
+pass's f16x2 / float2 stores, the ldmatrix lane addresses of the off-diagonal (f16) and
+diagonal (tf32) mma operands in their swizzle form (test_chunk64_prep4_layout checks that the
+kernel's one-XOR addresses equal it), the solve's 16 x 16 f16 blocks (rows of kRowB) and the
+pair order of the off-diagonal blocks with the k lb D factor of each tile. ldmatrix is
+simulated from the PTX definition (lanes 8m..8m+7 give the rows of matrix m, lane l receives
+the 32-bit word l % 4 of row l / 4 of every matrix) and the registers are read back through
+the mma.sync fragment layouts (m16n8k16 f16, m16n8k8 tf32), so a wrong row, chunk, word or
+register order fails here, as do bank conflicts of the stores and of every ldmatrix phase.
+ldmatrix_x4, banks_conflict_free and ldsm_phases_ok serve the other layout tests. The
+kernels' arithmetic is checked on the device (check_chunk64.py); this checks only where each
+operand lands and is read. A second copy of the formulas: a change in the kernel needs the
+same change here. (First written for prep v3, whose tiles prep v4 kept; v3 itself is on git
+tag kda6-chunk64-preps-v2-v3.)
 """
 import unittest
 
@@ -49,7 +54,7 @@ def ldsm_phases_ok(byte_addr):
     return all(banks_conflict_free(byte_addr[8 * m:8 * m + 8], 16) for m in range(4))
 
 
-class Prep3Layout(unittest.TestCase):
+class PrepTiles(unittest.TestCase):
     def setUp(self):
         self.rng = np.random.default_rng(0)
 
@@ -166,7 +171,7 @@ class Prep3Layout(unittest.TestCase):
             for i in range(4):
                 np.testing.assert_array_equal(fa[lane, i:i + 1].view(np.float16), want[i])
 
-    def test_pairs_and_upper_blocks(self):
+    def test_pairs_and_their_tiles(self):
         pair_i = lambda p: p + 1 if p < 3 else (p - 1 if p < 5 else 3)  # noqa: E731
         pair_j = lambda p: p if p < 3 else (p - 3 if p < 5 else 0)  # noqa: E731
         pair_of = lambda I, M: M if I - M == 1 else (3 + M if I - M == 2 else 5)  # noqa: E731
@@ -175,20 +180,11 @@ class Prep3Layout(unittest.TestCase):
         for p, (I, J) in enumerate(pairs):
             self.assertEqual(pair_of(I, J), p)
         # the tile of pair p (k lb D, written by sub-block J): D = prod dec_{J+1..I-1}, and
-        # channel_pass<J> writes tile 6 + p with exactly that factor
+        # channel_pass<J> writes tile 6 + p with exactly that factor (prep v4; the zeros of the
+        # upper blocks: test_chunk64_prep4_layout)
         factor = {0: (), 1: (), 2: (), 3: (1,), 4: (2,), 5: (2, 1)}
         for p, (I, J) in enumerate(pairs):
             self.assertEqual(sorted(factor[p]), list(range(J + 1, I)))
-        # zeroing warps 6, 7: e = tid - 192 + 64 u covers the 6 upper blocks, 16 rows x 2 halves
-        seen = set()
-        for e in range(192):
-            blk, r, h = e >> 5, (e >> 1) & 15, e & 1
-            bI = 0 if blk < 3 else (1 if blk < 5 else 2)
-            bJ = blk + 1 if blk < 3 else (blk - 1 if blk < 5 else 3)
-            self.assertLess(bI, bJ)
-            seen.add((16 * bI + r, 16 * bJ + 8 * h))
-        want = {(r, 16 * J + 8 * h) for r in range(64) for J in range(r // 16 + 1, 4) for h in range(2)}
-        self.assertEqual(seen, want)
 
 
 if __name__ == "__main__":
