@@ -1,6 +1,6 @@
 // Parameter block of kda_chunk64_state_sm90a_f16_k128 (kda_chunk64_state.cu), the 64-token
 // chunk's state step alone (kernels/kda/chunk64.md step 1), and those of the pipelined state
-// step and the preps below. Owns the field layouts the generator
+// step and the preps below (prep v4, GDN's). Owns the field layouts the generator
 // (runtime/python/kernrt/gen/kda_chunk64.py) packs, asserted below; all operand
 // buffers are contiguous, N sequences x HV heads x NC chunks, in the layouts of the comments.
 // Not checked here: the buffers' extents (the manifest's shapes), V % 128.
@@ -74,41 +74,12 @@ static_assert(offsetof(Chunk64State2Params, dim_v) == 76, "pack layout");
 static_assert(offsetof(Chunk64State2Params, tokens) == 80, "pack layout");
 static_assert(sizeof(Chunk64State2Params) == 88, "pack size");
 
-// Parameter block of kda_chunk64_prep_sm90a_f16_k128 (kda_chunk64_prep.cu), the 64-token
-// chunk's prep alone (chunk64.md step 2): prepared fp32 tokens in, Chunk64StateParams's
-// operands out (the same buffers, so one manifest chains the two entries).
-struct Chunk64PrepParams {
-  const float* qh;      // [N, HV, NC, 64, K]: scale * l2norm(q), 0 on padded tokens
-  const float* kh;      // [N, HV, NC, 64, K]: l2norm(k), 0 on padded tokens
-  const float* al;      // [N, HV, NC, 64, K]: alpha = exp(log decay), 1 on padded tokens
-  const float* beta;    // [N, HV, NC, 64]: effective beta, 0 on padded tokens
-  __half* kq;           // as Chunk64StateParams
-  __half* kbt;
-  __half* tmb;
-  __half* aqk;
-  float* gamma;
-  int32_t chunks;       // NC
-  int32_t pad;
-};
-
-static_assert(offsetof(Chunk64PrepParams, qh) == 0, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, kh) == 8, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, al) == 16, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, beta) == 24, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, kq) == 32, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, kbt) == 40, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, tmb) == 48, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, aqk) == 56, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, gamma) == 64, "pack layout");
-static_assert(offsetof(Chunk64PrepParams, chunks) == 72, "pack layout");
-static_assert(sizeof(Chunk64PrepParams) == 80, "pack size");
-
 // Parameter block of kda_chunk64_prep4_sm90a_f16_k128 (kda_chunk64_prep4.cu, chunk64_prep4.md):
 // prep v4 takes a chunk's raw inputs and does the token code itself (q, k l2norm, eps 1e-6
 // inside the sqrt, q times scale; the softplus gate alpha = exp(-exp(A_log) softplus(g +
 // dt_bias)), or the bounded one (exp(lower_bound sigmoid(exp(A_log) (g + dt_bias))), and beta
 // direct or sigmoid(logit), per entry; padded tokens q = k = 0, alpha = 1, beta = 0), then
-// Chunk64PrepParams's outputs.
+// Chunk64StateParams's operands (kq, kbt, tmb, aqk, gamma) as outputs.
 // Inputs dense per sequence: token t of sequence n at row n * T + t; GVA: value head hv reads
 // q, k head hv / group (group = HV / H, HV = gridDim.y).
 struct Chunk64Prep4Params {
@@ -118,7 +89,7 @@ struct Chunk64Prep4Params {
   const float* beta;        // [N, T, HV] fp32: effective beta, or logits (the sigbeta entries)
   const float* a_log;       // [HV]
   const float* dt_bias;     // [HV, K]
-  __half* kq;               // as Chunk64PrepParams ([N, HV, NC, ...])
+  __half* kq;               // as Chunk64StateParams ([N, HV, NC, ...])
   __half* kbt;
   __half* tmb;
   __half* aqk;
@@ -154,7 +125,7 @@ static_assert(sizeof(Chunk64Prep4Params) == 112, "pack size");
 // chunk64_prep_gdn.md): GDN's prep from raw inputs, one decay per (token, value head): q, k
 // l2norm (eps 1e-6 inside the sqrt, q times scale), the gate -exp(A_log) softplus(g + dt_bias)
 // per value head, beta direct or sigmoid(logit) per entry; padded tokens q = k = 0, decay 1,
-// beta = 0; then Chunk64PrepParams's outputs (gamma = the chunk's decay on every key channel).
+// beta = 0; then prep v4's outputs (gamma = the chunk's decay on every key channel).
 // Inputs dense per sequence (token t of sequence n at row n * T + t); GVA as prep v4.
 struct Chunk64PrepGdnParams {
   const uint16_t* q;        // [N, T, H, K] bf16
@@ -163,7 +134,7 @@ struct Chunk64PrepGdnParams {
   const float* beta;        // [N, T, HV] fp32: effective beta, or logits (the sigbeta entry)
   const float* a_log;       // [HV]
   const float* dt_bias;     // [HV]
-  __half* kq;               // as Chunk64PrepParams ([N, HV, NC, ...])
+  __half* kq;               // as Chunk64StateParams ([N, HV, NC, ...])
   __half* kbt;
   __half* tmb;
   __half* aqk;

@@ -55,7 +55,7 @@ struct Smem {
 
 constexpr float kLog2e = 1.4426950408889634f;
 
-// Pairs I > J (v2's order) and the k lb D tile of each: D = 1 for I = J + 1, dec_{J+1} for
+// Pairs I > J (prep v2's order) and the k lb D tile of each: D = 1 for I = J + 1, dec_{J+1} for
 // I = J + 2, dec_2 dec_1 for (3, 0). pair_of(I, M) inverts it.
 __device__ __forceinline__ int pair_i(int p) { return p < 3 ? p + 1 : (p < 5 ? p - 1 : 3); }
 __device__ __forceinline__ int pair_j(int p) { return p < 3 ? p : (p < 5 ? p - 3 : 0); }
@@ -76,7 +76,7 @@ __device__ __forceinline__ float2 mul2(float2 a, float2 b) { return make_float2(
 // diagonal rounding for this entry is chunk_model.tf32_rn (chunk64_model.PREP4).
 __device__ __forceinline__ float tf32_rn(float x) { return ptx::cvt_rn_tf32(x); }
 
-// The fp32 pairs of column j of sub-block rows (v2's prep_column, from fp32 rows in place with
+// The fp32 pairs of column j of sub-block rows (prep v2's prep_column, from fp32 rows in place with
 // row stride K): lane l holds channels 4l..4l+3; lane l < 16 ends with Aqk[l][j], lane
 // l >= 16 with Akk[l - 16][j] (before beta).
 __device__ __forceinline__ float pair_column(const float* qh, const float* kh, const float* al,

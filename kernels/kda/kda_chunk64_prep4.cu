@@ -1,5 +1,5 @@
-// KDA 64-token chunk: prep v4, prep v3 (kda_chunk64_prep3.cu) with the token code inside and
-// its registers cut to two blocks per SM (kernels/kda/chunk64_prep4.md). Raw inputs in
+// KDA 64-token chunk: prep v4, prep v3 (tag kda6-chunk64-preps-v2-v3) with the token code
+// inside and its registers cut to two blocks per SM (kernels/kda/chunk64_prep4.md). Raw inputs in
 // (Chunk64Prep4Params: bf16 q, k, raw bf16 g with A_log and dt_bias, fp32 effective beta;
 // GVA), the state step's operands out as v3 (kq, kbt, tmb, aqk, gamma), with the numerics of
 // validation/kda/chunk64_model.py tokens64 then prep64 (plan "f16"). A design entry, not the

@@ -164,44 +164,25 @@ class Chunk64StateEntry(unittest.TestCase):
                                              "kind": "output"})
         self.assertEqual(m["ops"]["state64"]["impl"]["launches"][0]["grid"], [2, 2, "seqs"])
 
-    def test_prep_pack_and_smem_match_the_headers(self):
-        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
-            text = f.read()
-        off = {m.group(1): int(m.group(2)) for m in re.finditer(
-            r"offsetof\(Chunk64PrepParams, (\w+)\) == (\d+)", text)}
-        self.assertEqual(int(re.search(r"sizeof\(Chunk64PrepParams\) == (\d+)", text).group(1)),
-                         g64.C64_PREP_PACK)
-        fields = g64.prep64_op(2, 3)["impl"]["launches"][0]["args"][0]["pack"]["fields"]
-        by_param = {f["param"]: f["at"] for f in fields if "param" in f}
-        names = [name for name, _, _, _, _ in g64._PREP_BUFS]
-        self.assertEqual({names[i]: at for i, at in by_param.items()}, {n: off[n] for n in names})
-        self.assertEqual({f["at"]: f["i32"] for f in fields if "i32" in f}, {off["chunks"]: 3, 76: 0})
-        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep.cu")) as f:
-            smem = int(re.search(r"kChunk64PrepSmem = (\d+);", f.read()).group(1))
-        self.assertEqual(smem, g64.C64_PREP_SMEM)
-
     def test_forward64_chains_prep_and_state(self):
-        m = g64.forward64_manifest(4, 2, 128, 3)
+        m = g64.forward64_manifest(4, 2, 128, 3)  # the default prep is v4
         self.assertEqual([c["op"] for c in m["programs"]["forward64"]["calls"]], ["prep64", "state64"])
         self.assertEqual(m["buffers"]["kq"]["kind"], "output")
-        self.assertEqual(m["buffers"]["qh"], {"dtype": "f32", "shape": ["seqs", 2, 3, 64, 128],
-                                              "kind": "input"})
-        self.assertEqual(m["ops"]["prep64"]["impl"]["launches"][0]["grid"], [3, 2, "seqs"])
-
-    def test_prep3_is_selected_with_its_smem(self):
-        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep3.cu")) as f:
-            text = f.read()
-        smem = int(re.search(r"kChunk64Prep3Smem = (\d+);", text).group(1))
-        self.assertEqual(g64.PREPS["prep3"][2], smem)
-        self.assertIn(g64.PREPS["prep3"][1], text)
-        m = g64.forward64_manifest(4, 2, 128, 3, prep="prep3")
+        self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 192, 1, 128],
+                                             "kind": "input"})
         launch = m["ops"]["prep64"]["impl"]["launches"][0]
-        self.assertEqual((launch["module"], launch["entry"], launch["shared_mem"]), g64.PREPS["prep3"])
-        self.assertEqual(set(m["modules"]), {"kda_chunk64_prep3", "kda_chunk64_state"})
-        self.assertEqual(m["modules"]["kda_chunk64_prep3"]["source"], "kda_chunk64_prep3.sm90a.cubin")
-        # same pack and buffers as v2
-        self.assertEqual(launch["args"], g64.prep64_op(2, 3)["impl"]["launches"][0]["args"])
-        self.assertEqual(m["buffers"], g64.forward64_manifest(4, 2, 128, 3)["buffers"])
+        self.assertEqual((launch["module"], launch["entry"], launch["grid"]),
+                         ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", [3, 2, "seqs"]))
+
+    def test_deleted_preps_are_refused(self):
+        # prep v2 / v3 (prepared fp32 tokens) are on git tag kda6-chunk64-preps-v2-v3 only
+        for prep, what in (("prep", "prep v2"), ("prep3", "prep v3")):
+            with self.assertRaisesRegex(g.GenError, rf"prep = '{prep}' is not supported: {what} "
+                                        r".*was deleted \(git tag kda6-chunk64-preps-v2-v3\); "
+                                        r"expected one of \['gdn', 'prep4'\]"):
+                g64.forward64_manifest(1, 1, 128, 1, prep=prep)
+            self.assertFalse(os.path.exists(os.path.join(
+                os.path.dirname(PARAMS_H), f"kda_chunk64_{prep}.cu")))
 
     def test_prep4_pack_smem_and_buffers(self):
         with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
@@ -244,8 +225,6 @@ class Chunk64StateEntry(unittest.TestCase):
             g64.forward64_manifest(1, 3, 128, 1, prep="prep4", heads=2)
         with self.assertRaisesRegex(g.GenError, r"T = 64 does not fill NC = 2 chunks"):
             g64.forward64_manifest(1, 1, 128, 2, prep="prep4", tokens=64)
-        with self.assertRaisesRegex(g.GenError, r"prep4' takes the raw inputs"):
-            g64.prep64_op(1, 1, "prep4")
 
     def test_state2_is_selected_with_its_block_and_smem(self):
         with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_state2.cu")) as f:
@@ -328,8 +307,6 @@ class Chunk64StateEntry(unittest.TestCase):
             g64.forward64_manifest(1, 1, 128, 1, prep="prep4", gate="lower_bound", lower_bound=-6.0)
         with self.assertRaisesRegex(g.GenError, r"lower_bound is given but gate is 'softplus'"):
             g64.forward64_manifest(1, 1, 128, 1, prep="prep4", lower_bound=-5.0)
-        with self.assertRaisesRegex(g.GenError, r"prep = 'prep3' takes prepared tokens"):
-            g64.forward64_manifest(1, 1, 128, 1, prep="prep3", beta="sigmoid")
 
     def test_prep_gdn_pack_smem_buffers_and_entries(self):
         with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
@@ -388,8 +365,6 @@ class Chunk64StateEntry(unittest.TestCase):
             g64.forward64_manifest(1, 1, 128, 1, prep="gdn", gate="lower_bound", lower_bound=-5.0)
         with self.assertRaisesRegex(g.GenError, r"prep = 'gdn' takes the softplus gate only"):
             g64.forward64_manifest(1, 1, 128, 1, prep="gdn", lower_bound=-5.0)
-        with self.assertRaisesRegex(g.GenError, r"prep = 'gdn' takes the raw inputs: use prep_gdn_op"):
-            g64.prep64_op(1, 1, "gdn")
         with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported"):
             g64.forward64_manifest(1, 1, 64, 1, prep="gdn")
 

@@ -8,19 +8,19 @@ contiguous buffers (N = the `seqs` var, HV heads, NC chunks fixed at generation)
 kq f16 [seqs, HV, NC, 128, 128], kbt f16 [seqs, HV, NC, 128, 64], tmb, aqk f16
 [seqs, HV, NC, 64, 64], gamma f32 [seqs, HV, NC, 128], v bf16 [seqs, HV, NC, 64, V], x0 f32
 [seqs, HV, V, 128] in; xt f32 [seqs, HV, V, 128], o f32 [seqs, HV, NC, 64, V] out.
-forward64_manifest adds the prep alone (kernels/kda/kda_chunk64_prep.cu, chunk64.md step 2,
-pack Chunk64PrepParams) over prepared fp32 tokens qh, kh, al f32 [seqs, HV, NC, 64, 128] and
-beta f32 [seqs, HV, NC, 64]: program `prep64` (the prep: the operands are outputs) and
-`forward64` (the prep, then the state step on its operands). prep="prep3" selects prep v3
-(kernels/kda/kda_chunk64_prep3.cu, the same pack and buffers) instead of v2. prep="prep4"
-selects prep v4 (kernels/kda/kda_chunk64_prep4.cu, pack Chunk64Prep4Params) over the raw
-inputs instead of the prepared tokens: q, k bf16 [seqs, T, H, 128], g bf16 [seqs, T, HV, 128]
-(the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log f32 [HV], dt_bias
-f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale `scale`.
+forward64_manifest adds a prep (chunk64.md step 2) and chains it with the state step: program
+`prep64` (the prep: the operands are outputs) and `forward64` (the prep, then the state step
+on its operands). prep="prep4" (the default) selects prep v4 (kernels/kda/kda_chunk64_prep4.cu,
+pack Chunk64Prep4Params) over the raw inputs: q, k bf16 [seqs, T, H, 128], g bf16
+[seqs, T, HV, 128] (the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log
+f32 [HV], dt_bias f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale
+`scale`.
 prep="gdn" selects GDN's prep (kernels/kda/kda_chunk64_prep_gdn.cu, pack Chunk64PrepGdnParams)
 over prep4's raw inputs with one decay per (token, value head): g f32 [seqs, T, HV] (the
 softplus gate's raw input), beta f32 [seqs, T, HV], a_log f32 [HV], dt_bias f32 [HV]; `beta`
 "direct" or "sigmoid" (entries PREP_GDN_ENTRIES), the softplus gate only.
+The preps over prepared fp32 tokens (v2 "prep", v3 "prep3") are deleted (their sources: git
+tag kda6-chunk64-preps-v2-v3); those names are refused.
 state="state2" (every function with a `state` parameter) selects the pipelined state step
 (kernels/kda/kda_chunk64_state2.cu: a producer warpgroup, two operand stages; pack
 Chunk64State2Params, the same grid and operand buffers) instead of kda_chunk64_state.cu's; its
@@ -31,12 +31,12 @@ forward64_manifest and prep4_op): gate "softplus" (-exp(A_log) softplus(g + dt_b
 "lower_bound" (lower_bound sigmoid(exp(A_log) (g + dt_bias)), `lower_bound` in [-5, 0): the
 bounded form FlashKDA computes), beta "direct" (effective beta) or "sigmoid" (logits,
 sigmoid in the kernel).
-Refuses: V not 128 or 256, HV or NC below 1, an unknown state or prep; for prep4 HV not a
-multiple of H, T not in the NC chunks, an unknown gate or beta, a lower_bound missing or
-outside [-5, 0) with gate "lower_bound" or given with "softplus"; for gdn HV not a multiple of
-H, T not in the NC chunks, an unknown beta, a gate other than "softplus" or a lower_bound; state2 with T not in the NC
-chunks. Does not check kernel behaviour or the manifest
-rules (kernrt-verify does). Python 3 standard library only.
+Refuses: V not 128 or 256, HV or NC below 1, an unknown state or prep (the deleted "prep" /
+"prep3" by name); for prep4 HV not a multiple of H, T not in the NC chunks, an unknown gate or
+beta, a lower_bound missing or outside [-5, 0) with gate "lower_bound" or given with
+"softplus"; for gdn HV not a multiple of H, T not in the NC chunks, an unknown beta, a gate
+other than "softplus" or a lower_bound; state2 with T not in the NC chunks. Does not check
+kernel behaviour or the manifest rules (kernrt-verify does). Python 3 standard library only.
 """
 
 from .kda_ops import K, GenError
@@ -51,16 +51,14 @@ C64_VTILE = 128           # value rows per block
 STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
           "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
 C64_STATE2_PACK = 88      # sizeof(Chunk64State2Params): Chunk64StateParams + tokens, pad
-C64_PREP_THREADS = 256    # kda_chunk64_prep.cu kThreads
-C64_PREP_SMEM = 210624    # kChunk64PrepSmem
-# the prep entries a forward64 manifest can select: (module, entry, shared memory = the
-# source's kChunk64PrepSmem / kChunk64Prep3Smem); both take Chunk64PrepParams, 256 threads
-PREPS = {"prep": ("kda_chunk64_prep", "kda_chunk64_prep_sm90a_f16_k128", C64_PREP_SMEM),
-         "prep3": ("kda_chunk64_prep3", "kda_chunk64_prep3_sm90a_f16_k128", 60256),
-         "prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968),
+C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_prep_gdn.cu
+# the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
+# source's kChunk64Prep4Smem / kChunk64PrepGdnSmem)
+PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968),
          "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 60480)}
+# the deleted preps over prepared fp32 tokens, refused by name (kernels/kda/chunk64.md "History")
+RETIRED_PREPS = {"prep": "prep v2 (kda_chunk64_prep.cu)", "prep3": "prep v3 (kda_chunk64_prep3.cu)"}
 C64_PREP4_PACK = 112      # sizeof(Chunk64Prep4Params)
-C64_PREP_PACK = 80        # sizeof(Chunk64PrepParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
          ("tmb", "f16", ["NC", C64, C64], 16, "in"), ("aqk", "f16", ["NC", C64, C64], 24, "in"),
@@ -146,34 +144,13 @@ def state64_manifest(max_seqs, value_heads, dim_v, chunks, state="state", tokens
             "programs": {"state64": {"calls": [{"op": "state64", "args": args}]}}}
 
 
-# (name, dtype, shape after [seqs, HV], field offset in the prep pack, direction)
-_PREP_BUFS = (("qh", "f32", ["NC", C64, K], 0, "in"), ("kh", "f32", ["NC", C64, K], 8, "in"),
-              ("al", "f32", ["NC", C64, K], 16, "in"), ("beta", "f32", ["NC", C64], 24, "in"),
-              ("kq", "f16", ["NC", 2 * C64, K], 32, "out"), ("kbt", "f16", ["NC", K, C64], 40, "out"),
-              ("tmb", "f16", ["NC", C64, C64], 48, "out"), ("aqk", "f16", ["NC", C64, C64], 56, "out"),
-              ("gamma", "f32", ["NC", K], 64, "out"))
-
-
 def _prep_kind(prep):
+    if prep in RETIRED_PREPS:
+        raise GenError(f"prep = {prep!r} is not supported: {RETIRED_PREPS[prep]} was deleted (git tag "
+                       f"kda6-chunk64-preps-v2-v3); expected one of {sorted(PREPS)}")
     if prep not in PREPS:
         raise GenError(f"prep = {prep!r} is not supported: expected one of {sorted(PREPS)}")
     return PREPS[prep]
-
-
-def prep64_op(value_heads, chunks, prep="prep"):
-    """The prep of every chunk of every (sequence, head): grid (NC, HV, seqs)."""
-    _check(value_heads, 128, chunks)
-    module, entry, smem = _prep_kind(prep)
-    if prep in ("prep4", "gdn"):
-        raise GenError(f"prep = {prep!r} takes the raw inputs: use {'prep4_op' if prep == 'prep4' else 'prep_gdn_op'}")
-    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP_BUFS]
-    fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP_BUFS)]
-    fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": 0}]
-    launch = {"module": module, "entry": entry,
-              "params": [f"bytes<{C64_PREP_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
-              "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
-              "args": [{"pack": {"size": C64_PREP_PACK, "fields": fields}}]}
-    return {"params": params, "impl": {"launches": [launch]}}
 
 
 # prep v4: (name, dtype, shape, field offset in Chunk64Prep4Params, direction); "seqs" first
@@ -265,12 +242,12 @@ def prep_gdn_op(value_heads, heads, tokens, chunks, scale=None, beta="direct"):
     return {"params": params, "impl": {"launches": [launch]}}
 
 
-def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=1, tokens=None,
+def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep4", heads=1, tokens=None,
                        scale=None, state="state", gate="softplus", beta="direct", lower_bound=None):
     """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both; `prep`
-    names the prep entry (PREPS), `state` the state step (STATES); prep4 takes `heads`,
-    `tokens` (default NC * 64), `scale`, `gate`, `beta`, `lower_bound` (its entry:
-    PREP4_ENTRIES); state2 takes `tokens` (its o's rows)."""
+    names the prep (PREPS), `state` the state step (STATES); both preps take `heads`,
+    `tokens` (default NC * 64), `scale`, `beta`, prep4 also `gate` and `lower_bound` (the
+    entries: PREP4_ENTRIES, PREP_GDN_ENTRIES); state2 takes `tokens` (its o's rows)."""
     _check(value_heads, dim_v, chunks)
     module = _prep_kind(prep)[0]
     state_module = _state_kind(state)[0]
@@ -278,31 +255,21 @@ def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep", heads=
     tag = "" if state == "state" else f"-{state}"
     bufs = {}
     outs = ("kq", "kbt", "tmb", "aqk", "gamma")
-    if prep in ("prep4", "gdn"):
-        _check4(value_heads, heads, tokens, chunks)
-        sub = {"T": tokens, "H": heads, "HV": value_heads, "NC": chunks}
-        prep_bufs = _PREP4_BUFS if prep == "prep4" else _PREP_GDN_BUFS
-        for name, t, shape, _, d in prep_bufs:
-            bufs[name] = {"dtype": t, "shape": [sub.get(x, x) for x in shape],
-                          "kind": "input" if d == "in" else "output"}
-        if prep == "prep4":
-            prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
-        elif gate != "softplus" or lower_bound is not None:
-            raise GenError(f"prep = 'gdn' takes the softplus gate only: gate = {gate!r}, "
-                           f"lower_bound = {lower_bound!r}")
-        else:
-            prep_op = prep_gdn_op(value_heads, heads, tokens, chunks, scale, beta)
-        entry = prep_op["impl"]["launches"][0]["entry"]
-        ptag = entry[len("kda_chunk64_"):-len("_sm90a_f16_k128")].replace("_", "-")
+    _check4(value_heads, heads, tokens, chunks)
+    sub = {"T": tokens, "H": heads, "HV": value_heads, "NC": chunks}
+    prep_bufs = _PREP4_BUFS if prep == "prep4" else _PREP_GDN_BUFS
+    for name, t, shape, _, d in prep_bufs:
+        bufs[name] = {"dtype": t, "shape": [sub.get(x, x) for x in shape],
+                      "kind": "input" if d == "in" else "output"}
+    if prep == "prep4":
+        prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
+    elif gate != "softplus" or lower_bound is not None:
+        raise GenError(f"prep = 'gdn' takes the softplus gate only: gate = {gate!r}, "
+                       f"lower_bound = {lower_bound!r}")
     else:
-        if (gate, beta, lower_bound) != ("softplus", "direct", None):
-            raise GenError(f"prep = {prep!r} takes prepared tokens: gate, beta and lower_bound are prep4's")
-        prep_bufs = _PREP_BUFS
-        for name, t, rest, _, d in _PREP_BUFS:
-            kind = "input" if (d == "in" and name not in outs) else "output"
-            bufs[name] = {"dtype": t, "shape": _shape(rest, dim_v, chunks, value_heads), "kind": kind}
-        prep_op = prep64_op(value_heads, chunks, prep)
-        ptag = prep
+        prep_op = prep_gdn_op(value_heads, heads, tokens, chunks, scale, beta)
+    entry = prep_op["impl"]["launches"][0]["entry"]
+    ptag = entry[len("kda_chunk64_"):-len("_sm90a_f16_k128")].replace("_", "-")
     for name, t, shape, _, d in _state_bufs(value_heads, dim_v, chunks, state, tokens):
         bufs[name] = {"dtype": t, "shape": shape,
                       "kind": "input" if (d == "in" and name not in outs) else "output"}
