@@ -1,11 +1,11 @@
 """Device check of the 64-token chunk's design entries (kernels/kda/chunk64.md steps 1 and 2:
-the state step kda_chunk64_state_sm90a_f16_k128 and the prep kda_chunk64_prep_sm90a_f16_k128),
-through the product path, in its own process (a fault in an entry that no serving path uses
-must not take run.py's results with it).
+the state step kda_chunk64_state_sm90a_f16_k128 or the pipelined kda_chunk64_state2, and a prep
+from raw inputs: prep v4 kda_chunk64_prep4_* or GDN's kda_chunk64_prep_gdn_*), through the
+product path, in its own process (a fault in an entry that no serving path uses must not take
+run.py's results with it).
 
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
-       [--prep prep3]   (the prep cases and timings on prep v3, kda_chunk64_prep3.cu, instead of v2)
-       [--prep prep4]   (prep v4, kda_chunk64_prep4.cu: raw inputs, its own cases, see below)
+       [--prep prep4]   (the default: prep v4, kda_chunk64_prep4.cu: raw inputs, its cases below)
        [--prep gdn]     (GDN's prep, kda_chunk64_prep_gdn.cu: raw inputs, one decay per token;
                          the cases and timing of check_chunk64_gdn.py; --time: the GDN prep alone
                          and prep + state at B8 T4096 H16 V128 in place of prep64 / forward64)
@@ -13,6 +13,8 @@ Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit
                          kda_chunk64_state2_sm90a_f16_k128 instead of kda_chunk64_state's; its o
                          is bf16 in the product layout [B, T, HV, V])
        ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
+(The preps over prepared fp32 tokens, v2 and v3, and their --prep choices are deleted: git tag
+kda6-chunk64-preps-v2-v3.)
 Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
 last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
 "f16"), written into the buffers of a kernrt.gen.kda_chunk64 manifest pinned to
@@ -32,20 +34,19 @@ BUILD/cubins/run, outputs poisoned with NaN, program `state64` run by libkernrt;
     fails). state2's o is held to the model through the reference's o (rel rms <= 5e-4) and
     that equality; its own bf16 o against the model's rounded to bf16 is reported (<= 2e-3:
     one-ulp flips of the rounding, ~4e-4 at these cases).
-Then the prep alone (kda_chunk64_prep_sm90a_f16_k128, chunk64.md step 2) on the same cases: the
-prepared fp32 tokens (q, k normalized, alpha, beta, padded per chunk) into a
-kernrt.gen.kda_chunk64 forward64 manifest; program `prep64`: its operands (kq, kbt, tmb, aqk,
-gamma) against the model's (rel rms <= 2e-3: f16 roundings of the same values may flip by one
-ulp, the kernel's solve is fp32 where the model's rounds its products to f16; a wrong index
-or decay is O(1)); program `forward64` (prep, then the state step): o and the final state
-against the float64 loop (<= 2e-3, the gate) and against the model (<= 2e-3).
-Prep v4 (--prep prep4) takes the raw inputs (bf16 q, k, raw g with A_log and dt_bias, beta;
-cases: the softplus gate at fla-init V 128 / 256 and harsh V 128, the bounded gate (lower_bound
--5) with beta logits (FlashKDA's form, entry _lbgate_sigbeta_) at fla-init V 128 and with
-direct beta (_lbgate_) at harsh V 256; B 2, T 200, HV 2 over H 1) and is compared with the
-model fed by chunk64_model.tokens64 (the token code in fp32 as the kernel forms it) under plan
-chunk64_model.PREP4 (its diagonal tf32 operands round to even), with the same tolerances and
-the same float64 gate (o of state2 as bf16 against the model's rounded).
+Then the prep: prep v4 (--prep prep4) takes the raw inputs (bf16 q, k, raw g with A_log and
+dt_bias, beta; cases: the softplus gate at fla-init V 128 / 256 and harsh V 128, the bounded
+gate (lower_bound -5) with beta logits (FlashKDA's form, entry _lbgate_sigbeta_) at fla-init
+V 128 and with direct beta (_lbgate_) at harsh V 256; B 2, T 200, HV 2 over H 1) into a
+kernrt.gen.kda_chunk64 forward64 manifest, compared with the model fed by
+chunk64_model.tokens64 (the token code in fp32 as the kernel forms it) under plan
+chunk64_model.PREP4 (its diagonal tf32 operands round to even); program `prep64`: its operands
+(kq, kbt, tmb, aqk, gamma) against the model's (rel rms <= 2e-3: f16 roundings of the same
+values may flip by one ulp, the kernel's solve is fp32 where the model's rounds its products to
+f16; a wrong index or decay is O(1)); program `forward64` (prep, then the state step): o and
+the final state against the float64 loop (<= 2e-3, the gate) and against the model (<= 2e-3;
+o of state2 as bf16 against the model's rounded). --prep gdn: check_chunk64_gdn.py's cases,
+compared likewise (prep_results).
 Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
 "check") when --out is given; exit 0 when every check passed, 2 without a device.
 With --time, also a diagnostic timing (records nothing) at B8 HV16 V128 NC64 (B8 T4096 H16) on
@@ -172,49 +173,12 @@ def raw_case(gates, V, B=2, T=200, H=1, HV=2, seed=0, lb=None, beta_sigmoid=Fals
     return raw, s, h0, o, ht
 
 
-def prep_inputs(xp_inputs):
-    """The prepared fp32 tokens of every 64-token chunk, padded: qh, kh, al [B, HV, NC, 64, K],
-    beta [B, HV, NC, 64] (the model's chunk64_head inputs)."""
-    _, q, k, v, gl, beta = xp_inputs
-    B, T, HV, K = k.shape
-    NC = -(-T // m.C)
-    out = {"qh": np.zeros((B, HV, NC, m.C, K), np.float32), "kh": np.zeros((B, HV, NC, m.C, K), np.float32),
-           "al": np.ones((B, HV, NC, m.C, K), np.float32), "beta": np.zeros((B, HV, NC, m.C), np.float32)}
-    alpha = np.exp(gl).astype(np.float32)
-    for b in range(B):
-        for h in range(HV):
-            for c, (_, _, qc, kc, _, ac, bc) in enumerate(m.chunks64(
-                    q[b, :, h].astype(np.float32), k[b, :, h].astype(np.float32),
-                    v[b, :, h].astype(np.float32), alpha[b, :, h], beta[b, :, h].astype(np.float32))):
-                out["qh"][b, h, c], out["kh"][b, h, c] = qc, kc
-                out["al"][b, h, c], out["beta"][b, h, c] = ac, bc
-    return out
-
-
 OPERANDS = ("kq", "kbt", "tmb", "aqk", "gamma")
 
 
-def run_prep_case(build, gates, lb, V, prep="prep", state="state"):
-    import torch
-    import kernrt
-    from kernrt.gen import kda_chunk64 as g64, pin
-    xp, h0, o_ref, ht_ref = case_inputs(gates, lb, V)
-    s = m.state_inputs(xp, h0)
-    pi = prep_inputs(xp)
-    B, HV, NC = s["kq"].shape[:3]
-    cubins = os.path.join(build, "cubins", "run")
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep, state=state), cubins),
-                     cubins=[cubins])
-    for name in ("qh", "kh", "al", "beta"):
-        rt.buffer(name).copy_(torch.from_numpy(pi[name]))
-    rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
-    rt.buffer("x0").copy_(torch.from_numpy(s["x0"]))
-    return prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V, state)
-
-
 def run_prep4_case(build, gates, V, state="state", lb=None, beta_sigmoid=False):
-    """run_prep_case for prep v4: the raw inputs in (the bounded gate with `lb`, beta logits
-    with `beta_sigmoid`: the entry of that form), the model on tokens64's tokens."""
+    """prep_results of prep v4 on one case: the raw inputs in (the bounded gate with `lb`, beta
+    logits with `beta_sigmoid`: the entry of that form), the model on tokens64's tokens."""
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
@@ -259,29 +223,23 @@ def prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V, state="state"):
     return r
 
 
-def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep", state="state"):
-    """Median us of prep64 and forward64 at B8 T4096 H16 V128 on random bounded tokens; with
-    `profile`, one eager forward64 instead (the launches an Nsight Compute profile targets)."""
+def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, state="state"):
+    """Median us of prep v4's prep64 and forward64 at B8 T4096 H16 V128 on random raw inputs;
+    with `profile`, one eager forward64 instead (the launches an Nsight Compute profile targets)."""
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
     cubins = os.path.join(build, "cubins", "run")
-    extra = {"heads": HV} if prep == "prep4" else {}  # B8 T4096 H16: no GVA
-    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, prep, state=state, **extra), cubins),
+    # B8 T4096 H16: no GVA
+    rt = kernrt.load(pin(g64.forward64_manifest(B, HV, V, NC, "prep4", heads=HV, state=state), cubins),
                      cubins=[cubins])
     gen = torch.Generator(device="cuda").manual_seed(0)
-    if prep == "prep4":  # raw inputs; alpha = exp(-4 softplus(g - 6)) ~ 0.99: the tf32 path
-        for name in ("q", "k", "g"):
-            b = rt.buffer(name)
-            b.copy_(torch.randn(b.shape, generator=gen, device="cuda"))
-        rt.buffer("a_log").fill_(float(np.log(4.0)))
-        rt.buffer("dt_bias").fill_(-6.0)
-    else:
-        for name in ("qh", "kh"):
-            x = torch.randn(rt.buffer(name).shape, generator=gen, device="cuda")
-            rt.buffer(name).copy_(x / x.norm(dim=-1, keepdim=True))
-        a = rt.buffer("al")
-        a.copy_(torch.exp(-0.05 * torch.rand(a.shape, generator=gen, device="cuda")))
+    # raw inputs; alpha = exp(-4 softplus(g - 6)) ~ 0.99: the tf32 path
+    for name in ("q", "k", "g"):
+        b = rt.buffer(name)
+        b.copy_(torch.randn(b.shape, generator=gen, device="cuda"))
+    rt.buffer("a_log").fill_(float(np.log(4.0)))
+    rt.buffer("dt_bias").fill_(-6.0)
     rt.buffer("beta").fill_(0.5)
     rt.buffer("v").copy_(torch.randn(rt.buffer("v").shape, generator=gen, device="cuda"))
     rt.buffer("x0").zero_()
@@ -291,7 +249,7 @@ def time_forward(build, B=8, HV=16, V=128, NC=64, profile=False, prep="prep", st
         return
     for prog in ("prep64", "forward64"):
         t = rt.time(prog, iters=20, graph=True, seqs=B)
-        print(f"TIME chunk64 {prep} {state} {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
+        print(f"TIME chunk64 prep4 {state} {prog} B{B} HV{HV} V{V} NC{NC}: {t['median_us']:.1f} us "
               f"(min {t['min_us']:.1f})", flush=True)
     print(f"TIME chunk64 forward64: finite o {bool(torch.isfinite(rt.buffer('o')).all())}, "
           f"finite state {bool(torch.isfinite(rt.buffer('xt')).all())}", flush=True)
@@ -378,22 +336,22 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
-    ap.add_argument("--prep", default="prep", choices=("prep", "prep3", "prep4", "gdn"),
-                    help="the prep entry under test: v2 (kda_chunk64_prep.cu), v3 (kda_chunk64_prep3.cu), "
-                         "v4 (kda_chunk64_prep4.cu, raw inputs) or GDN's (kda_chunk64_prep_gdn.cu, "
-                         "check_chunk64_gdn.py's cases)")
+    ap.add_argument("--prep", default="prep4", choices=("prep4", "gdn"),
+                    help="the prep under test: v4 (kda_chunk64_prep4.cu, the default) or GDN's "
+                         "(kda_chunk64_prep_gdn.cu, check_chunk64_gdn.py's cases)")
     ap.add_argument("--state", default="state", choices=STATE_ENTRIES,
                     help="the state step under test: kda_chunk64_state.cu (synchronous copies, the "
                          "reference) or kda_chunk64_state2.cu (pipelined; also compared with the reference)")
     ap.add_argument("--profile", action="store_true",
-                    help="only one eager forward64 at B8 HV16 V128 NC64 (for ncu -k regex:kda_chunk64)")
+                    help="only one eager forward64 of prep v4 at B8 HV16 V128 NC64 "
+                         "(for ncu -k regex:kda_chunk64)")
     args = ap.parse_args()
     import kernrt
     if not kernrt.device_available():
         print("check_chunk64: no CUDA device: nothing checked")
         return 2
     if args.profile:
-        time_forward(args.build, profile=True, prep=args.prep, state=args.state)
+        time_forward(args.build, profile=True, state=args.state)
         return 0
     import torch
     rows, ok = [], True
@@ -434,13 +392,11 @@ def main():
         for gates, V, sig, shift in gdn.CASES:
             jobs.append((gdn.label(gates, V, sig, shift, args.state),
                          lambda c=(gates, V, args.state, sig, shift): gdn.run_gdn_case(args.build, *c)))
-    for gates, lb, V, sig in (PREP4_CASES if args.prep == "prep4" else
-                              [] if args.prep == "gdn" else [c + (False,) for c in CASES]):
-        jobs.append((f"chunk64 {args.prep} + {args.state} B2 T200 HV2 V{V} {gates}"
-                     + ("" if lb is None else f" lb {lb:g}") + (" beta logits" if sig else ""),
-                     lambda c=(gates, lb, V, sig): (
-                         run_prep4_case(args.build, c[0], c[2], args.state, c[1], c[3]) if args.prep == "prep4"
-                         else run_prep_case(args.build, c[0], c[1], c[2], args.prep, args.state))))
+    else:
+        for gates, lb, V, sig in PREP4_CASES:
+            jobs.append((f"chunk64 prep4 + {args.state} B2 T200 HV2 V{V} {gates}"
+                         + ("" if lb is None else f" lb {lb:g}") + (" beta logits" if sig else ""),
+                         lambda c=(gates, V, args.state, lb, sig): run_prep4_case(args.build, *c)))
     for label, run in jobs:
         try:
             r = run()
@@ -483,7 +439,7 @@ def main():
             if args.prep == "gdn":
                 gdn.time_gdn(args.build, state=args.state)
             else:
-                time_forward(args.build, prep=args.prep, state=args.state)
+                time_forward(args.build, state=args.state)
         except Exception as e:  # noqa: BLE001 - a diagnostic: report it
             print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
         if args.prep == "prep4":

@@ -1,10 +1,11 @@
 """Static instruction count of a kernel's executed path, from its SASS (a calibration aid for
-design entries before a device run; kernels/kda/chunk64_prep3.md).
+design entries before a device run; kernels/kda/chunk64_prep4.md "Counts").
 
 Usage: python3 validation/kda/sass_path.py CUBIN KERNEL [--by-opcode] [--entry NAME]
        (CUBIN built from the working tree's source: the scopes are read from it)
-  KERNEL: one of SCOPES below (prep = kda_chunk64_prep.cu v2, prep3 = kda_chunk64_prep3.cu,
-  prep4 = kda_chunk64_prep4.cu, gdn = kda_chunk64_prep_gdn.cu).
+  KERNEL: one of SCOPES below (prep4 = kda_chunk64_prep4.cu, gdn = kda_chunk64_prep_gdn.cu;
+  the tables of preps v2 and v3, with v2's calibration against ncu, are on git tag
+  kda6-chunk64-preps-v2-v3).
 Method: `nvdisasm -gi` (the cubins are built with -lineinfo) gives every instruction its chain
 of inlined source lines; the frame inside the device function named by the table (its line
 range in the source) is the instruction's line. The SASS is cut into basic blocks (at labels,
@@ -33,34 +34,13 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 KDA = os.path.join(os.path.dirname(os.path.dirname(HERE)), "kernels", "kda")
 
-# kernel -> (source, [(anchor, kind, warp executions), ...], {block address: executions}).
+# kernel -> (source, [(anchor, kind, warp executions), ...]).
 # A scope is found by its anchor, text that exactly one line of the source holds: kind "open"
 # is that line to its matching closing brace (a loop or `if` line that opens a brace), "in"
 # that line to the end of the block it is in (the first statement of an `if` body), "line"
 # that line alone. The first scope is the device function (its lines are the candidates of
 # every instruction's frame).
 SCOPES = {
-    "prep3": ("kda_chunk64_prep3.cu", [
-        ("__device__ void prep64(", "open", 8),
-        ("if (tid < kC) sm.beta", "line", 2),
-        # channel_pass<I> (inlined, its frame in prep64 is the case line): 2 warps each
-        ("case 0: channel_pass<0>", "line", 2),
-        ("case 1: channel_pass<1>", "line", 2),
-        ("case 2: channel_pass<2>", "line", 2),
-        ("default: channel_pass<3>", "line", 2),
-        ("const int pI = pair_i(warp)", "in", 6),
-        ("// the upper blocks (I < J)", "in", 2),
-        ("for (int r = 0; r < 2; ++r)", "open", 16),
-        ("constexpr int kRef = 7;", "in", 8),
-        ("const bool kk = (warp >> 1) & 1;", "in", 16),
-        ("if (!kk) {", "open", 8),
-        ("} else {  // Akk rows", "open", 8),
-        ("const int w4 = warp & 3;", "in", 0),
-        ("const int bI = tid >> 4", "in", 2),
-        ("for (int L = 1; L < 4; ++L)", "open", 24),
-        ("const int J = warp >> 1", "in", 12),
-        ("for (int M = J; M < bI; ++M)", "open", 20),
-    ], {}),
     "prep4": ("kda_chunk64_prep4.cu", [
         ("__device__ void prep64(", "open", 8),
         ("if (tid < kC) {  // kBetaSigmoid", "open", 2),
@@ -90,7 +70,7 @@ SCOPES = {
         ("solve_level<1>(sm, tmb", "line", 6),
         ("solve_level<2>(sm, tmb", "line", 4),
         ("solve_level<3>(sm, tmb", "line", 2),
-    ], {}),
+    ]),
     "gdn": ("kda_chunk64_prep_gdn.cu", [
         ("__device__ void prep_gdn(", "open", 8),
         ("if (tid < kC) {  // kBetaSigmoid", "open", 2),
@@ -103,35 +83,7 @@ SCOPES = {
         ("solve_level<1>(sm, tmb", "line", 6),
         ("solve_level<2>(sm, tmb", "line", 4),
         ("solve_level<3>(sm, tmb", "line", 2),
-    ], {}),
-    "prep": ("kda_chunk64_prep.cu", [
-        ("__device__ void prep64(", "open", 8),
-        ("if (tid < kC) sm.beta", "line", 2),
-        ("if (half == 0) p.gamma", "line", 4),
-        # the pass over (r, half), I = 2 r + half, warps 0-3 half 0: 2 trips x 8 warps; a
-        # condition on I holds for 4 warps per (r, half) it names
-        ("const int I = 2 * r + half;", "in", 16),
-        ("if (I >= 1) {", "open", 12),
-        ("if (I <= 2) sm.rb[I]", "line", 12),
-        ("if (I == 0) sm.rb[3]", "line", 4),
-        ("if (I == 1) sm.rb[4]", "line", 4),
-        ("diag_tf32(ps, sm, I, w4, lane);", "line", 16),
-        ("for (int t = 0; t < kSub; ++t) ps.qh[t][ch] = q[t]", "in", 0),
-        ("for (int job = warp; job < 24; job += 8)", "open", 24),
-        ("const int I = tid >> 4, j = tid & (kSub - 1), o = kSub * I;", "in", 2),
-        ("// the six blocks I > J of Akk", "in", 6),
-        ("for (int L = 1; L < 4; ++L)", "open", 24),
-        ("const int J = warp >> 1, nh = warp & 1, I = J + L", "in", 12),
-        ("for (int M = J; M < I; ++M)", "open", 20),
-    ], {
-        # diag_tf32's epilogue: per element a warp-uniform branch, Aqk (w4 < 2) or Akk (w4 >= 2)
-        # rows, each taken by 2 of the 4 warps of each (r, half): 8 of 16
-        0x4a30: 8, 0x4ac0: 8, 0x4b90: 8, 0x4c00: 8, 0x4c70: 8, 0x4ce0: 8, 0x4d50: 8, 0x4dc0: 8,
-        # the M loop (1, 2, 3 trips at levels 1, 2, 3 for 6, 4, 2 warps) as compiled: the
-        # remainder first (copy 1 every level warp: 12; copy 2 with copy 3 predicated: 6),
-        # then a 4-fold body that no trip count reaches
-        0x9800: 12, 0x98c0: 12, 0x99a0: 6, 0x9af0: 12, 0x9b00: 0, 0x9b40: 0,
-    }),
+    ]),
 }
 
 
@@ -215,7 +167,7 @@ def parse(cubin, source, body, entry=None):
 
 
 def count(cubin, kernel, by_opcode=False, entry=None):
-    source, anchors, blocks_at = SCOPES[kernel]
+    source, anchors = SCOPES[kernel]
     if os.path.getmtime(os.path.join(KDA, source)) > os.path.getmtime(cubin):
         # the scopes are source lines: a cubin from before an edit that moved lines would count
         # its instructions in the wrong scopes without any other error
@@ -225,7 +177,7 @@ def count(cubin, kernel, by_opcode=False, entry=None):
     body = scopes[0][:2]
     totals = collections.Counter()
     ops = collections.Counter()
-    static, seen = 0, set()
+    static = 0
     for blk in parse(cubin, source, body, entry or ENTRIES.get(kernel)):
         # the scope is read from the block's data and control instructions: the line info of
         # integer index math is unreliable (shared subexpressions of inlined helpers keep the
@@ -243,20 +195,14 @@ def count(cubin, kernel, by_opcode=False, entry=None):
             continue
         static += len(body_ops)
         key = best[:3]
-        if blk and blk[0][0] in blocks_at:  # a block the table counts by its address
-            key = ("block", f"{blk[0][0]:04x}", blocks_at[blk[0][0]])
-            seen.add(blk[0][0])
         totals[key] += key[2] * len(body_ops)
         for op in body_ops:
             ops[op] += key[2]
-    if seen != set(blocks_at):
-        raise SystemExit(f"sass_path: no block starts at {sorted(set(blocks_at) - seen)}: the table "
-                         f"is stale for this cubin")
     print(f"{kernel}: {static} SASS instructions (static, without NOP)")
     print("| source lines | warp executions | warp instructions |")
     print("|---|---|---|")
     for (first, last, w), n in sorted(totals.items(), key=str):
-        print(f"| {first}-{last} | {w} | {n} |" if first != "block" else f"| block at {last} | {w} | {n} |")
+        print(f"| {first}-{last} | {w} | {n} |")
     print(f"total warp instructions per 64 tokens of one block: {sum(totals.values())}")
     if by_opcode:
         print(", ".join(f"{op} {n}" for op, n in ops.most_common()))
