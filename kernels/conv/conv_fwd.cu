@@ -47,6 +47,7 @@
 // initial and final states do not overlap (a tile reading an initial state may run after
 // the tile that writes the final state).
 #include "common/ptx/sync.cuh"
+#include "common/ptx/tma.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/conv_walk.cuh"
 #include "conv/params.h"
@@ -142,6 +143,115 @@ __device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
   }
 }
 
+
+// ---- ring (candidate) ----------------------------------------------------------------------
+// The strip's walk with the x rows arriving in shared memory: the block's last warp streams
+// the span's rows of the block's channel slice (one 1-D cp.async.bulk a row, kThreads x N
+// channels) into S stages of G rows; the kThreads consumers read their vector of each row
+// from the stage (LDS.64), so the bytes in flight are S stages a block, not registers.
+// Stage use u of stage s completes FULL[s] phase u (the producer's expect-tx and the copies'
+// bytes) and EMPTY[s] phase u (one arrival per consumer warp after its reads).
+template <int G, int S>
+struct Ring {
+  Vec<kChannels> rows[S][G][kThreads];
+  uint64_t full[S], empty[S];
+};
+template <int G, int S>
+constexpr int ring_smem() {
+  return int(sizeof(Ring<G, S>));
+}
+
+template <typename E, int W, int G, int S>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring<G, S>& ring) {
+  constexpr int N = kChannels;
+  static_assert(G <= 32, "one producer lane per row of a stage");
+  const E tag{};
+  const int lane = threadIdx.x % 32;
+  const bool producer = threadIdx.x >= kThreads;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      ptx::mbarrier_init(&ring.full[s], 1);
+      ptx::mbarrier_init(&ring.empty[s], kThreads / 32);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  const int cb = blockIdx.x * kThreads * N;  // the block's first channel
+  const int c0 = cb + (producer ? 0 : threadIdx.x * N);
+  const bool active = !producer && c0 < p.dim;
+  Walk<W, N> k;
+  if (active) start_walk(p, k, c0);
+  __syncthreads();
+  ptx::griddepcontrol_wait();
+  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int t0 = blockIdx.y * span;
+  const uint16_t* x;
+  const uint16_t* res;
+  uint16_t* y;
+  int start, stop;
+  if (!locate(p, k, t0, span, x, y, res, start, stop)) return;  // block-uniform
+  if (producer) {
+    if (threadIdx.x >= kThreads + 32) return;
+    const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
+    const uint16_t* src = x + cb;
+#pragma unroll 1
+    for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
+      const int s = g % S;
+      if (g >= S) ptx::mbarrier_wait(&ring.empty[s], ((g / S) - 1) & 1);
+      const int rows = min(G, stop - tc);
+      if (lane == 0) ptx::mbarrier_arrive_expect_tx(&ring.full[s], rows * bytes);
+      __syncwarp();
+      if (lane < rows)
+        ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
+                       bytes, &ring.full[s]);
+    }
+    ptx::griddepcontrol_launch_dependents();
+    return;
+  }
+  x += c0;
+  y += c0;
+  if (res != nullptr) res += c0;
+  if (active) enter_span<E, W, N>(p, k, x, c0, t0, start);
+#pragma unroll 1
+  for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
+    const int s = g % S;
+    if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
+    ptx::mbarrier_wait(&ring.full[s], (g / S) & 1);
+    if (active) {
+      const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
+      if (res == nullptr && tc + G <= min(stop, k.end)) {
+        // the common group: whole, inside one sequence, no residual (as the strip's)
+        uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
+#pragma unroll
+        for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
+          float cur[N], out[N];
+          unpack(tag, row[r * kThreads], cur);
+          row_out(k, cur, out);
+          st<N>(yr, pack(tag, out));
+          shift_window(k, cur);
+        }
+      } else {
+#pragma unroll 1
+        for (int r = 0; r < G && tc + r < stop; ++r) {
+          const int t = tc + r;
+          if (t == k.end) {  // the previous row ended a sequence (varlen)
+            if (p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
+            next_sequence<E>(p, k, c0, t);
+            start = t;
+          }
+          float cur[N];
+          unpack(tag, row[r * kThreads], cur);
+          emit_row<E>(p, k, cur, y, res, t);
+          shift_window(k, cur);
+        }
+      }
+    }
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&ring.empty[s]);
+  }
+  if (active && stop == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
+}
+
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
@@ -162,3 +272,27 @@ KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 4)
 KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
 KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
 KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)
+
+// Ring candidates: conv_fwd_ring<G>x<S>_sm90a_<dtype>_w<W>, block kThreads + 32 (the
+// producer warp), dynamic shared memory ring_smem<G, S>() (the generator's RING_SMEM).
+#define KERNRT_CONV_RING_ENTRY(g, s, dtype, tag, w)                                     \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
+      conv_fwd_ring##g##x##s##_sm90a_##dtype##_w##w(                                  \
+          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
+    extern __shared__ __align__(16) unsigned char smem_raw[];                         \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s>(                          \
+        p, *reinterpret_cast<kernrt::conv::Ring<g, s>*>(smem_raw));                   \
+  }
+#define KERNRT_CONV_RING_ENTRIES(g, s)          \
+  KERNRT_CONV_RING_ENTRY(g, s, bf16, Bf16, 2)   \
+  KERNRT_CONV_RING_ENTRY(g, s, bf16, Bf16, 3)   \
+  KERNRT_CONV_RING_ENTRY(g, s, bf16, Bf16, 4)   \
+  KERNRT_CONV_RING_ENTRY(g, s, f16, F16, 2)     \
+  KERNRT_CONV_RING_ENTRY(g, s, f16, F16, 3)     \
+  KERNRT_CONV_RING_ENTRY(g, s, f16, F16, 4)
+KERNRT_CONV_RING_ENTRIES(8, 2)
+KERNRT_CONV_RING_ENTRIES(8, 4)
+KERNRT_CONV_RING_ENTRIES(16, 2)
+static_assert(kernrt::conv::ring_smem<8, 2>() == 16416 && kernrt::conv::ring_smem<8, 4>() == 32832 &&
+                  kernrt::conv::ring_smem<16, 2>() == 32800,
+              "the generator's RING_SMEM");

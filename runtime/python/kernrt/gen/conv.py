@@ -37,7 +37,11 @@ from .conv_params import FWD, UPDATE, field
 # fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
 # slower, shorter spans slower still; 6-row groups at 6 blocks per SM 1.5-2.9 %, launches in
 # clusters along grid x 0.3-3.5 %; notes.md).
-FWD_KERNELS = {"strip4p": (4, 128, 32)}
+FWD_KERNELS = {"strip4p": (4, 128, 32), "ring8x2": (4, 160, 64), "ring8x4": (4, 160, 64),
+               "ring16x2": (4, 160, 64)}
+# ring candidates (conv_fwd.cu's conv_fwd_ring<G, S>): 128 consumer threads + 1 producer warp,
+# dynamic shared memory = S stages of G rows x 1 KiB + 2 S mbarriers (ring_smem, asserted there)
+FWD_RING_SMEM = {"ring8x2": 16416, "ring8x4": 32832, "ring16x2": 32800}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
@@ -138,6 +142,8 @@ class Profile:
     def grid_x(self, kind):
         if kind == "fwd":
             ch, threads = FWD_KERNELS[self.fwd_kernel][0], self.fwd_threads
+            if self.fwd_kernel in FWD_RING_SMEM:
+                threads -= 32  # the producer warp owns no channels
         elif kind == "update":
             _, threads, ch, _ = UPDATE_KERNELS[self.update_kernel]
         else:
@@ -161,10 +167,13 @@ class Profile:
         return [field(block, n, param=i) for i, n in enumerate(names)]
 
 
-def _launch(module, entry, size, fields, grid, threads):
-    return {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
-            "block": [threads, 1, 1], "grid": grid, "pdl": True,
-            "args": [{"pack": {"size": size, "fields": sorted(fields, key=lambda f: f["at"])}}]}
+def _launch(module, entry, size, fields, grid, threads, shared_mem=0):
+    launch = {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
+              "block": [threads, 1, 1], "grid": grid, "pdl": True,
+              "args": [{"pack": {"size": size, "fields": sorted(fields, key=lambda f: f["at"])}}]}
+    if shared_mem:
+        launch["shared_mem"] = shared_mem
+    return launch
 
 
 def _strides(block, prefix, seq, tok):
@@ -210,7 +219,8 @@ def fwd_op(p, *, x_strides, y_strides, res_strides=None, varlen=False, states=No
                    field(FWD, "init_stride", i64=p.line_bytes)]
     grid = [p.grid_x("fwd"), {"ceil_div": [tokens, p.span]}, 1 if varlen else seqs]
     return {"params": params, "impl": {"launches": [
-        _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads)]}}
+        _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads,
+                FWD_RING_SMEM.get(p.fwd_kernel, 0))]}}
 
 
 def fwd_dense_op(p, max_tokens):
