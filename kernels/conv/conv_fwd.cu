@@ -273,26 +273,30 @@ KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
 KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
 KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)
 
-// Ring candidates: conv_fwd_ring<G>x<S>_sm90a_<dtype>_w<W>, block kThreads + 32 (the
-// producer warp), dynamic shared memory ring_smem<G, S>() (the generator's RING_SMEM).
-#define KERNRT_CONV_RING_ENTRY(g, s, dtype, tag, w)                                     \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
-      conv_fwd_ring##g##x##s##_sm90a_##dtype##_w##w(                                  \
-          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
-    extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s>(                          \
-        p, *reinterpret_cast<kernrt::conv::Ring<g, s>*>(smem_raw));                   \
+// Ring candidates: conv_fwd_ring<G>x<S>[m<B>]_sm90a_<dtype>_w<W>, block kThreads + 32 (the
+// producer warp), dynamic shared memory ring_smem<G, S>() (the generator's FWD_RING_SMEM);
+// bounds: ptxas takes 64 registers for ring8x2 under (160) and 132 under (160, 1); held to 7
+// blocks per SM (56) it spills.
+#define KERNRT_CONV_RING_ENTRY(name, g, s, bounds, dtype, tag, w)                      \
+  extern "C" __global__ void __launch_bounds__ bounds                                  \
+      conv_fwd_##name##_sm90a_##dtype##_w##w(                                          \
+          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                     \
+    extern __shared__ __align__(16) unsigned char smem_raw[];                          \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s>(                           \
+        p, *reinterpret_cast<kernrt::conv::Ring<g, s>*>(smem_raw));                    \
   }
-#define KERNRT_CONV_RING_ENTRIES(g, s)          \
-  KERNRT_CONV_RING_ENTRY(g, s, bf16, Bf16, 2)   \
-  KERNRT_CONV_RING_ENTRY(g, s, bf16, Bf16, 3)   \
-  KERNRT_CONV_RING_ENTRY(g, s, bf16, Bf16, 4)   \
-  KERNRT_CONV_RING_ENTRY(g, s, f16, F16, 2)     \
-  KERNRT_CONV_RING_ENTRY(g, s, f16, F16, 3)     \
-  KERNRT_CONV_RING_ENTRY(g, s, f16, F16, 4)
-KERNRT_CONV_RING_ENTRIES(8, 2)
-KERNRT_CONV_RING_ENTRIES(8, 4)
-KERNRT_CONV_RING_ENTRIES(16, 2)
-static_assert(kernrt::conv::ring_smem<8, 2>() == 16416 && kernrt::conv::ring_smem<8, 4>() == 32832 &&
-                  kernrt::conv::ring_smem<16, 2>() == 32800,
-              "the generator's RING_SMEM");
+#define KERNRT_CONV_RING_ENTRIES(name, g, s, bounds)          \
+  KERNRT_CONV_RING_ENTRY(name, g, s, bounds, bf16, Bf16, 2)   \
+  KERNRT_CONV_RING_ENTRY(name, g, s, bounds, bf16, Bf16, 3)   \
+  KERNRT_CONV_RING_ENTRY(name, g, s, bounds, bf16, Bf16, 4)   \
+  KERNRT_CONV_RING_ENTRY(name, g, s, bounds, f16, F16, 2)     \
+  KERNRT_CONV_RING_ENTRY(name, g, s, bounds, f16, F16, 3)     \
+  KERNRT_CONV_RING_ENTRY(name, g, s, bounds, f16, F16, 4)
+#define KERNRT_RING_THREADS (kernrt::conv::kThreads + 32)
+KERNRT_CONV_RING_ENTRIES(ring8x2, 8, 2, (KERNRT_RING_THREADS))
+KERNRT_CONV_RING_ENTRIES(ring8x1, 8, 1, (KERNRT_RING_THREADS))
+KERNRT_CONV_RING_ENTRIES(ring4x2, 4, 2, (KERNRT_RING_THREADS))
+KERNRT_CONV_RING_ENTRIES(ring4x4, 4, 4, (KERNRT_RING_THREADS))
+static_assert(kernrt::conv::ring_smem<8, 2>() == 16416 && kernrt::conv::ring_smem<8, 1>() == 8208 &&
+                  kernrt::conv::ring_smem<4, 2>() == 8224 && kernrt::conv::ring_smem<4, 4>() == 16448,
+              "the generator's FWD_RING_SMEM");

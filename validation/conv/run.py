@@ -44,12 +44,13 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["strip4p", "ring8x2", "ring8x4", "ring16x2"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+FWD_LOADERS = ["strip4p", "ring8x2", "ring8x1", "ring4x2", "ring4x4"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
 UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
 # (loader, span) of every forward timing; the rings (rows by cp.async.bulk into S stages of
 # G rows, a producer warp) are candidates
-FWD_TIMED = [("strip4p", 32), ("ring8x2", 32), ("ring8x2", 64), ("ring8x4", 64), ("ring8x4", 128),
-             ("ring16x2", 64), ("ring16x2", 128)]
+FWD_TIMED = [("strip4p", 32), ("ring8x2", 32), ("ring8x2", 16), ("ring8x2", 24),
+             ("ring8x1", 32), ("ring8x1", 16), ("ring4x2", 16), ("ring4x2", 32),
+             ("ring4x4", 32)]
 
 
 def fwd_candidates(g):

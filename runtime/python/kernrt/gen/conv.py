@@ -37,11 +37,12 @@ from .conv_params import FWD, UPDATE, field
 # fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
 # slower, shorter spans slower still; 6-row groups at 6 blocks per SM 1.5-2.9 %, launches in
 # clusters along grid x 0.3-3.5 %; notes.md).
-FWD_KERNELS = {"strip4p": (4, 128, 32), "ring8x2": (4, 160, 64), "ring8x4": (4, 160, 64),
-               "ring16x2": (4, 160, 64)}
+FWD_KERNELS = {"strip4p": (4, 128, 32), "ring8x2": (4, 160, 32),
+               "ring8x1": (4, 160, 32), "ring4x2": (4, 160, 32), "ring4x4": (4, 160, 32)}
 # ring candidates (conv_fwd.cu's conv_fwd_ring<G, S>): 128 consumer threads + 1 producer warp,
 # dynamic shared memory = S stages of G rows x 1 KiB + 2 S mbarriers (ring_smem, asserted there)
-FWD_RING_SMEM = {"ring8x2": 16416, "ring8x4": 32832, "ring16x2": 32800}
+FWD_RING_SMEM = {"ring8x2": 16416, "ring8x1": 8208, "ring4x2": 8224,
+                 "ring4x4": 16448}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
