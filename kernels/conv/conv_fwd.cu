@@ -121,7 +121,7 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
     if (active) {
       const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
       if (res == nullptr && tc + G <= min(stop, k.end)) {
-        // the common group: whole, inside one sequence, no residual (as the strip's)
+        // the common group: whole, inside one sequence, no residual: straight-line rows
         uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
 #pragma unroll
         for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {

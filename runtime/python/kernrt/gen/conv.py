@@ -41,6 +41,7 @@ from .conv_params import FWD, UPDATE, field
 FWD_KERNELS = {"ring8x2": (4, 160, 16)}
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
 FWD_RING_SMEM = {"ring8x2": 16416}
+FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
@@ -141,7 +142,7 @@ class Profile:
     def grid_x(self, kind):
         if kind == "fwd":
             ch, threads = FWD_KERNELS[self.fwd_kernel][0], self.fwd_threads
-            threads -= 32  # the producer warp owns no channels
+            threads -= FWD_PRODUCER_THREADS
         elif kind == "update":
             _, threads, ch, _ = UPDATE_KERNELS[self.update_kernel]
         else:
