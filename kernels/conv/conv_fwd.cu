@@ -33,9 +33,15 @@
 // FULL[s] phase u (the producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one
 // arrival per consumer warp after its reads).
 //
-// fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
-// PDL only the weight loads and the barrier setup precede griddepcontrol.wait. The residual
-// row is loaded when its row is computed (supported, not overlapped with other rows' loads).
+// PDL: before griddepcontrol.wait the block sets up its barriers, loads its weights, asks L2
+// for its span's rows (cp.async.bulk.prefetch.L2) and lets the next grid launch; in one run
+// on another H200 (c7d) that ran 70.25 / 137.26 / 268.45 / 137.24 us where the trigger at the
+// span's last group without the prefetch ran 72.87 / 137.65 / 270.89 / 137.67, the prefetch
+// alone 70.43 / 137.77 / 268.83 / 137.46, the early trigger alone 73.20 / 138.34 / 272.06 /
+// 138.40 (tag conv-candidates-2026-12k).
+// fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). The
+// residual row is loaded when its row is computed (supported, not overlapped with other
+// rows' loads).
 //
 // Not checked here (the manifest and the runtime's load check them, see README.md): D % 8,
 // 16-byte alignment of every pointer/stride, W <= 4 (one entry per W), cu_seqlens being
@@ -63,10 +69,11 @@ struct Ring {
 static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
-// Candidates: Early lets the next grid launch at block start (else at the span's last group);
-// Prefetch asks L2 for the span's rows (and the W-1 before it, up to 32 rows) before
-// griddepcontrol.wait (the rows are still read after the wait: a prefetch returns nothing).
-template <typename E, int W, bool Early, bool Prefetch>
+// Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
+// (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
+// coherence point), and every thread lets the next grid launch at block start: under PDL a
+// call's first rows stream in while the previous call drains.
+template <typename E, int W>
 __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring) {
   constexpr int N = kChannels, G = kGroup, S = kStages;
   static_assert(G <= 32, "one producer lane per row of a stage");
@@ -87,19 +94,17 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
   const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
   const int t0 = blockIdx.y * span;
   const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
-  if constexpr (Prefetch) {
-    if (producer) {
-      const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
-                           (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
-      const int row = t0 - (W - 1) + lane;
-      if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, t0 + span))
-        ptx::bulk_prefetch_l2(xb + static_cast<int64_t>(row) * p.x_stride_tok, bytes);
-    }
+  if (producer) {
+    const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
+                         (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
+    const int row = t0 - (W - 1) + lane;
+    if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, t0 + span))
+      ptx::bulk_prefetch_l2(xb + static_cast<int64_t>(row) * p.x_stride_tok, bytes);
   }
   Walk<W, N> k;
   if (active) start_walk(p, k, c0);
   __syncthreads();
-  if constexpr (Early) ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_launch_dependents();
   ptx::griddepcontrol_wait();
   const uint16_t* x;
   const uint16_t* res;
@@ -119,7 +124,6 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
         ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
                        bytes, &ring.full[s]);
     }
-    if constexpr (!Early) ptx::griddepcontrol_launch_dependents();
     return;
   }
   x += c0;
@@ -129,7 +133,6 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
 #pragma unroll 1
   for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
     const int s = g % S;
-    if (!Early && tc + G >= stop) ptx::griddepcontrol_launch_dependents();
     ptx::mbarrier_wait(&ring.full[s], (g / S) & 1);
     if (active) {
       const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
@@ -171,23 +174,18 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
 // ---- entries -----------------------------------------------------------------------------
 // Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
 // (160, 1); held to 7 blocks per SM, 56, it spills).
-#define KERNRT_CONV_FWD_ENTRY(name, early, pre, dtype, tag, w)                           \
+#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                            \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
-      conv_fwd_##name##_sm90a_##dtype##_w##w(                                         \
+      conv_fwd_ring8x2_sm90a_##dtype##_w##w(                                          \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
     extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, early, pre>(                    \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w>(                                \
         p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                         \
   }
-#define KERNRT_CONV_FWD_ENTRIES(name, early, pre)           \
-  KERNRT_CONV_FWD_ENTRY(name, early, pre, bf16, Bf16, 2)    \
-  KERNRT_CONV_FWD_ENTRY(name, early, pre, bf16, Bf16, 3)    \
-  KERNRT_CONV_FWD_ENTRY(name, early, pre, bf16, Bf16, 4)    \
-  KERNRT_CONV_FWD_ENTRY(name, early, pre, f16, F16, 2)      \
-  KERNRT_CONV_FWD_ENTRY(name, early, pre, f16, F16, 3)      \
-  KERNRT_CONV_FWD_ENTRY(name, early, pre, f16, F16, 4)
 
-KERNRT_CONV_FWD_ENTRIES(ring8x2, false, false)
-KERNRT_CONV_FWD_ENTRIES(ring8x2e, true, false)
-KERNRT_CONV_FWD_ENTRIES(ring8x2p, false, true)
-KERNRT_CONV_FWD_ENTRIES(ring8x2ep, true, true)
+KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRY(f16, F16, 2)
+KERNRT_CONV_FWD_ENTRY(f16, F16, 3)
+KERNRT_CONV_FWD_ENTRY(f16, F16, 4)

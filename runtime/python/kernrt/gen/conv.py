@@ -38,10 +38,9 @@ from .conv_params import FWD, UPDATE, field
 # spans of 16 was the fastest forward at all four timed shapes on the H200, 1.4-4.4 % faster
 # than the register strip it replaced (spans of 32 0-1.5 % slower, 64 5.9 %; other stage
 # shapes 0.8-7 %; kernels/conv/conv_fwd.cu, notes.md).
-FWD_KERNELS = {"ring8x2": (4, 160, 16), "ring8x2e": (4, 160, 16), "ring8x2p": (4, 160, 16),
-               "ring8x2ep": (4, 160, 16)}
+FWD_KERNELS = {"ring8x2": (4, 160, 16)}
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
-FWD_RING_SMEM = {"ring8x2": 16416, "ring8x2e": 16416, "ring8x2p": 16416, "ring8x2ep": 16416}
+FWD_RING_SMEM = {"ring8x2": 16416}
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
