@@ -33,9 +33,15 @@
 // FULL[s] phase u (the producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one
 // arrival per consumer warp after its reads).
 //
-// fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
-// PDL only the weight loads and the barrier setup precede griddepcontrol.wait. The residual
-// row is loaded when its row is computed (supported, not overlapped with other rows' loads).
+// PDL: before griddepcontrol.wait the block sets up its barriers, loads its weights, asks L2
+// for its span's rows (cp.async.bulk.prefetch.L2) and lets the next grid launch; in one run
+// on another H200 (c7d) that ran 70.25 / 137.26 / 268.45 / 137.24 us where the trigger at the
+// span's last group without the prefetch ran 72.87 / 137.65 / 270.89 / 137.67, the prefetch
+// alone 70.43 / 137.77 / 268.83 / 137.46, the early trigger alone 73.20 / 138.34 / 272.06 /
+// 138.40 (tag conv-candidates-2026-12k).
+// fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). The
+// residual row is loaded when its row is computed (supported, not overlapped with other
+// rows' loads).
 //
 // Not checked here (the manifest and the runtime's load check them, see README.md): D % 8,
 // 16-byte alignment of every pointer/stride, W <= 4 (one entry per W), cu_seqlens being
@@ -63,6 +69,10 @@ struct Ring {
 static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
+// Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
+// (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
+// coherence point), and every thread lets the next grid launch at block start: under PDL a
+// call's first rows stream in while the previous call drains.
 template <typename E, int W>
 __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring) {
   constexpr int N = kChannels, G = kGroup, S = kStages;
@@ -81,19 +91,27 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
   const int cb = blockIdx.x * kThreads * N;  // the block's first channel
   const int c0 = cb + (producer ? 0 : threadIdx.x * N);
   const bool active = !producer && c0 < p.dim;
+  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  const int t0 = blockIdx.y * span;
+  const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
+  if (producer) {
+    const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
+                         (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
+    const int row = t0 - (W - 1) + lane;
+    if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, t0 + span))
+      ptx::bulk_prefetch_l2(xb + static_cast<int64_t>(row) * p.x_stride_tok, bytes);
+  }
   Walk<W, N> k;
   if (active) start_walk(p, k, c0);
   __syncthreads();
+  ptx::griddepcontrol_launch_dependents();
   ptx::griddepcontrol_wait();
-  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
-  const int t0 = blockIdx.y * span;
   const uint16_t* x;
   const uint16_t* res;
   uint16_t* y;
   int start, stop;
   if (!locate(p, k, t0, span, x, y, res, start, stop)) return;  // block-uniform
   if (producer) {
-    const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
     const uint16_t* src = x + cb;
 #pragma unroll 1
     for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
@@ -106,7 +124,6 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
         ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
                        bytes, &ring.full[s]);
     }
-    ptx::griddepcontrol_launch_dependents();
     return;
   }
   x += c0;
@@ -116,7 +133,6 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
 #pragma unroll 1
   for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
     const int s = g % S;
-    if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
     ptx::mbarrier_wait(&ring.full[s], (g / S) & 1);
     if (active) {
       const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
