@@ -5,41 +5,43 @@
 // [D, W-1] lines or fla's [D, W] (kFlagStateFull).
 // Entries, one `const __grid_constant__ ConvFwdParams` each, for dtype in {bf16, f16} and
 // W in {2, 3, 4}:
-//   conv_fwd_strip4p_sm90a_<dtype>_w<W>  register strip, 4 channels per thread (8-byte
-//                                        vectors), groups of kGroup rows, the next group's
-//                                        loads issued before this group's math
+//   conv_fwd_ring8x2_sm90a_<dtype>_w<W>  4 channels per consumer thread (8-byte vectors), the
+//                                        x rows streamed into shared memory by a producer warp
 //
-// Grid/block: block.x threads (any; the manifests launch 128), one per 4 channels;
-// grid.x = ceil(D / (4 * block.x)); grid.y spans of ceil(tokens / grid.y) consecutive rows
-// (any grid.y covers the rows; the manifests take spans of 32); grid.z = B (dense) or 1
-// (varlen). A thread rebuilds the W-1 inputs before its span (x rows, initial-state slots
-// or zeros), keeps that window in registers and walks the span (conv_walk.cuh): x is read
-// once from DRAM (the halo rows are the previous span's rows, L2 hits), y written once.
+// Grid/block: block.x = kThreads + 32 (kThreads consumers, one per 4 channels, then the
+// producer warp); dynamic shared memory sizeof(Ring) = 16,416 bytes (the generator's
+// FWD_RING_SMEM); grid.x = ceil(D / (4 * kThreads)); grid.y spans of ceil(tokens / grid.y)
+// consecutive rows (the manifests take spans of 16); grid.z = B (dense) or 1 (varlen).
+// A consumer rebuilds the W-1 inputs before its span (x rows from global memory: the previous
+// span's rows, L2 hits; initial-state slots or zeros), keeps that window in registers and
+// walks the span (conv_walk.cuh); x is read once from DRAM, y written once.
 //
-// Strip: no shared memory; a thread holds two groups of kGroup rows, the one it computes and
-// the next one, whose loads are in flight during the math (96 registers, 5 blocks of 128 per
-// SM). A whole group without a residual runs straight-line. On the H200 (B8 T4096 D2048 /
-// D4096, B16 T8192 D2048, B1 T32768 D4096, W4 silu, one run) it ran 71.99 / 138.92 / 269.72 /
-// 139.06 us, 1.01-1.03x kernel-fun, where loading each group after the previous group's
-// math (72 registers, 7 blocks/SM) ran 72.90 / 140.33 / 271.64 / 140.38, at spans of 24 / 16 / 8
-// rows -0.1-1.9 / 3.7-6.7 / 20-26 % slower still, and the PDL trigger at block start no faster
-// (validation/conv/notes.md; those entries are in git tag conv-candidates-2026-12b). The
-// moves of the next group into v wait for its loads, so one group is in flight at a time;
-// two buffers that swap roles (no moves, up to two groups in flight, same 96 registers) ran
-// 4.1-4.9 % slower at all four shapes, and that walk over a grid whose last-dispatched
-// blocks take half spans 5.8-10.6 % slower (tag conv-candidates-2026-12g): more rows in
-// flight lowered DRAM throughput (ncu 69.9 % against 72.5 %). Groups of 6 rows held to 6
-// blocks/SM (80 registers: 24 warps with 6 rows in flight each) ran 1.5-2.9 % slower at
-// spans of 30 / 36 / 42, and strip4p launched in clusters along grid x 0.3-0.6 % (pairs)
-// and 1.5-3.5 % (whole row bands) slower (tag conv-candidates-2026-12h): more warps for
-// the math and co-started row bands do not buy back what the registers or the cluster
-// placement cost. y = x over exactly these accesses without the math (a probe on tag
-// conv6-floor-probes) reaches only 91.9-94.6 % of the floor, so most of the gap to the
-// copy is the access pattern, not the math.
+// Ring: the producer warp copies the span's rows of the block's 512-channel slice, one 1-D
+// cp.async.bulk (1 KiB) a row, into kStages stages of kGroup rows; the consumers read their
+// 8 bytes of each row from the stage (LDS.64) and store y from registers. The bytes in flight
+// are the stages, not registers (64 registers, 6 blocks of 160 per SM). On the H200 (B8 T4096
+// D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096, W4 silu, one run, validation/conv/notes.md)
+// it ran 70.21 / 133.45 / 261.06 / 133.49 us at spans of 16 where the register strip it
+// replaces (this walk with the next 8-row group's loads in registers during the math, 96
+// registers, 5 blocks of 128 per SM) ran 71.22 / 137.64 / 267.22 / 137.78; at spans of 32
+// 70.19 / 135.21 / 266.18 / 135.15, 24 71.88 / 138.17 / 268.91 / 137.92, 64 74.35 / 139.41 /
+// 277.95 / 139.54. Other rings of the same run: one stage 75.17 / 144.66 / 281.35 / 144.76,
+// 4-row stages x 2 73.76 / 141.55 / 274.82 / 141.59 (span 32), x 4 70.78 / 135.83 / 266.97 /
+// 135.81; with spans of 64: 8 rows x 4 stages 73.38 / 137.75 / 276.33 / 137.88, 16 x 2 73.01 /
+// 137.40 / 276.46 / 137.57 (those and the strip are in git tag conv-candidates-2026-12j):
+// 16 KiB in flight a block and short spans stream best. Stage use u of stage s completes
+// FULL[s] phase u (the producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one
+// arrival per consumer warp after its reads).
 //
-// fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). With
-// PDL only the weight loads precede griddepcontrol.wait. The residual row is loaded when
-// its row is computed (supported, not overlapped with other rows' loads).
+// PDL: before griddepcontrol.wait the block sets up its barriers, loads its weights, asks L2
+// for its span's rows (cp.async.bulk.prefetch.L2) and lets the next grid launch; in one run
+// on another H200 (c7d) that ran 70.25 / 137.26 / 268.45 / 137.24 us where the trigger at the
+// span's last group without the prefetch ran 72.87 / 137.65 / 270.89 / 137.67, the prefetch
+// alone 70.43 / 137.77 / 268.83 / 137.46, the early trigger alone 73.20 / 138.34 / 272.06 /
+// 138.40 (tag conv-candidates-2026-12k).
+// fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). The
+// residual row is loaded when its row is computed (supported, not overlapped with other
+// rows' loads).
 //
 // Not checked here (the manifest and the runtime's load check them, see README.md): D % 8,
 // 16-byte alignment of every pointer/stride, W <= 4 (one entry per W), cu_seqlens being
@@ -47,118 +49,143 @@
 // initial and final states do not overlap (a tile reading an initial state may run after
 // the tile that writes the final state).
 #include "common/ptx/sync.cuh"
+#include "common/ptx/tma.cuh"
 #include "conv/conv_vec.cuh"
 #include "conv/conv_walk.cuh"
 #include "conv/params.h"
 
 namespace kernrt::conv {
 
-constexpr int kThreads = 128;  // block.x the manifests launch with
-constexpr int kChannels = 4;   // channels per thread: one 8-byte vector per row
-constexpr int kGroup = 8;      // rows loaded together (4-row groups: 0.1-2.5 % slower)
+constexpr int kThreads = 128;  // consumer threads of a block (block.x = kThreads + 32)
+constexpr int kChannels = 4;   // channels per consumer: one 8-byte vector per row
+constexpr int kGroup = 8;      // rows per stage
+constexpr int kStages = 2;
 
-// ---- strip -----------------------------------------------------------------------------
-// Rows tc .. tc+G-1 (those before stop) of this thread's channels into registers.
-template <int N, int G>
-__device__ __forceinline__ void load_group(Vec<N> (&v)[G], const uint16_t* x, int64_t stride,
-                                           int tc, int stop) {
-  const uint16_t* row = x + static_cast<int64_t>(tc) * stride;
-  if (tc + G <= stop) {  // the whole group: no predicates, one address add per row
-#pragma unroll
-    for (int r = 0; r < G; ++r, row += stride) v[r] = ld_nc<N>(row);
-  } else {
-#pragma unroll
-    for (int r = 0; r < G; ++r, row += stride)
-      if (tc + r < stop) v[r] = ld_nc<N>(row);
-  }
-}
+// Shared memory of a block: the stages and their barriers.
+struct Ring {
+  Vec<kChannels> rows[kStages][kGroup][kThreads];
+  uint64_t full[kStages], empty[kStages];
+};
+static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
 
-// The span as segments of one sequence each (dense: one segment); inside a segment the
-// rows need no check, so the hot loop holds only loads, math and stores, and the sequence
-// switch and the final state happen between segments.
-// The next group's loads (v's successor, nv) are issued before this group's math.
-template <typename E, int W, int N, int G>
-__device__ __forceinline__ void conv_fwd_strip(const ConvFwdParams& p) {
+// The span of this block: the producer warp streams, the consumers walk (see the header).
+// Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
+// (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
+// coherence point), and every thread lets the next grid launch at block start: under PDL a
+// call's first rows stream in while the previous call drains.
+template <typename E, int W>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring) {
+  constexpr int N = kChannels, G = kGroup, S = kStages;
+  static_assert(G <= 32, "one producer lane per row of a stage");
   const E tag{};
-  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
-  if (c0 >= p.dim) return;  // no barrier below
-  Walk<W, N> k;
-  start_walk(p, k, c0);
-  ptx::griddepcontrol_wait();
+  const int lane = threadIdx.x % 32;
+  const bool producer = threadIdx.x >= kThreads;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < S; ++s) {
+      ptx::mbarrier_init(&ring.full[s], 1);
+      ptx::mbarrier_init(&ring.empty[s], kThreads / 32);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  const int cb = blockIdx.x * kThreads * N;  // the block's first channel
+  const int c0 = cb + (producer ? 0 : threadIdx.x * N);
+  const bool active = !producer && c0 < p.dim;
   const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
   const int t0 = blockIdx.y * span;
+  const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
+  if (producer) {
+    const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
+                         (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
+    const int row = t0 - (W - 1) + lane;
+    if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, t0 + span))
+      ptx::bulk_prefetch_l2(xb + static_cast<int64_t>(row) * p.x_stride_tok, bytes);
+  }
+  Walk<W, N> k;
+  if (active) start_walk(p, k, c0);
+  __syncthreads();
+  ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_wait();
   const uint16_t* x;
   const uint16_t* res;
   uint16_t* y;
   int start, stop;
-  if (!locate(p, k, t0, span, x, y, res, start, stop)) return;
+  if (!locate(p, k, t0, span, x, y, res, start, stop)) return;  // block-uniform
+  if (producer) {
+    const uint16_t* src = x + cb;
+#pragma unroll 1
+    for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
+      const int s = g % S;
+      if (g >= S) ptx::mbarrier_wait(&ring.empty[s], ((g / S) - 1) & 1);
+      const int rows = min(G, stop - tc);
+      if (lane == 0) ptx::mbarrier_arrive_expect_tx(&ring.full[s], rows * bytes);
+      __syncwarp();
+      if (lane < rows)
+        ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
+                       bytes, &ring.full[s]);
+    }
+    return;
+  }
   x += c0;
   y += c0;
   if (res != nullptr) res += c0;
-  int seg = min(stop, k.end);  // end of the current segment
-  Vec<N> v[G];
-  Vec<N> nv[G];  // the next group of the segment, loaded during v's math
-  load_group<N, G>(v, x, p.x_stride_tok, t0, seg);
-  enter_span<E, W, N>(p, k, x, c0, t0, start);  // its loads wait behind the first group's
+  if (active) enter_span<E, W, N>(p, k, x, c0, t0, start);
 #pragma unroll 1
-  for (int tc = t0;;) {
-    if (tc + G >= stop) ptx::griddepcontrol_launch_dependents();
-    if (tc + G < seg) load_group<N, G>(nv, x, p.x_stride_tok, tc + G, seg);
-    if (res == nullptr && tc + G <= seg) {
-      // The common group: whole, no residual. Straight-line rows, so the window slides by
-      // register renaming and y advances by one add per row.
-      uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
+  for (int g = 0, tc = t0; tc < stop; ++g, tc += G) {
+    const int s = g % S;
+    ptx::mbarrier_wait(&ring.full[s], (g / S) & 1);
+    if (active) {
+      const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
+      if (res == nullptr && tc + G <= min(stop, k.end)) {
+        // the common group: whole, inside one sequence, no residual: straight-line rows
+        uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
 #pragma unroll
-      for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
-        float cur[N], out[N];
-        unpack(tag, v[r], cur);
-        row_out(k, cur, out);
-        st<N>(yr, pack(tag, out));
-        shift_window(k, cur);
-      }
-    } else {
-#pragma unroll
-      for (int r = 0; r < G; ++r) {
-        if (tc + r < seg) {
+        for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
+          float cur[N], out[N];
+          unpack(tag, row[r * kThreads], cur);
+          row_out(k, cur, out);
+          st<N>(yr, pack(tag, out));
+          shift_window(k, cur);
+        }
+      } else {
+#pragma unroll 1
+        for (int r = 0; r < G && tc + r < stop; ++r) {
+          const int t = tc + r;
+          if (t == k.end) {  // the previous row ended a sequence (varlen)
+            if (p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
+            next_sequence<E>(p, k, c0, t);
+            start = t;
+          }
           float cur[N];
-          unpack(tag, v[r], cur);
-          emit_row<E>(p, k, cur, y, res, tc + r);
+          unpack(tag, row[r * kThreads], cur);
+          emit_row<E>(p, k, cur, y, res, t);
           shift_window(k, cur);
         }
       }
     }
-    tc += G;
-    if (tc >= seg) {  // the segment is done: a sequence end, the span's end, or both
-      if (seg == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
-      if (seg >= stop) break;
-      next_sequence<E>(p, k, c0, seg);
-      start = tc = seg;
-      seg = min(stop, k.end);
-      load_group<N, G>(v, x, p.x_stride_tok, tc, seg);  // a new segment's first group
-    } else {
-#pragma unroll
-      for (int r = 0; r < G; ++r) v[r] = nv[r];
-    }
+    __syncwarp();
+    if (lane == 0) ptx::mbarrier_arrive(&ring.empty[s]);
   }
+  if (active && stop == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
 }
 
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// Register budget (bf16 W4, sm_90a, no spills): 5 blocks of 128 per SM (<= 102 registers;
-// 96 used: 20 warps, up to 16 rows of 8 bytes per lane between issue and use). f16 entries
-// get one block per SM less: their conversions need more registers (f16 is not a timed shape).
-#define KERNRT_CONV_FWD_ENTRY(blocks, dtype, tag, w)                                  \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads, blocks)      \
-      conv_fwd_strip4p_sm90a_##dtype##_w##w(                                        \
-          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                  \
-    kernrt::conv::conv_fwd_strip<kernrt::conv::tag, w, kernrt::conv::kChannels,     \
-                                 kernrt::conv::kGroup>(p);                          \
+// Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
+// (160, 1); held to 7 blocks per SM, 56, it spills).
+#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                            \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
+      conv_fwd_ring8x2_sm90a_##dtype##_w##w(                                          \
+          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
+    extern __shared__ __align__(16) unsigned char smem_raw[];                         \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w>(                                \
+        p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                         \
   }
 
-KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 2)
-KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 3)
-KERNRT_CONV_FWD_ENTRY(5, bf16, Bf16, 4)
-KERNRT_CONV_FWD_ENTRY(4, f16, F16, 2)
-KERNRT_CONV_FWD_ENTRY(4, f16, F16, 3)
-KERNRT_CONV_FWD_ENTRY(4, f16, F16, 4)
+KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
+KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)
+KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 4)
+KERNRT_CONV_FWD_ENTRY(f16, F16, 2)
+KERNRT_CONV_FWD_ENTRY(f16, F16, 3)
+KERNRT_CONV_FWD_ENTRY(f16, F16, 4)

@@ -1,4 +1,4 @@
-// The per-thread walk of the conv forward (conv_fwd.cu's strip): state-line addressing,
+// The per-thread walk of the conv forward (conv_fwd.cu's ring consumers): state-line addressing,
 // the running window (`Walk`), one row's output (`row_out`, `emit_row`), the window shift,
 // the sequence switch, the final state after a sequence's last row (`write_final_after`),
 // a block's span bounds (`locate`) and the window before a span (`enter_span`). A thread
@@ -106,8 +106,8 @@ __device__ __forceinline__ void next_sequence(const ConvFwdParams& p, Walk<W, N>
   window_from_state(E{}, p, k, c0);
 }
 
-// The final state once the walk has passed its sequence's last row (the strip checks
-// sequence ends between segments, not per row): the window holds x~[end-W+1 ..
+// The final state once the walk has passed its sequence's last row (the forward checks
+// sequence ends per group, not per row): the window holds x~[end-W+1 ..
 // end-1]; fla's full lines also take x~[end-W], reloaded here (x row, initial-state slot
 // or zero). `x` points at the thread's channels.
 template <typename E, int W, int N>

@@ -12,12 +12,13 @@ y overlapping. The complete examples are conv_examples.py.
 Refuses at generation: W outside 2..4, D not a positive multiple of 8, strides not multiples
 of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8.
 
-Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `strip4p` (block 128, grid x =
-ceil(D / 512), grid y = ceil(tokens / span), span 32 unless the profile says otherwise);
+Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `ring8x2` (block 160 = 128
+consumers + a producer warp, 16,416 bytes of dynamic shared memory, grid x = ceil(D / 512),
+grid y = ceil(tokens / span), span 16 unless the profile says otherwise);
 decode `c4s2p` over our lines and `c4p` over fla's cache (block 128, 4 channels per thread,
 grid x = ceil(D / 512), grid y = ceil(seqs / 2) and seqs; both prefetch into L2 before
 griddepcontrol.wait); verify (block 128, one sequence per thread). The candidates they beat
-on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12d
+on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12j
 (validation/conv/notes.md). Module sha256 =
 `@SHA256:<cubin>@`, replaced by cmake's kernrt_pin_manifest or kernrt.gen.pin.
 
@@ -32,16 +33,19 @@ from . import files as _files
 from . import conv_params as cp
 from .conv_params import FWD, UPDATE, field
 
-# loader -> (channels per thread, block.x, rows per block by default). strip4p (the next
-# group's loads before this group's math) at spans of 32 rows in blocks of 128 was the
-# fastest forward at all four timed shapes on the H200 (loads after the math 0.7-1.3 %
-# slower, shorter spans slower still; 6-row groups at 6 blocks per SM 1.5-2.9 %, launches in
-# clusters along grid x 0.3-3.5 %; notes.md).
-FWD_KERNELS = {"strip4p": (4, 128, 32)}
+# loader -> (channels per thread, block.x, rows per block by default). ring8x2 (x rows streamed
+# into 2 shared-memory stages of 8 rows by a producer warp, 128 consumers + the producer) at
+# spans of 16 was the fastest forward at all four timed shapes on the H200, 1.4-4.4 % faster
+# than the register strip it replaced (spans of 32 0-1.5 % slower, 64 5.9 %; other stage
+# shapes 0.8-7 %; kernels/conv/conv_fwd.cu, notes.md).
+FWD_KERNELS = {"ring8x2": (4, 160, 16)}
+# loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
+FWD_RING_SMEM = {"ring8x2": 16416}
+FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
-FWD_KERNEL = "strip4p"   # what the shipped manifests and the drop-ins launch
+FWD_KERNEL = "ring8x2"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
@@ -138,6 +142,7 @@ class Profile:
     def grid_x(self, kind):
         if kind == "fwd":
             ch, threads = FWD_KERNELS[self.fwd_kernel][0], self.fwd_threads
+            threads -= FWD_PRODUCER_THREADS
         elif kind == "update":
             _, threads, ch, _ = UPDATE_KERNELS[self.update_kernel]
         else:
@@ -161,10 +166,13 @@ class Profile:
         return [field(block, n, param=i) for i, n in enumerate(names)]
 
 
-def _launch(module, entry, size, fields, grid, threads):
-    return {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
-            "block": [threads, 1, 1], "grid": grid, "pdl": True,
-            "args": [{"pack": {"size": size, "fields": sorted(fields, key=lambda f: f["at"])}}]}
+def _launch(module, entry, size, fields, grid, threads, shared_mem=0):
+    launch = {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
+              "block": [threads, 1, 1], "grid": grid, "pdl": True,
+              "args": [{"pack": {"size": size, "fields": sorted(fields, key=lambda f: f["at"])}}]}
+    if shared_mem:
+        launch["shared_mem"] = shared_mem
+    return launch
 
 
 def _strides(block, prefix, seq, tok):
@@ -210,7 +218,8 @@ def fwd_op(p, *, x_strides, y_strides, res_strides=None, varlen=False, states=No
                    field(FWD, "init_stride", i64=p.line_bytes)]
     grid = [p.grid_x("fwd"), {"ceil_div": [tokens, p.span]}, 1 if varlen else seqs]
     return {"params": params, "impl": {"launches": [
-        _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads)]}}
+        _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads,
+                FWD_RING_SMEM[p.fwd_kernel])]}}
 
 
 def fwd_dense_op(p, max_tokens):
