@@ -40,7 +40,7 @@
 //
 // Entries: kda_chunk64_prep4_sm90a_f16_k128 (softplus, direct beta), _sigbeta_ (softplus,
 // logits), _lbgate_ (bounded, direct), _lbgate_sigbeta_ (bounded, logits: FlashKDA's inputs),
-// each `const __grid_constant__ Chunk64Prep4Params`, grid (NC, HV, N), 256 threads,
+// each `const __grid_constant__ Chunk64Prep4Params`, grid (NC, HV, N) dense or (slots, HV, 1) varlen, 256 threads,
 // __launch_bounds__(256, 2). Not checked here: K = 128; HV a multiple of H; the buffers'
 // extents; NC = ceil(T / 64); lower_bound in [-5, 0) (the generator's).
 #include <cuda_fp16.h>
@@ -49,7 +49,9 @@
 
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/mma.cuh"
+#include "common/ptx/sync.cuh"
 #include "kda/chunk64_params.h"
+#include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_prep4_smem.cuh"
 #include "kda/chunk64_prep_shared.cuh"
 #include "kda/chunk_prep.cuh"
@@ -205,9 +207,19 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   // < 2^-21) moves it by less than H 2^-21 <= 1 / (2 group) while HV = H group <= 2^20
   // (gridDim.y <= 65535), so the truncation is exact (test_chunk64_prep4_layout)
   const int h = int(__fdividef(float(hv) + 0.5f, float(p.group)));
-  const int tok0 = kC * blockIdx.x, live = p.tokens - tok0;  // tokens of this chunk (>= 64: full)
-  const int64_t row0 = int64_t(blockIdx.z) * p.tokens + tok0;  // row of token 0 of the chunk
-  const int64_t chunk = (int64_t(blockIdx.z) * HV + hv) * p.chunks + blockIdx.x;
+  // PDL: the state step may launch now (it waits for this grid); the inputs are read after
+  // the previous grid completed
+  ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_wait();
+  // the chunk (chunk64_seqs.cuh): live = its tokens before the sequence's end (>= 64: full)
+  c64::PrepChunk pc;
+  if (p.cu_seqlens == nullptr) {
+    pc = c64::dense_prep_chunk(blockIdx.z, blockIdx.x, p.tokens, p.chunks, hv, HV);
+  } else if (!c64::varlen_prep_chunk(p.cu_seqlens, p.seqs, blockIdx.x, hv, HV, lane, pc)) {
+    return;
+  }
+  const int live = pc.live;
+  const int64_t row0 = pc.row0, chunk = pc.slot;
   __half* aqk = p.aqk + chunk * kC * kC;
   __half* tmb = p.tmb + chunk * kC * kC;
 
@@ -218,7 +230,8 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   else raw_stage<true>(p, sm, tid, row0, h, hv, HV, live);
   ptx::cp_async_commit_group();
   if (tid < kC) {  // kBetaSigmoid: beta logits, beta = 1 / (1 + 2^(-x log2 e)) (2 MUFU); 0 past T
-    const float x = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
+    const int64_t i = (row0 + tid) * HV + hv;
+    const float x = tid < live ? c64::token_scalar(p.beta, i, p.flags & kPrepBetaBf16) : 0.f;
     sm.beta[tid] = !kBetaSigmoid ? x : (tid < live ? __fdividef(1.f, 1.f + exp2f(-x * kLog2e)) : 0.f);
   }
   const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)

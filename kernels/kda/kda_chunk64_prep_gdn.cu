@@ -27,7 +27,7 @@
 // at the harsh gates' |G| ~ 200) where an infinite log decay would make G_i - G_j NaN.
 //
 // Entries: kda_chunk64_prep_gdn_sm90a_f16_k128 (beta effective) and _sigbeta_ (beta logits,
-// sigmoid here), `const __grid_constant__ Chunk64PrepGdnParams`, grid (NC, HV, N), 256 threads,
+// sigmoid here), `const __grid_constant__ Chunk64PrepGdnParams`, grid as prep v4, 256 threads,
 // 60480 bytes of dynamic shared memory, __launch_bounds__(256, 3): three blocks per SM.
 // Not checked here: K = 128; HV a multiple of H; the buffers' extents; NC = ceil(T / 64).
 #include <cuda_fp16.h>
@@ -36,7 +36,9 @@
 
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/mma.cuh"
+#include "common/ptx/sync.cuh"
 #include "kda/chunk64_params.h"
+#include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_prep4_smem.cuh"
 #include "kda/chunk64_prep_shared.cuh"
 
@@ -92,7 +94,8 @@ __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn
 #pragma unroll
   for (int u = 0; u < 2; ++u) {
     const int t = 2 * lane + u;
-    const float x = t < live ? p.g[(row0 + t) * HV + hv] : 0.f;
+    const int64_t i = (row0 + t) * HV + hv;
+    const float x = t < live ? c64::token_scalar(p.g, i, p.flags & kPrepGBf16) : 0.f;
     // 2^z = inf gives -inf: the clamp keeps G finite (header)
     lg[u] = t < live ? fmaxf(-A * __log2f(1.f + exp2f(fmaf(x, kLog2e, dtl))), -64.f) : 0.f;
   }
@@ -205,9 +208,19 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   const int I = warp >> 1, cp = tid & (kC - 1);
   const int hv = blockIdx.y, HV = gridDim.y;
   const int h = int(__fdividef(float(hv) + 0.5f, float(p.group)));  // hv / group, exact (prep v4)
-  const int tok0 = kC * blockIdx.x, live = p.tokens - tok0;  // tokens of this chunk (>= 64: full)
-  const int64_t row0 = int64_t(blockIdx.z) * p.tokens + tok0;  // row of token 0 of the chunk
-  const int64_t chunk = (int64_t(blockIdx.z) * HV + hv) * p.chunks + blockIdx.x;
+  // PDL: the state step may launch now (it waits for this grid); the inputs are read after
+  // the previous grid completed
+  ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_wait();
+  // the chunk (chunk64_seqs.cuh): live = its tokens before the sequence's end (>= 64: full)
+  c64::PrepChunk pc;
+  if (p.cu_seqlens == nullptr) {
+    pc = c64::dense_prep_chunk(blockIdx.z, blockIdx.x, p.tokens, p.chunks, hv, HV);
+  } else if (!c64::varlen_prep_chunk(p.cu_seqlens, p.seqs, blockIdx.x, hv, HV, lane, pc)) {
+    return;
+  }
+  const int live = pc.live;
+  const int64_t row0 = pc.row0, chunk = pc.slot;
   __half* aqk = p.aqk + chunk * kC * kC;
   __half* tmb = p.tmb + chunk * kC * kC;
 
@@ -216,7 +229,8 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   else qk_stage<true>(p, sm, tid, row0, h, live);
   ptx::cp_async_commit_group();
   if (tid < kC) {  // kBetaSigmoid: beta logits, beta = 1 / (1 + 2^(-x log2 e)) (2 MUFU); 0 past T
-    const float x = tid < live ? p.beta[(row0 + tid) * HV + hv] : 0.f;
+    const int64_t i = (row0 + tid) * HV + hv;
+    const float x = tid < live ? c64::token_scalar(p.beta, i, p.flags & kPrepBetaBf16) : 0.f;
     sm.beta[tid] = !kBetaSigmoid ? x : (tid < live ? __fdividef(1.f, 1.f + exp2f(-x * kLog2e)) : 0.f);
   }
   if (warp == 2) gate_scan(p, sm, lane, row0, hv, HV, live, chunk);

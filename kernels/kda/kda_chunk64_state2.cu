@@ -2,9 +2,11 @@
 // The same math and numerics as kda_chunk64_state.cu (kernels/kda/chunk64.md step 1: the
 // per-chunk wgmma chain is chunk64_state_step.cuh's chunk64_step, run unchanged, so the state
 // is bit-identical to that entry's on the same operands, and o equal to its fp32 o rounded to
-// bf16). Pack Chunk64State2Params: the same operands, o written as bf16 (round to nearest even)
-// in the product layout [N, T, HV, V] (the reference writes fp32 chunk rows [N, HV, NC, 64, V]:
-// 268 MB of the 960 MB it moved at B8 T4096 H16 V128; this is 134 MB less). o leaves each
+// bf16). Pack Chunk64State2Params (chunk64_params.h): the same operands at the slots the preps
+// write, dense or varlen sequences, v read and o written (bf16, round to nearest even) in the
+// product layout [rows, HV, V], the states by line (a pool, or dense [N, HV, V, K]; none: zeros
+// / not written). The reference entry reads v and writes fp32 o as chunk rows [N, HV, NC, 64,
+// V]: 268 MB of the 960 MB it moved at B8 T4096 H16 V128; the bf16 o is 134 MB less. o leaves each
 // consumer warp through a 2 KiB tile of shared memory (OutBf16: 4 stmatrix.trans, 4 LDS.128,
 // 4 STG.128 of whole 32-byte sectors per thread and chunk, after the 16 bf16x2 packs) instead
 // of 32 strided 2-byte stores of half-filled sectors from the accumulator layout (those need
@@ -16,7 +18,7 @@
 // KiB, v 16 KiB, gamma 512 B) reach shared memory: the reference entry copies them with all threads before each chunk (74 % of its stall samples); here a
 // producer warpgroup loads chunk c + 1 while chunk c computes: 883.2 -> 261.6 us at B8 T4096
 // H16 V128 (the same process, with the fp32 o), 87 % of the copy floor of the 960 MB it moved
-// then (chunk64.md); with the bf16 o 826 MB, not measured yet.
+// then (chunk64.md); with the bf16 o (826 MB) 250.3 us (call k8a).
 //
 // Roles (block 384 = three warpgroups, warp specialised):
 //   warpgroups 0-1 (consumers, setmaxnreg 232): X rows as in kda_chunk64_state.cu; per chunk
@@ -40,11 +42,11 @@
 // chunk), so the order does not rest on an async-proxy read counting as complete at the wait.
 //
 // Entry: kda_chunk64_state2_sm90a_f16_k128, one `const __grid_constant__ Chunk64State2Params`;
-// grid (V / 128, HV, N), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a it
-// traps (NV_HAS_FEATURE_SM_90a).
-// Not checked here (as kda_chunk64_state.cu): V % 128, the operand layouts, that NC chunks of
-// operands exist and NC = ceil(T / 64); the operands of tokens past T are the caller's (their
-// o is not stored).
+// grid (V / 128, HV, seqs), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a
+// it traps (NV_HAS_FEATURE_SM_90a).
+// Not checked here: V % 128, the extents of the buffers, the lines and cu_seqlens (the
+// generator's manifest and the caller's); the operands of tokens past a sequence's end are the
+// prep's (zeros: their o is not stored).
 #include <cuda_fp16.h>
 #include <nv/target>
 #include <stdint.h>
@@ -54,6 +56,7 @@
 #include "common/ptx/sync.cuh"
 #include "common/ptx/warpgroup.cuh"
 #include "kda/chunk64_params.h"
+#include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_state_step.cuh"
 
 namespace kernrt::kda::c64s2 {
@@ -98,14 +101,17 @@ __device__ __forceinline__ void load_sw128(__half (*dst)[64], const __half* src,
   }
 }
 
-// Chunk `ch`'s operands into stage `st`, in the order the step reads them (v and k a first).
+// The operands of the chunk at slot `ch` into stage `st`, in the order the step reads them (v
+// and k a first). v: the chunk's token rows from `vc` (token stride `ld` elements), zeros past
+// the sequence's `live` tokens (the step multiplies them by zero betas: they must be finite).
 __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
-                                           int64_t ch, int v0, int t) {
-  const int V = p.dim_v;
+                                           int64_t ch, const uint16_t* vc, int64_t ld, int live,
+                                           int t) {
 #pragma unroll 4
   for (int i = t; i < kC * kVT / 8; i += kProducerThreads) {
     const int r = i / (kVT / 8), j = i % (kVT / 8);
-    ptx::cp_async_cg_16(&st.v[r][8 * j], p.v + (ch * kC + r) * V + v0 + 8 * j);
+    const bool ok = r < live;
+    ptx::cp_async_cg_16_zfill(&st.v[r][8 * j], vc + (ok ? r * ld : 0) + 8 * j, ok ? 16u : 0u);
   }
   load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, 2 * kC, kK, t);
   load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, 2 * kC, kK, t);
@@ -154,46 +160,70 @@ struct OutBf16 {
   }
 };
 
-__device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, int64_t head,
-                                        int v0) {
+__device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
+                                        int nc, int v0) {
   const int t = threadIdx.x - kConsumerThreads;
-  for (int c = 0; c < p.chunks; ++c) {
+  const int64_t ld = int64_t(gridDim.y) * p.dim_v;  // HV V: the token stride of v
+  const uint16_t* vb = p.v + sc.row0 * ld + int64_t(blockIdx.y) * p.dim_v + v0;
+  for (int c = 0; c < nc; ++c) {
     const int s = c % kStages, n = c / kStages;
     if (n > 0) {
       ptx::mbarrier_wait(&sm.empty[s], (n - 1) & 1);  // chunk c - kStages has read stage s
       ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
     }
-    load_stage(p, sm.st[s].t, head * p.chunks + c, v0, t);
+    load_stage(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step, vb + int64_t(c) * kC * ld, ld,
+               sc.len - kC * c, t);
     ptx::cp_async_mbarrier_arrive_noinc(&sm.full[s]);
   }
   ptx::cp_async_commit_group();  // leave no copy of this thread in flight at its exit
   ptx::cp_async_wait_group<0>();
 }
 
-__device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, int64_t head,
-                                        int v0) {
+// Sequence n's state line in `base` (chunk64_params.h: null, or line 0 of a table: none).
+template <class T>
+__device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t stride, int n) {
+  if (base == nullptr) return nullptr;
+  const int line = lines ? lines[n] : n;
+  if (lines && line == 0) return nullptr;
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) + uint64_t(line) * stride);
+}
+
+__device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
+                                        int nc, int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
   const int wg = tid >> 7, wi = (tid >> 5) & 3;
   const int ra = 64 * wg + 16 * wi + (lane >> 2), rb = ra + 8;  // this thread's tile rows
   const int V = p.dim_v, HV = gridDim.y, warp = tid >> 5;
   // o: token 0 of the sequence (blockIdx.z) at this warp's 16 value rows
-  const int64_t ld = int64_t(HV) * V;
-  uint16_t* ob = p.o + int64_t(blockIdx.z) * p.tokens * ld + int64_t(blockIdx.y) * V + v0 + 16 * warp;
+  const int64_t ld = int64_t(HV) * V, rows = (int64_t(blockIdx.y) * V + v0) * kK;
+  uint16_t* ob = p.o + sc.row0 * ld + int64_t(blockIdx.y) * V + v0 + 16 * warp;
   float xl[32], xh[32];
-  chunk64_load_state(xl, xh, p.x0 + (head * V + v0) * kK, ra, rb, q);
-  for (int c = 0; c < p.chunks; ++c) {
+  if (const float* x0 = state_line(p.x0, p.x0_lines, p.x0_stride, blockIdx.z)) {
+    chunk64_load_state(xl, xh, x0 + rows, ra, rb, q);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 32; ++i) xl[i] = xh[i] = 0.f;
+  }
+  for (int c = 0; c < nc; ++c) {
     const int s = c % kStages, n = c / kStages;
     ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
     ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
-    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, p.tokens - kC * c, lane};
+    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, sc.len - kC * c, lane};
     chunk64_step(xl, xh, sm.st[s].t, out, ra, rb, q);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
-  chunk64_store_state(xl, xh, p.xt + (head * V + v0) * kK, ra, rb, q);
+  if (float* xt = state_line(p.xt, p.xt_lines, p.xt_stride, blockIdx.z)) {
+    chunk64_store_state(xl, xh, xt + rows, ra, rb, q);
+  }
 }
 
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
-  const int64_t head = int64_t(blockIdx.z) * gridDim.y + blockIdx.y;
+  // PDL: launched while the prep drains; every operand and input is read after it completed
+  ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_wait();
+  const SeqChunks sc = seq_chunks(p.cu_seqlens, blockIdx.z, p.tokens, p.chunks, blockIdx.y,
+                                  gridDim.y);
+  const int nc = sc.len > 0 ? (sc.len + kC - 1) / kC : 0;
   const int v0 = kVT * blockIdx.x;
   if (threadIdx.x == 0) {
 #pragma unroll
@@ -206,10 +236,10 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     ptx::setmaxnreg_dec<kProducerRegs>();
-    produce(p, sm, head, v0);
+    produce(p, sm, sc, nc, v0);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume(p, sm, head, v0);
+    consume(p, sm, sc, nc, v0);
   }
 }
 

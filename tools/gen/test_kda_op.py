@@ -206,7 +206,9 @@ class Chunk64StateEntry(unittest.TestCase):
         lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
         self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
                                 off["group"]: 2, off["chunks"]: 4, off["lower_bound"]: 0.0})
-        self.assertEqual(off["lower_bound"] + 4, g64.C64_PREP4_PACK)
+        # the varlen and dtype words after lower_bound stay zero here: dense inputs, f32 beta
+        self.assertEqual(off["flags"] + 4, g64.C64_PREP4_PACK)
+        self.assertLess(off["lower_bound"], off["cu_seqlens"])
         self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 200, 2, 128], "kind": "input"})
         self.assertEqual(m["buffers"]["g"]["shape"], ["seqs", 200, 4, 128])
         self.assertEqual(m["buffers"]["beta"], {"dtype": "f32", "shape": ["seqs", 200, 4], "kind": "input"})
@@ -254,24 +256,29 @@ class Chunk64StateEntry(unittest.TestCase):
         self.assertEqual({names[f["param"]]: f["at"] for f in fields if "param" in f},
                          {n: off[n] for n in names})
         self.assertEqual({f["at"]: f["i32"] for f in fields if "i32" in f},
-                         {off["chunks"]: 3, off["dim_v"]: 256, off["tokens"]: 150, off["tokens"] + 4: 0})
+                         {off["chunks"]: 3, off["dim_v"]: 256, off["tokens"]: 150})
+        line = 2 * 256 * 128 * 4  # x0 / xt dense [seqs, HV, V, K]: line n
+        self.assertEqual({f["at"]: f["i64"] for f in fields if "i64" in f},
+                         {off["x0_stride"]: line, off["xt_stride"]: line})
         m = g64.state64_manifest(4, 2, 128, 3, state="state2", tokens=130)
         self.assertEqual(set(m["modules"]), {module})
         self.assertEqual(m["modules"][module]["source"], f"{module}.sm90a.cubin")
-        # o bf16 in the product layout [seqs, T, HV, V]; every other buffer as the reference's
+        # v and o bf16 in the product layout [seqs, T, HV, V]; every other buffer as the reference's
         self.assertEqual(m["buffers"]["o"], {"dtype": "bf16", "shape": ["seqs", 130, 2, 128], "kind": "output"})
+        self.assertEqual(m["buffers"]["v"], {"dtype": "bf16", "shape": ["seqs", 130, 2, 128], "kind": "input"})
         refb = g64.state64_manifest(4, 2, 128, 3)["buffers"]
-        self.assertEqual({k: v for k, v in m["buffers"].items() if k != "o"},
-                         {k: v for k, v in refb.items() if k != "o"})
+        self.assertEqual({k: v for k, v in m["buffers"].items() if k not in ("v", "o")},
+                         {k: v for k, v in refb.items() if k not in ("v", "o")})
         self.assertEqual(g64.state64_manifest(4, 2, 128, 3, state="state2")["buffers"]["o"]["shape"],
                          ["seqs", 192, 2, 128])
         f = g64.forward64_manifest(4, 2, 128, 3, prep="prep4", state="state2", tokens=140)
         self.assertEqual(set(f["modules"]), {"kda_chunk64_prep4", module})
         self.assertEqual(f["ops"]["state64"]["impl"]["launches"][0]["entry"], entry)
         self.assertEqual(f["buffers"]["o"]["shape"], ["seqs", 140, 2, 128])
+        self.assertEqual(f["buffers"]["v"]["shape"], ["seqs", 140, 2, 128])
         ref4 = g64.forward64_manifest(4, 2, 128, 3, prep="prep4", tokens=140)
-        self.assertEqual({k: v for k, v in f["buffers"].items() if k != "o"},
-                         {k: v for k, v in ref4["buffers"].items() if k != "o"})
+        self.assertEqual({k: v for k, v in f["buffers"].items() if k not in ("v", "o")},
+                         {k: v for k, v in ref4["buffers"].items() if k not in ("v", "o")})
         self.assertNotEqual(f["model"], ref4["model"])
         with self.assertRaisesRegex(g.GenError, r"T = 200 does not fill NC = 3 chunks"):
             g64.state64_manifest(1, 1, 128, 3, state="state2", tokens=200)
@@ -332,7 +339,7 @@ class Chunk64StateEntry(unittest.TestCase):
         lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
         self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
                                 off["group"]: 2, off["chunks"]: 4, off["pad"]: 0})
-        self.assertEqual(off["pad"] + 4, g64.C64_PREP4_PACK)
+        self.assertEqual(off["flags"] + 4, g64.C64_PREP4_PACK)
         self.assertEqual(m["buffers"]["g"], {"dtype": "f32", "shape": ["seqs", 200, 4], "kind": "input"})
         self.assertEqual(m["buffers"]["dt_bias"], {"dtype": "f32", "shape": [4], "kind": "input"})
         self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 200, 2, 128], "kind": "input"})

@@ -17,6 +17,7 @@ import torch
 import bench
 import fixture as fx
 import kda_ref as ref
+from kernrt.gen.kda_prefill64 import unsupported
 
 K = fx.K
 # Seconds a peer's warm-up may take, required before the deadline when it starts: a peer
@@ -85,7 +86,15 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             ours.write()
             o, ht = ours.run(graph=True)
             contenders = {"ours": ours.enqueue}
-            peer_row = {}
+            peer_row = {"chunk": ours.chunk}
+            alt = None
+            if cp and unsupported(c.profile()) is None:  # the c64 kernels in one pass, no CP
+                alt = fx.Prefill(c, build, chunk="c64")
+                alt.write()
+                oa, ha = alt.run(graph=True)
+                contenders["ours c64 one pass"] = alt.enqueue
+                peer_row["c64_one_pass_vs_ours"] = max(ref.rel_rms(oa.double(), o.double()),
+                                                       ref.rel_rms(ha.double(), ht.double()))
             runs = {}
             if peer_name == "flash_kda" and peers.get("fla_kda") is not None:
                 runs["fla 0.6.0 (safe_gate)"] = fx.fla_prefill(c, kda_mod=peers["fla_kda"])
@@ -127,7 +136,9 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             bench.log(f"bench {name}: ours {med['ours']:.1f} us, {main} "
                       f"{med.get(main, float('nan')):.1f} us, floor {fl:.1f} us")
             ours.rt.close()
-            del ours, contenders, runs
+            if alt is not None:
+                alt.rt.close()
+            del ours, alt, contenders, runs
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             rec.add(case=f"prefill {name}", kind="bench", error_note=repr(e)[:300])

@@ -104,6 +104,16 @@ def tokens_of(o, state, T):
     return o.transpose(0, 2, 3, 1, 4).reshape(B, NC * C, HV, V)[:, :T]
 
 
+def v_of(s, state, T=None):
+    """v for a state entry from the model's chunk rows [B, HV, NC, 64, V]: as they are for the
+    reference entry, state2's product layout [B, T, HV, V] (T default NC * 64)."""
+    v = s["v"]
+    if state != "state2":
+        return v
+    B, HV, NC, C, V = v.shape
+    return np.ascontiguousarray(v.transpose(0, 2, 3, 1, 4).reshape(B, NC * C, HV, V)[:, :T or NC * C])
+
+
 def run_state(build, s, B, HV, V, NC, state, T=None):
     """Program state64 of the `state` entry on the model's operands `s` (T tokens per sequence,
     default NC * 64): (o, xt) as numpy (o in the entry's layout, tokens_of)."""
@@ -115,7 +125,8 @@ def run_state(build, s, B, HV, V, NC, state, T=None):
     dt = {"kq": torch.float16, "kbt": torch.float16, "tmb": torch.float16,
           "aqk": torch.float16, "v": torch.bfloat16}
     for name in ("kq", "kbt", "tmb", "aqk", "gamma", "v", "x0"):
-        rt.buffer(name).copy_(torch.from_numpy(s[name]).to(dt.get(name, torch.float32)))
+        x = v_of(s, state, T) if name == "v" else s[name]
+        rt.buffer(name).copy_(torch.from_numpy(x).to(dt.get(name, torch.float32)))
     rt.buffer("o").fill_(float("nan"))
     rt.buffer("xt").fill_(float("nan"))
     rt.run("state64", seqs=B)
@@ -193,7 +204,7 @@ def run_prep4_case(build, gates, V, state="state", lb=None, beta_sigmoid=False):
     for name in ("q", "k", "g", "beta", "a_log", "dt_bias"):
         dt = torch.bfloat16 if name in ("q", "k", "g") else torch.float32
         rt.buffer(name).copy_(torch.from_numpy(np.ascontiguousarray(raw[name])).to(dt))
-    rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
+    rt.buffer("v").copy_(torch.from_numpy(v_of(s, state, T)).to(torch.bfloat16))
     rt.buffer("x0").copy_(torch.from_numpy(s["x0"]))
     return prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V, state)
 
@@ -300,7 +311,10 @@ def time_vs_flashkda(build, state="state2", iters=20, rounds=4):
     for name, t in (("q", c.q), ("k", c.k), ("g", c.g), ("beta", c.beta), ("a_log", c.A_log),
                     ("dt_bias", c.dt_bias.view(HV, -1)), ("x0", c.h0)):
         rt.buffer(name).copy_(t)
-    rt.buffer("v").copy_(c.v.view(B, NC, m.C, HV, V).permute(0, 3, 1, 2, 4))
+    if state == "state2":
+        rt.buffer("v").copy_(c.v)  # the product layout, as FlashKDA reads it
+    else:
+        rt.buffer("v").copy_(c.v.view(B, NC, m.C, HV, V).permute(0, 3, 1, 2, 4))
     ours = lambda: rt.enqueue("forward64", graph=True, vars={"seqs": B})
     rt.buffer("o").fill_(float("nan"))
     ours()

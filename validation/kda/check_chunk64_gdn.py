@@ -37,7 +37,7 @@ def run_gdn_case(build, gates, V, state="state2", beta_sigmoid=False, g_shift=0.
     import torch
     import kernrt
     from kernrt.gen import kda_chunk64 as g64, pin
-    from check_chunk64 import prep_results
+    from check_chunk64 import prep_results, v_of
     raw, s, _, o_ref, ht_ref = m.gdn_case(gates, V=V, beta_sigmoid=beta_sigmoid, g_shift=g_shift)
     B, T, H = raw["q"].shape[:3]
     HV, NC = raw["g"].shape[2], s["kq"].shape[2]
@@ -48,7 +48,7 @@ def run_gdn_case(build, gates, V, state="state2", beta_sigmoid=False, g_shift=0.
     for name in ("q", "k", "g", "beta", "a_log", "dt_bias"):
         dt = torch.bfloat16 if name in ("q", "k") else torch.float32
         rt.buffer(name).copy_(torch.from_numpy(np.ascontiguousarray(raw[name])).to(dt))
-    rt.buffer("v").copy_(torch.from_numpy(s["v"]).to(torch.bfloat16))
+    rt.buffer("v").copy_(torch.from_numpy(v_of(s, state, T)).to(torch.bfloat16))
     rt.buffer("x0").copy_(torch.from_numpy(s["x0"]))
     return prep_results(rt, s, o_ref, ht_ref, B, NC, HV, V, state)
 

@@ -24,8 +24,10 @@ tag kda6-chunk64-preps-v2-v3); those names are refused.
 state="state2" (every function with a `state` parameter) selects the pipelined state step
 (kernels/kda/kda_chunk64_state2.cu: a producer warpgroup, two operand stages; pack
 Chunk64State2Params, the same grid and operand buffers) instead of kda_chunk64_state.cu's; its
-o is bf16 in the product layout [seqs, T, HV, V] (T = `tokens`, default NC * 64; tokens past
-T are not written) instead of the reference's f32 [seqs, HV, NC, 64, V].
+v and o are bf16 in the product layout [seqs, T, HV, V] (T = `tokens`, default NC * 64; tokens
+past T are neither read nor written) instead of the reference's v [seqs, HV, NC, 64, V] and f32
+o. These are design manifests over dense buffers; the product's prefill op on the same
+kernels (pools, varlen, every profile they serve) is kernrt.gen.kda_prefill64.
 prep4's gate and beta (kernels/kda/kda_chunk64_prep4.cu entries, `gate` / `beta` of
 forward64_manifest and prep4_op): gate "softplus" (-exp(A_log) softplus(g + dt_bias)) or
 "lower_bound" (lower_bound sigmoid(exp(A_log) (g + dt_bias)), `lower_bound` in [-5, 0): the
@@ -50,7 +52,7 @@ C64_VTILE = 128           # value rows per block
 # the source's kThreads and kChunk64StateSmem / kChunk64State2Smem); both take Chunk64StateParams
 STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
           "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
-C64_STATE2_PACK = 88      # sizeof(Chunk64State2Params): Chunk64StateParams + tokens, pad
+C64_STATE2_PACK = 128     # sizeof(Chunk64State2Params)
 C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_prep_gdn.cu
 # the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
 # source's kChunk64Prep4Smem / kChunk64PrepGdnSmem)
@@ -58,7 +60,7 @@ PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 1119
          "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 60480)}
 # the deleted preps over prepared fp32 tokens, refused by name (kernels/kda/chunk64.md "History")
 RETIRED_PREPS = {"prep": "prep v2 (kda_chunk64_prep.cu)", "prep3": "prep v3 (kda_chunk64_prep3.cu)"}
-C64_PREP4_PACK = 112      # sizeof(Chunk64Prep4Params)
+C64_PREP4_PACK = 128      # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
          ("tmb", "f16", ["NC", C64, C64], 16, "in"), ("aqk", "f16", ["NC", C64, C64], 24, "in"),
@@ -99,10 +101,10 @@ def _tokens(tokens, chunks):
 
 def _state_bufs(value_heads, dim_v, chunks, state, tokens):
     """(name, dtype, shape, field offset, direction) of the state step's buffers: _BUFS, with
-    state2's o bf16 [seqs, T, HV, V]."""
+    state2's v and o bf16 [seqs, T, HV, V] (the product layout)."""
     out = []
     for name, t, rest, at, d in _BUFS:
-        if name == "o" and state == "state2":
+        if name in ("v", "o") and state == "state2":
             out.append((name, "bf16", ["seqs", tokens, value_heads, dim_v], at, d))
         else:
             out.append((name, t, _shape(rest, dim_v, chunks, value_heads), at, d))
@@ -119,7 +121,9 @@ def state64_op(value_heads, dim_v, chunks, state="state", tokens=None):
     fields += [{"at": 72, "i32": chunks}, {"at": 76, "i32": dim_v}]
     size = C64_PACK
     if state == "state2":
-        fields += [{"at": 80, "i32": _tokens(tokens, chunks)}, {"at": 84, "i32": 0}]
+        line = value_heads * dim_v * K * 4  # x0 / xt [seqs, HV, V, K]: line n, dense
+        fields += [{"at": 80, "i32": _tokens(tokens, chunks)}, {"at": 112, "i64": line},
+                   {"at": 120, "i64": line}]
         size = C64_STATE2_PACK
     launch = {"module": module, "entry": entry,
               "params": [f"bytes<{size}>"], "block": [threads, 1, 1],
