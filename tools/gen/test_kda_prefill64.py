@@ -60,9 +60,12 @@ class Selection(unittest.TestCase):
             self.assertEqual(set(m["modules"]), {"kda_chunk"}, why)
             with self.assertRaisesRegex(g.GenError, "do not serve this profile: .*" + why):
                 g.dense_prefill_manifest(p, 2, 300, chunk="c64")
+        # auto prefers c64 in one pass over c16's context parallel; c64 refuses cp_segs
         m = g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=64)
-        self.assertEqual(set(m["modules"]), {"kda_chunk"})
-        with self.assertRaisesRegex(g.GenError, "context parallel"):
+        self.assertEqual(set(m["modules"]), {"kda_chunk64_prep4", "kda_chunk64_state2"})
+        m = g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=64, chunk="c16")
+        self.assertEqual(len(m["ops"]["prefill"]["impl"]["launches"]), 3)
+        with self.assertRaisesRegex(g.GenError, "context parallel .* is a mode of the c16 kernel"):
             g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=64, chunk="c64")
         with self.assertRaisesRegex(g.GenError, "chunk `c32` is not supported"):
             g.dense_prefill_manifest(_kda(), 2, 300, chunk="c32")
@@ -161,7 +164,7 @@ class Packs(unittest.TestCase):
         ex = g.examples()
         self.assertIn("kda_chunk64_state2", ex["kda_chain"]["modules"])
         self.assertNotIn("kda_chunk64_state2", ex["gdn_chain"]["modules"])
-        self.assertNotIn("kda_chunk64_state2", ex["kda_cp"]["modules"])
+        self.assertNotIn("kda_chunk64_state2", ex["kda_cp"]["modules"])  # chunk c16 (its CP)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,6 @@ import torch
 import bench
 import fixture as fx
 import kda_ref as ref
-from kernrt.gen.kda_prefill64 import unsupported
 
 K = fx.K
 # Seconds a peer's warm-up may take, required before the deadline when it starts: a peer
@@ -88,13 +87,13 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             contenders = {"ours": ours.enqueue}
             peer_row = {"chunk": ours.chunk}
             alt = None
-            if cp and unsupported(c.profile()) is None:  # the c64 kernels in one pass, no CP
-                alt = fx.Prefill(c, build, chunk="c64")
+            if cp and ours.chunk == "c64":  # c16's context parallel beside c64's one pass
+                alt = fx.Prefill(c, build, chunk="c16", **cp)
                 alt.write()
                 oa, ha = alt.run(graph=True)
-                contenders["ours c64 one pass"] = alt.enqueue
-                peer_row["c64_one_pass_vs_ours"] = max(ref.rel_rms(oa.double(), o.double()),
-                                                       ref.rel_rms(ha.double(), ht.double()))
+                contenders["ours c16 context parallel"] = alt.enqueue
+                peer_row["c16_cp_vs_ours"] = max(ref.rel_rms(oa.double(), o.double()),
+                                                 ref.rel_rms(ha.double(), ht.double()))
             runs = {}
             if peer_name == "flash_kda" and peers.get("fla_kda") is not None:
                 runs["fla 0.6.0 (safe_gate)"] = fx.fla_prefill(c, kda_mod=peers["fla_kda"])
@@ -125,8 +124,9 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             fl = floor_us(ceil, prefill_bytes(c), prefill_flops(c))
             row = dict(case=f"prefill {name}", kind="bench", ours_us=med["ours"], floor_us=fl,
                        frac_of_floor=fl / med["ours"], issue_peer_us=issue_peer,
-                       path="kernrt.Runtime.enqueue(graph=True)", cp=cp or None, **peer_row)
-            main = label if label in med else next((k for k in med if k != "ours"), None)
+                       path="kernrt.Runtime.enqueue(graph=True)",
+                       cp=(cp or None) if ours.chunk == "c16" else None, **peer_row)
+            main = label if label in med else next((k for k in med if not k.startswith("ours")), None)
             if main:
                 row.update(peer=main, peer_us=med[main], speedup_vs_peer=med[main] / med["ours"])
             for k, v in med.items():

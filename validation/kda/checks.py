@@ -67,7 +67,7 @@ def prefill_cases(quick):
         ("kda harsh raw g (kernel-fun)", dict(gates="harsh"), c16),
         ("kda lower_bound -5, beta logits x2, bf16 g, V256",
          dict(T=777, V=256, gate="lower_bound", lower_bound=-5.0, beta="logit2", g_dtype=torch.bfloat16), c16),
-        ("kda context parallel 4 x 1024", dict(B=1, T=4096), dict(cp_segs=4, seg_chunks=64)),
+        ("kda context parallel 4 x 1024", dict(B=1, T=4096), dict(cp_segs=4, seg_chunks=64, **c16)),
         ("c64 kda fla-init gates, bf16 g", dict(gates="init", **bf), c64),
         ("c64 kda harsh raw g, bf16 g", dict(gates="harsh", **bf), c64),
         ("c64 kda lower_bound -5, beta logits, bf16 g, V256",

@@ -173,7 +173,7 @@ def examples():
     return {"kda_chain": serving_manifest(kda, 4, 160, steps=4, model="kernrt-kda-example"),
             "gdn_chain": serving_manifest(gdn, 4, 160, steps=3, model="kernrt-gdn-example"),
             "kda_cp": serving_manifest(kda, 2, 512, steps=2, model="kernrt-kda-cp-example",
-                                       cp_segs=4, seg_chunks=4)}
+                                       cp_segs=4, seg_chunks=4, chunk="c16")}
 
 # ---- check: kda calls whose buffers or pool cannot be right -----------------------------------
 

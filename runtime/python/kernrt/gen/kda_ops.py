@@ -208,9 +208,11 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
     cp_segs >= 2: context parallel, each sequence cut into cp_segs segments of seg_chunks
     chunks (three launches: transitions, combine, outputs; scratch `cp`).
     chunk: "c64" runs the 64-token chunk kernels (kernrt.gen.kda_prefill64: a prep, then the
-    pipelined state step; refused with the reason where they do not serve the profile), "c16"
-    the 16-token kernel (kda_chunk.cu, every option, context parallel), "auto" (default) c64
-    where it serves (a varlen op then needs max_tokens and max_seqs), else c16."""
+    pipelined state step, each sequence in one pass; refused with the reason where they do not
+    serve the profile), "c16" the 16-token kernel (kda_chunk.cu, every option, context
+    parallel), "auto" (default) c64 where it serves (a varlen op then needs max_tokens and
+    max_seqs; cp_segs is then unused: in one pass c64 beat c16's context parallel at B1 T32768
+    and at 16 varlen sequences, validation/kda/notes.md), else c16."""
     if state not in ("pool", "dense"):
         raise GenError(f"state `{state}` is not supported: expected pool or dense")
     if not varlen and not max_tokens:
@@ -251,10 +253,11 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
             fields.append({"at": 72, "param": n})
             at["ht"] = n
         stride = p.state_bytes
-    if chunk == "c64" or (chunk == "auto" and c64.unsupported(p, cp_segs) is None
+    if chunk == "c64" or (chunk == "auto" and c64.unsupported(p) is None
                           and (not varlen or (max_tokens and max_seqs))):
-        if cp_segs:
-            raise GenError(f"chunk c64 does not serve this profile: {c64.unsupported(p, cp_segs)}")
+        if cp_segs and chunk == "c64":
+            raise GenError("context parallel (cp_segs) is a mode of the c16 kernel; the c64 "
+                           "kernels run each sequence in one pass")
         launches, scratch = c64.launches(p, at, varlen, max_tokens, max_seqs, state, init, final,
                                          stride)
         return {"params": params, "impl": {"scratch": scratch, "launches": launches}}

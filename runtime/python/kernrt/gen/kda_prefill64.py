@@ -35,7 +35,7 @@ OPERANDS = (("kq", "f16", 2 * C * K), ("kbt", "f16", K * C), ("tmb", "f16", C * 
             ("aqk", "f16", C * C), ("gamma", "f32", K))
 
 
-def unsupported(p, cp_segs=0):
+def unsupported(p):
     """Why the 64-token kernels cannot serve profile `p` (None: they can)."""
     if p.kind == "kda" and p.g != "bf16":
         return "KDA g in f32: the 64-token prep stages g as bf16 rows"
@@ -49,8 +49,6 @@ def unsupported(p, cp_segs=0):
         return "q, k without the in-kernel l2norm"
     if p.neg_eigval:
         return "allow_neg_eigval (beta = 2 sigmoid)"
-    if cp_segs:
-        return "context parallel segments (the 64-token state step runs a sequence in one block)"
     return None
 
 
