@@ -70,6 +70,15 @@ struct Chunk64State2Params {
   const int32_t* xt_lines;    // [seqs], or null (line n)
   int64_t x0_stride;          // bytes per line of x0
   int64_t xt_stride;          // bytes per line of xt
+  // Context parallel (cp_phase 1 or 3; 0: one pass): sequence n's segment s is block z =
+  // n cp_segs + s, chunks s seg_chunks .. (the last segment takes the rest); cp_scratch is
+  // kda_chunk.cu's layout (KdaChunkParams' comment, kda_cp_combine between the phases): per
+  // (sequence, segment, value head) B [V, K], M [K, K], I [V, K] over `seqs` sequences.
+  float* cp_scratch;
+  int32_t cp_phase;
+  int32_t cp_segs;
+  int32_t seg_chunks;         // 64-token chunks per segment
+  int32_t seqs;               // the call's sequences (the scratch's extent)
 };
 
 static_assert(offsetof(Chunk64State2Params, kq) == 0, "pack layout");
@@ -89,7 +98,12 @@ static_assert(offsetof(Chunk64State2Params, x0_lines) == 96, "pack layout");
 static_assert(offsetof(Chunk64State2Params, xt_lines) == 104, "pack layout");
 static_assert(offsetof(Chunk64State2Params, x0_stride) == 112, "pack layout");
 static_assert(offsetof(Chunk64State2Params, xt_stride) == 120, "pack layout");
-static_assert(sizeof(Chunk64State2Params) == 128, "pack size");
+static_assert(offsetof(Chunk64State2Params, cp_scratch) == 128, "pack layout");
+static_assert(offsetof(Chunk64State2Params, cp_phase) == 136, "pack layout");
+static_assert(offsetof(Chunk64State2Params, cp_segs) == 140, "pack layout");
+static_assert(offsetof(Chunk64State2Params, seg_chunks) == 144, "pack layout");
+static_assert(offsetof(Chunk64State2Params, seqs) == 148, "pack layout");
+static_assert(sizeof(Chunk64State2Params) == 152, "pack size");
 
 // Where the operands of chunk c of sequence n, value head hv live (the preps write them, the
 // state step reads them), in units of one chunk's operand block (kq 128 x K, kbt K x 64, ...):

@@ -160,19 +160,30 @@ struct OutBf16 {
   }
 };
 
+// What one block computes (context parallel: kernels/kda/README.md "Long sequences", the same
+// plan as kda_chunk.cu's tile_plan): its chunks, where its rows start and end, o or not.
+struct Plan {
+  int c0, c1;         // chunks c0 .. c1 - 1 of the sequence
+  const float* x0;    // initial rows (null: zeros)
+  bool identity;      // X = I: the transition tile (v reads as zeros, no o)
+  float* x1;          // final rows (null: not stored)
+  bool out;           // o stored
+  bool exit;
+};
+
 __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
-                                        int nc, int v0) {
+                                        const Plan& pl, int v0) {
   const int t = threadIdx.x - kConsumerThreads;
   const int64_t ld = int64_t(gridDim.y) * p.dim_v;  // HV V: the token stride of v
   const uint16_t* vb = p.v + sc.row0 * ld + int64_t(blockIdx.y) * p.dim_v + v0;
-  for (int c = 0; c < nc; ++c) {
-    const int s = c % kStages, n = c / kStages;
+  for (int c = pl.c0; c < pl.c1; ++c) {
+    const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
     if (n > 0) {
       ptx::mbarrier_wait(&sm.empty[s], (n - 1) & 1);  // chunk c - kStages has read stage s
       ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
     }
     load_stage(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step, vb + int64_t(c) * kC * ld, ld,
-               sc.len - kC * c, t);
+               pl.identity ? 0 : sc.len - kC * c, t);
     ptx::cp_async_mbarrier_arrive_noinc(&sm.full[s]);
   }
   ptx::cp_async_commit_group();  // leave no copy of this thread in flight at its exit
@@ -189,42 +200,87 @@ __device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t 
 }
 
 __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
-                                        int nc, int v0) {
+                                        const Plan& pl, int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
   const int wg = tid >> 7, wi = (tid >> 5) & 3;
   const int ra = 64 * wg + 16 * wi + (lane >> 2), rb = ra + 8;  // this thread's tile rows
   const int V = p.dim_v, HV = gridDim.y, warp = tid >> 5;
-  // o: token 0 of the sequence (blockIdx.z) at this warp's 16 value rows
-  const int64_t ld = int64_t(HV) * V, rows = (int64_t(blockIdx.y) * V + v0) * kK;
+  // o: token 0 of the sequence at this warp's 16 value rows
+  const int64_t ld = int64_t(HV) * V;
   uint16_t* ob = p.o + sc.row0 * ld + int64_t(blockIdx.y) * V + v0 + 16 * warp;
   float xl[32], xh[32];
-  if (const float* x0 = state_line(p.x0, p.x0_lines, p.x0_stride, blockIdx.z)) {
-    chunk64_load_state(xl, xh, x0 + rows, ra, rb, q);
+  if (pl.x0 != nullptr) {
+    chunk64_load_state(xl, xh, pl.x0, ra, rb, q);
   } else {
 #pragma unroll
-    for (int i = 0; i < 32; ++i) xl[i] = xh[i] = 0.f;
+    for (int j = 0; j < 16; ++j) {  // zeros, or the identity: row r has 1 at key channel r
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * j + 2 * q + e;
+        const float a = pl.identity && col == ra ? 1.f : 0.f, b = pl.identity && col == rb ? 1.f : 0.f;
+        if (j < 8) xl[4 * j + e] = a, xl[4 * j + 2 + e] = b;
+        else xh[4 * (j - 8) + e] = a, xh[4 * (j - 8) + 2 + e] = b;
+      }
+    }
   }
-  for (int c = 0; c < nc; ++c) {
-    const int s = c % kStages, n = c / kStages;
+  for (int c = pl.c0; c < pl.c1; ++c) {
+    const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
     ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
     ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
-    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, sc.len - kC * c, lane};
+    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, pl.out ? sc.len - kC * c : 0, lane};
     chunk64_step(xl, xh, sm.st[s].t, out, ra, rb, q);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
-  if (float* xt = state_line(p.xt, p.xt_lines, p.xt_stride, blockIdx.z)) {
-    chunk64_store_state(xl, xh, xt + rows, ra, rb, q);
+  if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
+}
+
+// The block's plan: one pass (cp_phase 0), or its part of context parallel's phase 1 (segment 0
+// for real into B; later segments from zero into B and, in the extra tile, X = I into M) or
+// phase 3 (segments 1.. from their combined initial states I, with o).
+__device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqChunks& sc, int n,
+                                        int seg, int v0) {
+  const int nc = sc.len > 0 ? (sc.len + kC - 1) / kC : 0;
+  const int hv = blockIdx.y, V = p.dim_v;
+  const int64_t rows = (int64_t(hv) * V + v0) * kK;  // the tile's rows in a [HV, V, K] line
+  const float* x0 = state_line(p.x0, p.x0_lines, p.x0_stride, n);
+  float* xt = state_line(p.xt, p.xt_lines, p.xt_stride, n);
+  Plan pl{0, nc, x0 ? x0 + rows : nullptr, false, xt ? xt + rows : nullptr, true, false};
+  if (p.cp_phase == 0) return pl;
+  const int segs = p.cp_segs;
+  pl.c0 = seg * p.seg_chunks;
+  pl.c1 = seg == segs - 1 ? nc : min(nc, pl.c0 + p.seg_chunks);
+  pl.exit = seg > 0 && pl.c0 >= nc;  // a segment past its sequence's end
+  const bool mtile = v0 >= V;
+  const int64_t units = int64_t(p.seqs) * segs * gridDim.y;
+  const int64_t unit = (int64_t(n) * segs + seg) * gridDim.y + hv;
+  float* b = p.cp_scratch + (unit * V + v0) * kK;
+  if (p.cp_phase == 1) {
+    if (seg == 0) {
+      pl.exit |= mtile, pl.x1 = b;
+    } else if (mtile) {
+      pl.x0 = nullptr, pl.identity = true, pl.out = false;
+      pl.x1 = p.cp_scratch + units * V * kK + unit * kK * kK;
+    } else {
+      pl.x0 = nullptr, pl.out = false, pl.x1 = b;
+    }
+    return pl;
   }
+  pl.exit |= seg == 0 || mtile;  // phase 3 (the combine wrote the final state)
+  pl.x0 = p.cp_scratch + units * (V + kK) * kK + (unit * V + v0) * kK;
+  pl.x1 = nullptr;
+  return pl;
 }
 
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
   // PDL: launched while the prep drains; every operand and input is read after it completed
   ptx::griddepcontrol_launch_dependents();
   ptx::griddepcontrol_wait();
-  const SeqChunks sc = seq_chunks(p.cu_seqlens, blockIdx.z, p.tokens, p.chunks, blockIdx.y,
-                                  gridDim.y);
-  const int nc = sc.len > 0 ? (sc.len + kC - 1) / kC : 0;
+  const int segs = p.cp_phase == 0 ? 1 : p.cp_segs;
+  const int n = blockIdx.z / segs, seg = blockIdx.z % segs;
+  const SeqChunks sc = seq_chunks(p.cu_seqlens, n, p.tokens, p.chunks, blockIdx.y, gridDim.y);
   const int v0 = kVT * blockIdx.x;
+  const Plan pl = plan_of(p, sc, n, seg, v0);
+  if (pl.exit) return;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
@@ -236,10 +292,10 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     ptx::setmaxnreg_dec<kProducerRegs>();
-    produce(p, sm, sc, nc, v0);
+    produce(p, sm, sc, pl, v0);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume(p, sm, sc, nc, v0);
+    consume(p, sm, sc, pl, v0);
   }
 }
 

@@ -60,13 +60,13 @@ class Selection(unittest.TestCase):
             self.assertEqual(set(m["modules"]), {"kda_chunk"}, why)
             with self.assertRaisesRegex(g.GenError, "do not serve this profile: .*" + why):
                 g.dense_prefill_manifest(p, 2, 300, chunk="c64")
-        # auto prefers c64 in one pass over c16's context parallel; c64 refuses cp_segs
+        # context parallel on either kernel; c64's segments are whole 64-token chunks
         m = g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=64)
-        self.assertEqual(set(m["modules"]), {"kda_chunk64_prep4", "kda_chunk64_state2"})
+        self.assertEqual(set(m["modules"]), {"kda_chunk", "kda_chunk64_prep4", "kda_chunk64_state2"})
         m = g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=64, chunk="c16")
         self.assertEqual(len(m["ops"]["prefill"]["impl"]["launches"]), 3)
-        with self.assertRaisesRegex(g.GenError, "context parallel .* is a mode of the c16 kernel"):
-            g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=64, chunk="c64")
+        with self.assertRaisesRegex(g.GenError, "multiple of 4 16-token chunks, got 4 x 6"):
+            g.dense_prefill_manifest(_kda(), 1, 4096, cp_segs=4, seg_chunks=6, chunk="c64")
         with self.assertRaisesRegex(g.GenError, "chunk `c32` is not supported"):
             g.dense_prefill_manifest(_kda(), 2, 300, chunk="c32")
 
@@ -159,6 +159,39 @@ class Packs(unittest.TestCase):
         self.assertEqual(state["grid"], [2, 4, "seqs"])
         with self.assertRaisesRegex(g.GenError, "needs max_tokens and max_seqs"):
             c64.launches(p, {}, True, 1000, None, "dense", False, True, p.state_bytes)
+
+    def test_context_parallel_launches(self):
+        p = _kda(dim_v=256)
+        slot = p.state_bytes + 64
+        op = g.prefill_op(p, "pool", init=True, final=True, varlen=True, max_tokens=4096,
+                          max_seqs=2, slot_bytes=slot, cp_segs=4, seg_chunks=16)
+        prep, ph1, comb, ph3 = op["impl"]["launches"]
+        so, _ = _offsets("Chunk64State2Params")
+        z = {"mul": ["seqs", 4]}
+        self.assertEqual((ph1["grid"], ph3["grid"]), ([3, 4, z], [2, 4, z]))
+        for ln, phase in ((ph1, 1), (ph3, 3)):
+            f = _fields(ln)
+            self.assertEqual((f[so["cp_phase"]]["i32"], f[so["cp_segs"]]["i32"]), (phase, 4))
+            self.assertEqual(f[so["seg_chunks"]]["i32"], 4)  # 16 chunks of 16 = 4 of 64 tokens
+            self.assertEqual((f[so["cp_scratch"]]["scratch"], f[so["seqs"]]["var"]), ("cp", "seqs"))
+            self.assertEqual(f[so["x0"]]["param"], 9)  # the pool: q k v g beta A_log dt_bias o cu
+            for name in ("xt", "xt_lines", "xt_stride"):  # the combine writes the final state
+                self.assertNotIn(so[name], f)
+        with open(os.path.join(KDA_DIR, "params.h")) as f:
+            text = f.read()
+        co = {m.group(1): int(m.group(2)) for m in re.finditer(
+            r"offsetof\(KdaChunkParams, (\w+)\) == (\d+)", text)}
+        self.assertEqual(int(re.search(r"sizeof\(KdaChunkParams\) == (\d+)", text).group(1)),
+                         c64.COMBINE_PACK)
+        f = _fields(comb)
+        self.assertEqual((comb["module"], comb["entry"]), ("kda_chunk", "kda_cp_combine_sm90a_f32_k128"))
+        self.assertEqual((f[co["ht"]]["param"], f[co["ht_lines"]]["param"], f[co["ht_stride"]]["i64"]),
+                         (9, 10, slot))
+        self.assertEqual((f[co["cu_seqlens"]]["param"], f[co["seg_chunks"]]["i32"],
+                          f[co["cp_segs"]]["i32"], f[co["cp_scratch"]]["scratch"]), (8, 16, 4, "cp"))
+        self.assertEqual(comb["grid"], [32, 4, "seqs"])
+        self.assertEqual(op["impl"]["scratch"]["cp"],
+                         {"dtype": "f32", "shape": ["seqs", 4 * 4 * (2 * 256 + 128) * 128]})
 
     def test_examples_use_both_kernels(self):
         ex = g.examples()

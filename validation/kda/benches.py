@@ -86,14 +86,17 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             o, ht = ours.run(graph=True)
             contenders = {"ours": ours.enqueue}
             peer_row = {"chunk": ours.chunk}
-            alt = None
-            if cp and ours.chunk == "c64":  # c16's context parallel beside c64's one pass
-                alt = fx.Prefill(c, build, chunk="c16", **cp)
-                alt.write()
-                oa, ha = alt.run(graph=True)
-                contenders["ours c16 context parallel"] = alt.enqueue
-                peer_row["c16_cp_vs_ours"] = max(ref.rel_rms(oa.double(), o.double()),
-                                                 ref.rel_rms(ha.double(), ht.double()))
+            alts = []
+            if cp and ours.chunk == "c64":  # beside c64's context parallel: its one pass, c16's CP
+                for lab, kw in (("c64 one pass", dict(chunk="c64")), ("c16 context parallel",
+                                                                     dict(chunk="c16", **cp))):
+                    alt = fx.Prefill(c, build, **kw)
+                    alt.write()
+                    oa, ha = alt.run(graph=True)
+                    contenders[f"ours {lab}"] = alt.enqueue
+                    peer_row[f"{lab.replace(' ', '_')}_vs_ours"] = max(
+                        ref.rel_rms(oa.double(), o.double()), ref.rel_rms(ha.double(), ht.double()))
+                    alts.append(alt)
             runs = {}
             if peer_name == "flash_kda" and peers.get("fla_kda") is not None:
                 runs["fla 0.6.0 (safe_gate)"] = fx.fla_prefill(c, kda_mod=peers["fla_kda"])
@@ -125,7 +128,7 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             row = dict(case=f"prefill {name}", kind="bench", ours_us=med["ours"], floor_us=fl,
                        frac_of_floor=fl / med["ours"], issue_peer_us=issue_peer,
                        path="kernrt.Runtime.enqueue(graph=True)",
-                       cp=(cp or None) if ours.chunk == "c16" else None, **peer_row)
+                       cp=cp or None, **peer_row)
             main = label if label in med else next((k for k in med if not k.startswith("ours")), None)
             if main:
                 row.update(peer=main, peer_us=med[main], speedup_vs_peer=med[main] / med["ours"])
@@ -136,9 +139,9 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             bench.log(f"bench {name}: ours {med['ours']:.1f} us, {main} "
                       f"{med.get(main, float('nan')):.1f} us, floor {fl:.1f} us")
             ours.rt.close()
-            if alt is not None:
+            for alt in alts:
                 alt.rt.close()
-            del ours, alt, contenders, runs
+            del ours, alts, contenders, runs
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             rec.add(case=f"prefill {name}", kind="bench", error_note=repr(e)[:300])

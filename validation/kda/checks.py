@@ -84,6 +84,12 @@ def prefill_cases(quick):
         ("c64 kda no initial state, bf16 g", dict(T=300, init=False, **bf), c64),
         ("c64 gdn in-kernel gate, GVA 2x", dict(kind="gdn", H=4, HV=8), c64),
         ("c64 gdn varlen, harsh, beta logits", dict(kind="gdn", gates="harsh", beta="sigmoid", cu=cu_var), c64),
+        ("c64 kda context parallel 4 x 1024, bf16 g", dict(B=1, T=4096, **bf),
+         dict(cp_segs=4, seg_chunks=64, **c64)),
+        ("c64 gdn context parallel 4 x 1024, harsh", dict(kind="gdn", B=1, T=4096, gates="harsh"),
+         dict(cp_segs=4, seg_chunks=64, **c64)),
+        ("c64 kda varlen context parallel 4 x 256 (segments past short sequences)",
+         dict(cu=[0, 100, 1300, 1301, 3000], gates="harsh", **bf), dict(cp_segs=4, seg_chunks=16, **c64)),
     ]
     return cs[:7] if quick else cs
 
@@ -117,7 +123,7 @@ def run_prefill_checks(rec, build, peers, quick, deadline):
                     hg.view(torch.int32), ht.view(torch.int32))
                 ok &= rec.check(f"prefill {c.label()}: graph replay bit-identical to eager", same)
             if "cp_segs" in cp:  # the context-parallel result against the one-pass kernel
-                one = fx.Prefill(c, build, chunk="c16")
+                one = fx.Prefill(c, build, chunk=ours.chunk)
                 one.write()
                 o1, h1 = one.run()
                 ok &= rec.check(f"prefill {c.label()}: context parallel vs one pass",

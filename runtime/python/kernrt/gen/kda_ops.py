@@ -208,11 +208,10 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
     cp_segs >= 2: context parallel, each sequence cut into cp_segs segments of seg_chunks
     chunks (three launches: transitions, combine, outputs; scratch `cp`).
     chunk: "c64" runs the 64-token chunk kernels (kernrt.gen.kda_prefill64: a prep, then the
-    pipelined state step, each sequence in one pass; refused with the reason where they do not
-    serve the profile), "c16" the 16-token kernel (kda_chunk.cu, every option, context
-    parallel), "auto" (default) c64 where it serves (a varlen op then needs max_tokens and
-    max_seqs; cp_segs is then unused: in one pass c64 beat c16's context parallel at B1 T32768
-    and at 16 varlen sequences, validation/kda/notes.md), else c16."""
+    pipelined state step, its context parallel with seg_chunks a multiple of 4; refused with the
+    reason where they do not serve the profile), "c16" the 16-token kernel (kda_chunk.cu, every
+    option), "auto" (default) c64 where it serves (a varlen op then needs max_tokens and
+    max_seqs), else c16."""
     if state not in ("pool", "dense"):
         raise GenError(f"state `{state}` is not supported: expected pool or dense")
     if not varlen and not max_tokens:
@@ -255,11 +254,8 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
         stride = p.state_bytes
     if chunk == "c64" or (chunk == "auto" and c64.unsupported(p) is None
                           and (not varlen or (max_tokens and max_seqs))):
-        if cp_segs and chunk == "c64":
-            raise GenError("context parallel (cp_segs) is a mode of the c16 kernel; the c64 "
-                           "kernels run each sequence in one pass")
         launches, scratch = c64.launches(p, at, varlen, max_tokens, max_seqs, state, init, final,
-                                         stride)
+                                         stride, cp_segs, seg_chunks)
         return {"params": params, "impl": {"scratch": scratch, "launches": launches}}
     hk, vv, gw = p.heads * K, p.value_heads * p.dim_v, p.value_heads * p.g_width
     T = 0 if varlen else max_tokens

@@ -17,12 +17,14 @@ PREP_THREADS = 256          # kda_chunk64_prep4.cu / kda_chunk64_prep_gdn.cu kTh
 PREP_PACK = 128             # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
 STATE_THREADS = 384         # kda_chunk64_state2.cu kThreads
 STATE_SMEM = 184320         # kChunk64State2Smem
-STATE_PACK = 128            # sizeof(Chunk64State2Params)
+STATE_PACK = 152            # sizeof(Chunk64State2Params)
 VTILE = 128                 # value rows per state block
 PREP_FLAG_BETA_BF16, PREP_FLAG_G_BF16 = 1, 2   # the preps' `flags` word
 # kind -> (module, shared memory = kChunk64Prep4Smem / kChunk64PrepGdnSmem)
 PREP_MODULES = {"kda": ("kda_chunk64_prep4", 111968), "gdn": ("kda_chunk64_prep_gdn", 60480)}
 STATE_MODULE = "kda_chunk64_state2"
+STATE_ENTRY = "kda_chunk64_state2_sm90a_f16_k128"
+COMBINE_PACK, COMBINE_THREADS = 256, 256   # sizeof(KdaChunkParams); kda_cp_combine's block
 # (gate, beta sigmoid) -> entry
 PREP4_ENTRIES = {("softplus", False): "kda_chunk64_prep4_sm90a_f16_k128",
                  ("softplus", True): "kda_chunk64_prep4_sigbeta_sm90a_f16_k128",
@@ -58,11 +60,14 @@ def varlen_slots(max_tokens, max_seqs):
     return max_tokens // C + max_seqs + 1
 
 
-def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride):
+def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp_segs=0,
+             seg_chunks=0):
     """(launches, scratch) of the prefill op whose interface params sit at `at` (name -> index:
     q k v g beta A_log dt_bias o, cu when varlen, h0 / ht (dense) or state / lines (pool)).
     Dense calls take T = the `tokens` var (NC = ceil(T / 64)); `stride` is the state line's
-    bytes."""
+    bytes. cp_segs >= 2: context parallel over segments of seg_chunks 16-token chunks (a
+    multiple of 4: whole 64-token chunks): the prep, state phase 1, kda_chunk.cu's combine,
+    state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as kda_chunk.cu's)."""
     why = unsupported(p)
     if why:
         raise GenError(f"the 64-token chunk kernels do not serve this profile: {why}")
@@ -71,6 +76,9 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride):
     if varlen and not (max_tokens and max_seqs):
         raise GenError("a varlen prefill on the 64-token kernels needs max_tokens and max_seqs "
                        "(the extent of its operand slots)")
+    if cp_segs and (cp_segs < 2 or seg_chunks < 4 or seg_chunks % 4):
+        raise GenError(f"context parallel on the 64-token kernels needs >= 2 segments of a "
+                       f"multiple of 4 16-token chunks, got {cp_segs} x {seg_chunks}")
     HV, H = p.value_heads, p.heads
     nc = {"expr": {"ceil_div": ["tokens", C]}}
     if varlen:
@@ -116,9 +124,40 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride):
             st += [{"at": 48, "param": at["h0"]}, {"at": 112, "i64": stride}]
         if final:
             st += [{"at": 56, "param": at["ht"]}, {"at": 120, "i64": stride}]
-    return [_launch(module, entry, PREP_PACK, prep, prep_grid, PREP_THREADS, smem),
-            _launch(STATE_MODULE, "kda_chunk64_state2_sm90a_f16_k128", STATE_PACK, st,
-                    [p.dim_v // VTILE, HV, "seqs"], STATE_THREADS, STATE_SMEM)], scratch
+    nt = p.dim_v // VTILE
+    out = [_launch(module, entry, PREP_PACK, prep, prep_grid, PREP_THREADS, smem)]
+    if not cp_segs:
+        out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
+                           STATE_THREADS, STATE_SMEM))
+        return out, scratch
+    # context parallel: the state step's phases skip the final state (the combine writes it)
+    st = [f for f in st if f["at"] not in (56, 104, 120)]
+    cp = [{"at": 128, "scratch": "cp"}, {"at": 140, "i32": cp_segs},
+          {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
+    z = {"mul": ["seqs", cp_segs]}
+    out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st + cp + [{"at": 136, "i32": 1}],
+                       [nt + 1, HV, z], STATE_THREADS, STATE_SMEM))
+    out.append(_combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks))
+    out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st + cp + [{"at": 136, "i32": 3}],
+                       [nt, HV, z], STATE_THREADS, STATE_SMEM))
+    scratch["cp"] = {"dtype": "f32", "shape": ["seqs", cp_segs * HV * (2 * p.dim_v + K) * K]}
+    return out, scratch
+
+
+def _combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks):
+    """kda_chunk.cu's kda_cp_combine over the phase-1 scratch (pack KdaChunkParams,
+    kernels/kda/params.h: the fields it reads), writing the final states."""
+    f = [{"at": 104, "scratch": "cp"}, {"at": 212, "var": "seqs"}, {"at": 220, "i32": p.value_heads},
+         {"at": 224, "i32": p.dim_v}, {"at": 240, "i32": seg_chunks}, {"at": 248, "i32": cp_segs}]
+    f.append({"at": 96, "param": at["cu"]} if varlen else {"at": 208, "var": "tokens"})
+    if final:
+        f += [{"at": 72, "param": at["state" if state == "pool" else "ht"]}, {"at": 200, "i64": stride}]
+        if state == "pool":
+            f.append({"at": 88, "param": at["lines"]})
+    ln = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", COMBINE_PACK, f,
+                 [p.dim_v // 8, p.value_heads, "seqs"], COMBINE_THREADS, None)
+    del ln["shared_mem"]
+    return ln
 
 
 def _launch(module, entry, size, fields, grid, threads, smem):
