@@ -65,7 +65,7 @@ __device__ __forceinline__ float use_mma(const uint8_t* s) {
   ptx::mma_m16n8k16_bf16(acc, r0, r1, r2, r3, r0, r1);
   ptx::ldmatrix_x4_trans(r0, r1, r2, r3, ptx::smem_u32(s));
   ptx::mma_m16n8k16_f16(acc, r0, r1, r2, r3, r2, r3);
-  const uint32_t tf = __float_as_uint(ptx::cvt_rna_tf32(acc[0]));
+  const uint32_t tf = __float_as_uint(ptx::cvt_rna_tf32(acc[0])) ^ __float_as_uint(ptx::cvt_rn_tf32(acc[1]));
   ptx::mma_m16n8k8_tf32(acc, tf, r1, r2, r3, ptx::pack_f16x2(acc[1], acc[2]),
                         ptx::pack_bf16x2(acc[2], acc[3]));
   return acc[0] + acc[1] + acc[2] + acc[3];

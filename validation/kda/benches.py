@@ -63,8 +63,10 @@ def cases(quick):
         ("kda B8 T4096 H16 V256", dict(B=8, T=4096, V=256, **big), {}, "fla_kda", 2324.0),
         ("kda B1 T32768 H16 V128 with state", dict(B=1, T=32768, **big),
          dict(cp_segs=8, seg_chunks=256), "fla_kda", 2420.0),
-        ("kda varlen 16 seqs 106-6200 (32768) with state", dict(cu=cu16, **big),
-         dict(cp_segs=4, seg_chunks=128), "fla_kda", 2007.0),
+        # one pass: 256 (sequence, head) tiles fill the GPU (k8c: 854.1 us, its context
+        # parallel 4 x 2048 1046.0, c16's 1837.3)
+        ("kda varlen 16 seqs 106-6200 (32768) with state", dict(cu=cu16, **big), {}, "fla_kda",
+         2007.0),
         ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big),
          dict(cp_segs=8, seg_chunks=256), "flash_qla", 524.5),
         ("kda B8 T4096 H16 V128 lower_bound -5, beta logits (FlashKDA's form)",
@@ -85,7 +87,18 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             ours.write()
             o, ht = ours.run(graph=True)
             contenders = {"ours": ours.enqueue}
-            peer_row = {}
+            peer_row = {"chunk": ours.chunk}
+            alts = []
+            if cp and ours.chunk == "c64":  # beside c64's context parallel: its one pass, c16's CP
+                for lab, kw in (("c64 one pass", dict(chunk="c64")), ("c16 context parallel",
+                                                                     dict(chunk="c16", **cp))):
+                    alt = fx.Prefill(c, build, **kw)
+                    alt.write()
+                    oa, ha = alt.run(graph=True)
+                    contenders[f"ours {lab}"] = alt.enqueue
+                    peer_row[f"{lab.replace(' ', '_')}_vs_ours"] = max(
+                        ref.rel_rms(oa.double(), o.double()), ref.rel_rms(ha.double(), ht.double()))
+                    alts.append(alt)
             runs = {}
             if peer_name == "flash_kda" and peers.get("fla_kda") is not None:
                 runs["fla 0.6.0 (safe_gate)"] = fx.fla_prefill(c, kda_mod=peers["fla_kda"])
@@ -116,8 +129,9 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             fl = floor_us(ceil, prefill_bytes(c), prefill_flops(c))
             row = dict(case=f"prefill {name}", kind="bench", ours_us=med["ours"], floor_us=fl,
                        frac_of_floor=fl / med["ours"], issue_peer_us=issue_peer,
-                       path="kernrt.Runtime.enqueue(graph=True)", cp=cp or None, **peer_row)
-            main = label if label in med else next((k for k in med if k != "ours"), None)
+                       path="kernrt.Runtime.enqueue(graph=True)",
+                       cp=cp or None, **peer_row)
+            main = label if label in med else next((k for k in med if not k.startswith("ours")), None)
             if main:
                 row.update(peer=main, peer_us=med[main], speedup_vs_peer=med[main] / med["ours"])
             for k, v in med.items():
@@ -127,7 +141,9 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             bench.log(f"bench {name}: ours {med['ours']:.1f} us, {main} "
                       f"{med.get(main, float('nan')):.1f} us, floor {fl:.1f} us")
             ours.rt.close()
-            del ours, contenders, runs
+            for alt in alts:
+                alt.rt.close()
+            del ours, alts, contenders, runs
         except Exception as e:  # noqa: BLE001
             traceback.print_exc()
             rec.add(case=f"prefill {name}", kind="bench", error_note=repr(e)[:300])

@@ -57,22 +57,43 @@ def reference(c, h0=None, cu=None, sl=None):
 
 
 def prefill_cases(quick):
+    """(name, Case kwargs, Prefill kwargs): each kernel on its own cases (chunk c16:
+    kda_chunk.cu; c64: the 64-token chunk kernels, which take KDA's g in bf16)."""
     cu_var = [0, 1, 64, 127, 190, 253, 700, 701, 764]  # 1, 63 x 4, 447, 1, 63 tokens
+    bf = dict(g_dtype=torch.bfloat16)
+    c16, c64 = dict(chunk="c16"), dict(chunk="c64")
     cs = [
-        ("kda fla-init gates", dict(gates="init"), {}),
-        ("kda harsh raw g (kernel-fun)", dict(gates="harsh"), {}),
+        ("kda fla-init gates", dict(gates="init"), c16),
+        ("kda harsh raw g (kernel-fun)", dict(gates="harsh"), c16),
         ("kda lower_bound -5, beta logits x2, bf16 g, V256",
-         dict(T=777, V=256, gate="lower_bound", lower_bound=-5.0, beta="logit2", g_dtype=torch.bfloat16), {}),
-        ("kda GVA 2x", dict(T=600, H=2, HV=4), {}),
-        ("kda varlen with 1- and 63-token sequences", dict(gates="harsh", cu=cu_var), {}),
-        ("gdn in-kernel gate, GVA 2x", dict(kind="gdn", H=4, HV=8), {}),
-        ("gdn varlen, log-decay g", dict(kind="gdn", gate=None, cu=cu_var), {}),
-        ("kda no initial state", dict(T=300, init=False), {}),
-        ("kda context parallel 4 x 1024", dict(B=1, T=4096), dict(cp_segs=4, seg_chunks=64)),
+         dict(T=777, V=256, gate="lower_bound", lower_bound=-5.0, beta="logit2", g_dtype=torch.bfloat16), c16),
+        ("kda context parallel 4 x 1024", dict(B=1, T=4096), dict(cp_segs=4, seg_chunks=64, **c16)),
+        ("c64 kda fla-init gates, bf16 g", dict(gates="init", **bf), c64),
+        ("c64 kda harsh raw g, bf16 g", dict(gates="harsh", **bf), c64),
+        ("c64 kda lower_bound -5, beta logits, bf16 g, V256",
+         dict(T=777, V=256, gate="lower_bound", lower_bound=-5.0, beta="sigmoid", **bf), c64),
+        ("kda GVA 2x", dict(T=600, H=2, HV=4), c16),
+        ("kda varlen with 1- and 63-token sequences", dict(gates="harsh", cu=cu_var), c16),
+        ("gdn in-kernel gate, GVA 2x", dict(kind="gdn", H=4, HV=8), c16),
+        ("gdn varlen, log-decay g", dict(kind="gdn", gate=None, cu=cu_var), c16),
+        ("kda no initial state", dict(T=300, init=False), c16),
         ("gdn context parallel 4 x 1024, harsh", dict(kind="gdn", B=1, T=4096, gates="harsh"),
          dict(cp_segs=4, seg_chunks=64)),
+        ("c64 kda GVA 2x, bf16 g", dict(T=600, H=2, HV=4, **bf), c64),
+        ("c64 kda varlen with 1- and 63-token sequences, bf16 g", dict(gates="harsh", cu=cu_var, **bf), c64),
+        ("c64 kda no initial state, bf16 g", dict(T=300, init=False, **bf), c64),
+        ("c64 gdn in-kernel gate, GVA 2x", dict(kind="gdn", H=4, HV=8), c64),
+        ("c64 gdn varlen, harsh, beta logits", dict(kind="gdn", gates="harsh", beta="sigmoid", cu=cu_var), c64),
+        ("c64 kda context parallel 4 x 1024, bf16 g", dict(B=1, T=4096, **bf),
+         dict(cp_segs=4, seg_chunks=64, **c64)),
+        # fla-init gates: the state carried across segments matters (under harsh gates it decays
+        # to nothing within a segment, and context parallel equals the one pass bit for bit)
+        ("c64 gdn context parallel 4 x 1024", dict(kind="gdn", B=1, T=4096, gates="init"),
+         dict(cp_segs=4, seg_chunks=64, **c64)),
+        ("c64 kda varlen context parallel 4 x 256 (segments past short sequences)",
+         dict(cu=[0, 100, 1300, 1301, 3000], gates="init", **bf), dict(cp_segs=4, seg_chunks=16, **c64)),
     ]
-    return cs[:3] + cs[8:9] if quick else cs
+    return cs[:7] if quick else cs
 
 
 def run_prefill_checks(rec, build, peers, quick, deadline):
@@ -81,6 +102,7 @@ def run_prefill_checks(rec, build, peers, quick, deadline):
         try:
             c = fx.Case(seed=10 + i, **kw)
             ours = fx.Prefill(c, build, **cp)
+            assert ours.chunk == cp.get("chunk", ours.chunk), (ours.chunk, cp)
             ours.write()
             o, ht = ours.run()
             o64, ht64 = reference(c)
@@ -95,14 +117,15 @@ def run_prefill_checks(rec, build, peers, quick, deadline):
                 except Exception as e:  # noqa: BLE001 - fla failing is recorded, not fatal
                     rec.add(case=f"prefill {name}: fla", kind="note", note=f"fla failed: {e!r}"[:300])
             ok &= gate(rec, f"prefill {c.label()}: {name}", o, ht, o64, ht64, peer,
-                       peer_name="fla 0.6.0" if peer else None, **({"cp": cp} if cp else {}))
-            if i == 0:  # graph replay of the runtime's graph, bit for bit the eager result
+                       peer_name="fla 0.6.0" if peer else None, chunk=ours.chunk,
+                       **({"cp": cp} if "cp_segs" in cp else {}))
+            if i == 0 or "c64" in name:  # graph replay, bit for bit the eager result
                 og, hg = ours.run(graph=True)
                 same = torch.equal(og.view(torch.int16), o.view(torch.int16)) and torch.equal(
                     hg.view(torch.int32), ht.view(torch.int32))
                 ok &= rec.check(f"prefill {c.label()}: graph replay bit-identical to eager", same)
-            if cp:  # the context-parallel result against the one-pass kernel
-                one = fx.Prefill(c, build)
+            if "cp_segs" in cp:  # the context-parallel result against the one-pass kernel
+                one = fx.Prefill(c, build, chunk=ours.chunk)
                 one.write()
                 o1, h1 = one.run()
                 ok &= rec.check(f"prefill {c.label()}: context parallel vs one pass",
@@ -144,11 +167,13 @@ class Sub:
 
 def run_serving_checks(rec, build, peers, quick):
     ok = True
-    try:
-        ok &= _continuity_and_decode(rec, build)
-    except Exception as e:  # noqa: BLE001
-        traceback.print_exc()
-        ok &= rec.check("serving: continuity / decode after prefill", False, exception=repr(e)[:300])
+    for g_dtype in (torch.float32, torch.bfloat16):  # the prefill on c16, then on c64
+        try:
+            ok &= _continuity_and_decode(rec, build, g_dtype)
+        except Exception as e:  # noqa: BLE001
+            traceback.print_exc()
+            ok &= rec.check(f"serving: continuity / decode after prefill (g {g_dtype})", False,
+                            exception=repr(e)[:300])
     for kind in ("kda",) if quick else ("kda", "gdn"):
         try:
             ok &= _verify_rollback(rec, build, kind)
@@ -163,14 +188,19 @@ def run_serving_checks(rec, build, peers, quick):
     return ok
 
 
-def _continuity_and_decode(rec, build):
+def _continuity_and_decode(rec, build, g_dtype):
     """prefill T1 then prefill_cont T2 equals one prefill of T1 + T2; a decode after a prefill
-    of T equals the prefill of T + 1. Three sequences in pool lines 3, 1, 2."""
+    of T equals the prefill of T + 1. Three sequences in pool lines 3, 1, 2. g in f32 runs the
+    prefills on c16 (kda_chunk.cu), in bf16 on c64 (the 64-token chunk kernels)."""
     ok = True
     full = [634, 242, 47]
     part = [300, 177, 45]
-    c = fx.Case(cu=[0, full[0], full[0] + full[1], sum(full)], H=4, gates="init", init=False, seed=31)
+    c = fx.Case(cu=[0, full[0], full[0] + full[1], sum(full)], H=4, gates="init", init=False, seed=31,
+                g_dtype=g_dtype)
     srv = fx.Serving(c.profile(), build, max_seqs=4, max_tokens=1024, steps=4)
+    want = "c64" if g_dtype == torch.bfloat16 else "c16"
+    assert srv.chunk == want, (srv.chunk, want)
+    tag = f"serving kda ({srv.chunk})"
     lines = [3, 1, 2]
     srv.set_lines(lines)
     for ln in range(srv.rt.states["kda"]["bytes"] // srv.slot):
@@ -210,16 +240,16 @@ def _continuity_and_decode(rec, build):
     T1 = [p + 1 for p in part]
     ab = Sub(c, T1, [0, 0, 0])
     o_ab, h_ab = reference(ab, h0=None, cu=ab.cu)
-    ok &= gate(rec, "serving kda: prefill of T into pool lines 3, 1, 2", o1, h1, oa, ha)
+    ok &= gate(rec, f"{tag}: prefill of T into pool lines 3, 1, 2", o1, h1, oa, ha)
     ends = [ab.cu[n + 1] - 1 for n in range(3)]
-    ok &= gate(rec, "serving kda: decode after a prefill of T equals the prefill of T + 1",
+    ok &= gate(rec, f"{tag}: decode after a prefill of T equals the prefill of T + 1",
                od.unsqueeze(0), h2, o_ab[:, ends].view(1, 3, c.HV, c.V), h_ab)
     idx, _ = _pack(c, rest, [p + 1 for p in part])
-    ok &= gate(rec, "serving kda: prefill T1 then continued prefill T2 equals one prefill of T1+T2",
+    ok &= gate(rec, f"{tag}: prefill T1 then continued prefill T2 equals one prefill of T1+T2",
                o3, h3, o64[:, idx], ht64)
     others = [ln for ln in range(srv.rt.states["kda"]["bytes"] // srv.slot) if ln not in lines]
     untouched = all(bool((srv.line_state(ln) == 0.5).all()) for ln in others)
-    ok &= rec.check("serving kda: lines of other sequences untouched (bit-identical)", untouched)
+    ok &= rec.check(f"{tag}: lines of other sequences untouched (bit-identical)", untouched)
     srv.rt.close()
     return ok
 
@@ -333,6 +363,15 @@ def run_dropin_checks(rec, peers):
         o64, ht64 = reference(c)
         ok &= gate(rec, "drop-in kernrt.ops.kda.chunk_kda (fla layout states)", o,
                    ht.transpose(-1, -2), o64, ht64)
+        cb = fx.Case(B=2, T=333, H=4, HV=8, gates="init", seed=53, g_dtype=torch.bfloat16)
+        ob, htb = ops.chunk_kda(cb.q, cb.k, cb.v, cb.g, cb.beta,
+                                initial_state=cb.h0.transpose(-1, -2).contiguous(),
+                                output_final_state=True, use_qk_l2norm_in_kernel=True,
+                                use_gate_in_kernel=True, A_log=cb.A_log, dt_bias=cb.dt_bias)
+        torch.cuda.synchronize()
+        ob64, htb64 = reference(cb)
+        ok &= gate(rec, "drop-in kernrt.ops.kda.chunk_kda, bf16 g (the 64-token chunk kernels)",
+                   ob, htb.transpose(-1, -2), ob64, htb64)
         one = fx.Case(B=5, T=1, H=4, gates="harsh", seed=52)
         o1, h1 = ops.fused_recurrent_kda(one.q, one.k, one.v, one.g, one.beta, one.A_log,
                                          one.dt_bias, initial_state=one.h0.transpose(-1, -2).contiguous(),

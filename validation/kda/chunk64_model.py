@@ -9,7 +9,8 @@ Owns: the algorithm and where each rounding sits, per chunk of 64 tokens in 4 su
   where the true term is below fp32's range);
 - the diagonal 16 x 16 blocks of Aqk / Akk exactly as the shipped 16-token kernel
   (chunk_model.intra16: tf32 relative to token 7 when in range, else fp32 pairs; the "fp32"
-  plan always takes the pairs);
+  plan always takes the pairs; the tf32 operands round ties away, plan["diag"] "tf32", or to
+  even, "tf32rn": PREP4, prep v4's plan);
 - the off-diagonal blocks (I > J) through the boundary before sub-block I:
       exp(G_i - G_j) = la_i * (lb_j * prod_{M=J+1..I-1} dec_M)
   both factors <= 1: Aqk[I, J] = (q_I la_I)(k_J lb_J D_JI)^T, Akk likewise times beta_i, as
@@ -25,7 +26,9 @@ Owns: the algorithm and where each rounding sits, per chunk of 64 tokens in 4 su
   plan["qk"], Tm Diag(beta) by plan["tm"], Aqk by plan["aqk"].
 prep64 forms one chunk's operands, step64 applies one state step; state_inputs lays out the
 operands of the state-step entry (kernels/kda/chunk64_params.h) with the model's results for
-them, for validation/kda/check_chunk64.py.
+them, for validation/kda/check_chunk64.py. tokens64 is prep v4's token code (the raw inputs to
+q^, k^, alpha in fp32 as kda_chunk64_prep4.cu forms them: l2norm, scale, the softplus or the
+bounded gate in log2 units, beta direct or from logits); its outputs go into state_inputs (alpha= given) in place of kda_ref.prepare's.
 Does not model fp32 summation order, fast-math intrinsics or the gate's own rounding (the same
 as chunk_model; those errors are far below the operand roundings). `python3 chunk64_model.py`
 prints the precision table of kernels/kda/chunk64.md (a minute on 2 cores); test_chunk64_model.py is fast.
@@ -40,8 +43,8 @@ import chunk_model as cm  # noqa: E402
 
 C = 64   # tokens per chunk
 SUB = 16  # tokens per sub-block (the exact diagonal blocks)
-ROUND = {"fp32": lambda x: np.asarray(x, np.float32), "tf32": cm.tf32, "bf16": cm.bf16,
-         "f16": cm.f16, "f16s": cm.f16_rows}
+ROUND = {"fp32": lambda x: np.asarray(x, np.float32), "tf32": cm.tf32, "tf32rn": cm.tf32_rn,
+         "bf16": cm.bf16, "f16": cm.f16, "f16s": cm.f16_rows}
 
 # operand plans; "f16" is the one kernels/kda/chunk64.md builds (every product f16 in, fp32
 # accumulate, but the diagonal blocks' tf32 / fp32 pairs); the others change one operand class
@@ -58,7 +61,103 @@ PLANS = {
     "bf16": {key: "bf16" for key in F16},
     "tf32": {key: "tf32" for key in F16},
 }
+# prep v4 (kda_chunk64_prep4.cu): the "f16" plan with the diagonal blocks' tf32 operands rounded
+# to nearest even (cvt.rn.tf32.f32) where the others round ties away ("diag", default "tf32")
+PREP4 = dict(F16, diag="tf32rn")
 STATS = {"max_tm": 0.0}  # largest |Tm Diag(beta)| seen (f16 operands need it below 65504)
+
+
+LOG2E = np.float32(1.4426950408889634)
+
+
+def tokens64(q, k, g, beta, A_log, dt_bias, scale=None, lower_bound=None, beta_sigmoid=False):
+    """prep v4's token code in fp32 (kernels/kda/kda_chunk64_prep4.cu), for q, k [B, T, H, K]
+    and raw g [B, T, HV, K] (bf16 values), beta [B, T, HV] (effective, or logits with
+    `beta_sigmoid`), A_log [HV], dt_bias [HV * K] or [HV, K]: (q^, k^, alpha [B, T, HV, K],
+    beta [B, T, HV]) float32, value head hv reading q, k head hv // (HV / H).
+    q^ = q (scale / sqrt(sum q^2 + 1e-6)) (the scale on the norm's factor first),
+    k^ = k / sqrt(sum k^2 + 1e-6); with A = exp(A_log), dtl = dt_bias log2 e (the kernel's
+    gate_alpha, in log2 units):
+      softplus gate (lower_bound None): alpha = 2^(-A log2(1 + 2^z)), z = g log2 e + dtl:
+        exp(-A softplus(g + dt_bias)) (2^z = inf gives alpha = 0);
+      bounded gate: alpha = 2^(lower_bound log2 e / (1 + 2^z)), z = g (-A log2 e) + dtl (-A):
+        exp(lower_bound sigmoid(A (g + dt_bias))) (2^z = inf gives alpha = 1);
+    beta_sigmoid: beta = 1 / (1 + 2^(-beta log2 e)). Sums in fp32 in numpy's order (the
+    kernel's are the tensor cores'), exp2 / log2 exact where the kernel's MUFU are approximate,
+    and products and sums rounded apart where the kernel fuses them (FFMA)."""
+    f = np.float32
+    q, k, g = np.asarray(q, f), np.asarray(k, f), np.asarray(g, f)
+    B, T, HV, K = g.shape
+    rep = HV // q.shape[2]
+    scale = f(K ** -0.5 if scale is None else scale)
+
+    def rscale(x):
+        return (f(1) / np.sqrt((x * x).sum(-1, dtype=f) + f(1e-6))).astype(f)
+
+    qh = np.repeat(q * (rscale(q) * scale)[..., None], rep, 2)
+    kh = np.repeat(k * rscale(k)[..., None], rep, 2)
+    A = np.exp(np.asarray(A_log, f).astype(np.float64)).astype(f)[:, None]  # the kernel reads f32
+    dtl = np.asarray(dt_bias, f).reshape(HV, K) * LOG2E
+    with np.errstate(over="ignore"):
+        if lower_bound is None:
+            alpha = np.exp2(-A * np.log2(f(1) + np.exp2(g * LOG2E + dtl)))
+        else:
+            z = g * (-A * LOG2E) + dtl * (-A)
+            alpha = np.exp2((f(lower_bound) * LOG2E) / (f(1) + np.exp2(z)))
+        b = np.asarray(beta, f)
+        if beta_sigmoid:
+            b = f(1) / (f(1) + np.exp2(-b * LOG2E))
+    return qh.astype(f), kh.astype(f), alpha.astype(f), b.astype(f)
+
+
+def tokens_gdn(q, k, g, beta, A_log, dt_bias, scale=None, beta_sigmoid=False):
+    """The GDN prep's token code in fp32 (kernels/kda/kda_chunk64_prep_gdn.cu): q^, k^ as
+    tokens64 (value head hv reading head hv // (HV / H)), and per (token, value head) the log2
+    decay lg = max(-A log2(1 + 2^z), -64), z = g log2 e + dt_bias log2 e (A = exp(A_log): fla's
+    GDN gate -exp(A_log) softplus(g + dt_bias) in log2 units, a decay below 2^-64 taken as 2^-64:
+    the kernel's clamp keeps its prefix finite where 2^z = inf), for raw g [B, T, HV],
+    A_log, dt_bias [HV]; beta as tokens64. Returns (q^, k^ [B, T, HV, K], lg [B, T, HV], beta)."""
+    f = np.float32
+    HV = np.shape(g)[2]
+    K = np.shape(q)[3]
+    zeros = np.zeros(np.shape(g) + (K,), f)  # tokens64 with a KDA gate of the right shape
+    qh, kh, _, b = tokens64(q, k, zeros, beta, np.zeros(HV), np.zeros((HV, K)), scale,
+                            beta_sigmoid=beta_sigmoid)
+    A = np.exp(np.asarray(A_log, f).astype(np.float64)).astype(f)
+    dtl = np.asarray(dt_bias, f).reshape(HV) * LOG2E
+    with np.errstate(over="ignore"):
+        lg = np.maximum(-A * np.log2(f(1) + np.exp2(np.asarray(g, f) * LOG2E + dtl)), f(-64))
+    return qh, kh, lg.astype(f), b
+
+
+def prep64_gdn(qc, kc, vc, lgc, bc, plan=F16):
+    """The GDN prep's operands of one chunk (kda_chunk64_prep_gdn.cu; prep64's dict): from the
+    chunk's log2 decays lgc [64] (0 on padded tokens) the inclusive prefix G (fp32), and every
+    decay factor one exp2 of a difference that is <= 0 where it is used:
+      Aqk = lower((q^ k^T) o E), Akk = Diag(beta) strict_lower((k^ k^T) o E),
+      E_ij = 2^(G_i - G_j) (i >= j); the Gram products unrounded in fp32 (the kernel: bf16 raw
+      rows on mma, exact products, fp32 sums, times the fp32 l2 scales), Aqk rounded by
+      plan["aqk"], Akk's off-diagonal blocks by plan["solve"] inside solve64 (the kernel's f16
+      akh), its diagonal blocks fp32;
+      k a = k^ 2^G_t, q a = q^ 2^G_t, k b = k^ 2^(G_63 - G_t) rounded by plan["qk"],
+      gamma = 2^G_63 on every key channel, Tm Diag(beta) by plan["solve"] then plan["tm"].
+    Not modelled: the kernel's prefix is a warp scan (fp32, another summation order), its exp2
+    and log2 are MUFU approximations, and it scales the Gram sums where this scales the rows
+    (fp32 roundings, ~1e-7 relative, far below the f16 operands)."""
+    f = np.float32
+    Rqk, Rtm, Ra = ROUND[plan["qk"]], ROUND[plan["tm"]], ROUND[plan["aqk"]]
+    G = np.cumsum(np.asarray(lgc, f), dtype=f)
+    d = G[:, None] - G[None, :]
+    low = np.tri(C, dtype=bool)
+    E = np.where(low, np.exp2(np.minimum(d, f(0))), f(0)).astype(f)
+    Aqk = (cm.mm(qc, kc.T) * E).astype(f)
+    Akk = (bc[:, None] * np.tril(cm.mm(kc, kc.T) * E, -1)).astype(f)
+    Tmb = (solve64(Akk, plan["solve"]) * bc[None, :]).astype(f)
+    STATS["max_tm"] = max(STATS["max_tm"], float(np.max(np.abs(Tmb))))
+    a = np.exp2(G).astype(f)[:, None]
+    b = np.exp2(G[-1] - G).astype(f)[:, None]
+    return dict(kw=Rqk(kc * a), qt=Rqk(qc * a), kt=Rqk(kc * b), tmb=Rtm(Tmb), aqk=Ra(Aqk),
+                gamma=np.full(kc.shape[1], np.exp2(G[-1]), f), v=vc)
 
 
 def sub_products(ac):
@@ -82,7 +181,8 @@ def intra64(qc, kc, ac, bc, kda, plan):
     for I in range(C // SUB):
         sI = slice(I * SUB, I * SUB + SUB)
         Aqk[sI, sI], Akk[sI, sI] = cm.intra16(qc[sI], kc[sI], ac[sI], bc[sI], kda,
-                                                 tf32_ok=plan["intra"] != "fp32")
+                                                 tf32_ok=plan["intra"] != "fp32",
+                                                 rnd=ROUND[plan.get("diag", "tf32")])
         lq, lk = R(qc[sI] * la[sI]), R(kc[sI] * la[sI])
         D = np.ones(kc.shape[1], np.float32)
         for J in range(I - 1, -1, -1):
@@ -173,14 +273,17 @@ def forward(xp_inputs, init=None, cu=None, plan=PLANS["f16"], head=None):
                       head=head or (lambda *args, kda: chunk64_head(*args, kda=kda, plan=plan)))
 
 
-def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
-    """Dense kda_ref.prepare outputs ([B, T, ..]) -> the operands of the state-step entry
+def state_inputs(xp_inputs, init, plan=PLANS["f16"], alpha=None, lg=None):
+    """Dense kda_ref.prepare outputs ([B, T, ..]; with `alpha` [B, T, HV, K] given, gl is not
+    read: tokens64's outputs; with `lg` [B, T, HV] given, GDN's log2 decays (tokens_gdn), each
+    chunk's operands are prep64_gdn's) -> the operands of the state-step entry
     kda_chunk64_state (kernels/kda/chunk64_params.h layouts; float32 arrays holding f16 / bf16
     values exactly: the caller casts kq, kbt, tmb, aqk to f16 and v to bf16), with what the
     model's state steps give for them: o [B, HV, NC, 64, V] fp32 and the final X [B, HV, V, K]."""
     _, q, k, v, gl, beta = xp_inputs
     B, T, HV, K = k.shape
     V, NC = v.shape[3], -(-T // C)
+    kda = lg is None and (alpha is not None or gl.shape[-1] != 1)
     out = {"kq": np.zeros((B, HV, NC, 2 * C, K), np.float32),
            "kbt": np.zeros((B, HV, NC, K, C), np.float32),
            "tmb": np.zeros((B, HV, NC, C, C), np.float32),
@@ -190,15 +293,22 @@ def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
            "x0": np.asarray(init, np.float32).copy(),
            "o": np.zeros((B, HV, NC, C, V), np.float32),
            "xt": np.zeros((B, HV, V, K), np.float32)}
-    alpha = np.exp(gl).astype(np.float32)
+    if lg is not None:  # chunks64's alphas unused: prep64_gdn takes the log2 decays, 0 past T
+        alpha = np.ones((B, T, HV, 1), np.float32)
+    alpha = np.exp(gl).astype(np.float32) if alpha is None else np.asarray(alpha, np.float32)
     for b in range(B):
         for h in range(HV):
             X = out["x0"][b, h].copy()
-            for c, (_, _, qc, kc, vc, ac, bc) in enumerate(chunks64(
+            for c, (c0, n, qc, kc, vc, ac, bc) in enumerate(chunks64(
                     q[b, :, h].astype(np.float32), k[b, :, h].astype(np.float32),
                     v[b, :, h].astype(np.float32), alpha[b, :, h],
                     beta[b, :, h].astype(np.float32))):
-                op = prep64(qc, kc, vc, ac, bc, gl.shape[-1] != 1, plan)
+                if lg is None:
+                    op = prep64(qc, kc, vc, ac, bc, kda, plan)
+                else:
+                    lgc = np.zeros(C, np.float32)
+                    lgc[:n] = lg[b, c0:c0 + n, h]
+                    op = prep64_gdn(qc, kc, vc, lgc, bc, plan)
                 out["kq"][b, h, c] = np.concatenate([op["kw"], op["qt"]])
                 out["kbt"][b, h, c] = op["kt"].T
                 for name in ("tmb", "aqk", "gamma", "v"):
@@ -206,6 +316,38 @@ def state_inputs(xp_inputs, init, plan=PLANS["f16"]):
                 out["o"][b, h, c], X = step64(X, op, plan)
             out["xt"][b, h] = X
     return out
+
+
+def gdn_case(gates, V=128, B=2, T=200, H=1, HV=2, seed=0, plan=F16, beta_sigmoid=False, g_shift=0.0):
+    """A GDN case for the GDN prep (kda_chunk64_prep_gdn.cu): test_chunk_model.inputs' draw per
+    sequence (fla-init or harsh gates per value head; `g_shift` added to raw g: a saturating
+    gate), beta logits drawn after the rest with `beta_sigmoid`. Returns (raw inputs: q, k
+    [B, T, H, K], g, beta [B, T, HV], a_log, dt_bias [HV] float32; state_inputs' dict on
+    tokens_gdn's tokens under `plan`; h0; the float64 loop's o and final state)."""
+    import kda_ref as ref
+    from test_chunk_model import inputs
+    rng = np.random.default_rng(seed)
+    parts = [inputs(rng, T, H, HV, V, gates, kda=False) for _ in range(B)]
+    q, k, v, g, beta = (np.concatenate([p[i] for p in parts]) for i in range(5))
+    g = (g + np.float32(g_shift)).astype(np.float32)
+    if beta_sigmoid:
+        beta = cm.bf16(2 * rng.standard_normal(beta.shape)).astype(np.float32)
+    A_log, dt = parts[0][5], parts[0][6]
+    h0 = np.concatenate([p[7] for p in parts])
+    opts = dict(l2norm_qk=True, gate_in_kernel=True, A_log=A_log, dt_bias=dt, beta_sigmoid=beta_sigmoid)
+    o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, **opts)
+    xp = ref.prepare(q, k, v, g, beta, None, **opts)
+    qh, kh, lg, bt = tokens_gdn(q, k, g, beta, A_log, dt, beta_sigmoid=beta_sigmoid)
+    s = state_inputs((xp[0], qh, kh, xp[3], None, bt), h0, plan=plan, lg=lg)
+    raw = {"q": q, "k": k, "g": g, "beta": np.asarray(beta, np.float32),
+           "a_log": np.asarray(A_log, np.float32), "dt_bias": np.asarray(dt, np.float32)}
+    return raw, s, h0, o, ht
+
+
+def tokens_of(o, T):
+    """state_inputs' o [B, HV, NC, 64, V] as [B, T, HV, V]."""
+    B, HV, NC, _, V = o.shape
+    return o.transpose(0, 2, 3, 1, 4).reshape(B, NC * C, HV, V)[:, :T]
 
 
 def errors(gates, T, HV, lb=None, plans=PLANS, seed=0, kda=True):

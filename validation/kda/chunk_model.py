@@ -60,17 +60,26 @@ def tf32(x):
     return ((u + 0x1000) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32).reshape(np.shape(x))
 
 
+def tf32_rn(x):
+    """Round to tf32, nearest, ties to even (cvt.rn.tf32.f32: prep v4's diagonal operands),
+    returned as float32; differs from tf32 only at exact ties (low 13 bits 0x1000)."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    odd = (u >> np.uint64(13)) & np.uint64(1)
+    return ((u + np.uint64(0xFFF) + odd) & ~np.uint64(0x1FFF)).astype(np.uint32).view(np.float32).reshape(np.shape(x))
+
+
 def mm(a, b):
     """f16-rounded operands (already rounded by the caller) -> fp32 accumulate."""
     return (np.asarray(a, np.float64) @ np.asarray(b, np.float64)).astype(np.float32)
 
 
-def intra16(qc, kc, ac, bc, kda=True, tf32_ok=True):
+def intra16(qc, kc, ac, bc, kda=True, tf32_ok=True, rnd=tf32):
     """The intra-chunk matrices of one 16-token block (prepared fp32 q, k [16, K], alphas [16, K],
     betas [16]): Aqk (lower incl. the diagonal) and Akk (beta_i-scaled, strictly lower), on tensor
     cores (tf32) relative to token 7 when every channel's factors stay within [1e-30, 1e30], else
     pair by pair in fp32 (the kernel's choice; GDN always pair by pair; tf32_ok=False: always
-    pairs, for chunk64_model's unrounded plan). Counts the path in PATHS."""
+    pairs, for chunk64_model's unrounded plan; rnd: the tf32 operands' rounding, tf32 or
+    tf32_rn). Counts the path in PATHS."""
     C, K = kc.shape
     ref_t = 7
     f = np.ones_like(ac)
@@ -86,10 +95,10 @@ def intra16(qc, kc, ac, bc, kda=True, tf32_ok=True):
             f[t], inv[t] = F, np.float32(1) / F
     if kda and tf32_ok and np.all(P >= 1e-30) and np.all(F >= 1e-30):
         PATHS["tf32"] += 1
-        ki = tf32(kc * inv)
+        ki = rnd(kc * inv)
         with np.errstate(over="ignore"):  # f_i / f_j above the diagonal may overflow: masked
-            Aqk = np.tril(mm(tf32(qc * f), ki.T))
-            Akk = (bc[:, None] * np.tril(mm(tf32(kc * f), ki.T), -1)).astype(np.float32)
+            Aqk = np.tril(mm(rnd(qc * f), ki.T))
+            Akk = (bc[:, None] * np.tril(mm(rnd(kc * f), ki.T), -1)).astype(np.float32)
     else:
         PATHS["pairs"] += 1
         Aqk = np.zeros((C, C), np.float32)

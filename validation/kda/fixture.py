@@ -99,14 +99,16 @@ def load(manifest, build, **kw):
 class Prefill:
     """Our dense or varlen prefill of one Case shape (program `prefill`)."""
 
-    def __init__(self, case, build, cp_segs=0, seg_chunks=0, final=True):
+    def __init__(self, case, build, cp_segs=0, seg_chunks=0, final=True, chunk="auto"):
         p = case.profile()
         if case.cu is None:
             m = gk.dense_prefill_manifest(p, case.B, case.T, init=case.init, final=final,
-                                          cp_segs=cp_segs, seg_chunks=seg_chunks)
+                                          cp_segs=cp_segs, seg_chunks=seg_chunks, chunk=chunk)
         else:
             m = gk.varlen_prefill_manifest(p, case.T, case.N, init=case.init, final=final,
-                                           cp_segs=cp_segs, seg_chunks=seg_chunks)
+                                           cp_segs=cp_segs, seg_chunks=seg_chunks, chunk=chunk)
+        # which kernels run it: c64 (the 64-token chunk kernels) or c16 (kda_chunk.cu)
+        self.chunk = "c64" if "kda_chunk64_state2" in m["modules"] else "c16"
         self.case, self.final = case, final
         self.rt = load(m, build)
         self.vars = {"seqs": case.N, "tokens": case.T}
@@ -219,9 +221,12 @@ class Serving:
     """Our pool manifest (prefill / prefill_cont / decode / verify / commit over state `kda`)
     for `seqs` sequences of one profile; slots 1..seqs are the sequences' lines."""
 
-    def __init__(self, prof, build, max_seqs, max_tokens, steps, extra_lines=1, rotate=False):
+    def __init__(self, prof, build, max_seqs, max_tokens, steps, extra_lines=1, rotate=False,
+                 chunk="auto"):
         self.p, self.steps = prof, steps
-        self.m = gk.serving_manifest(prof, max_seqs, max_tokens, steps=steps, rotate=rotate)
+        self.m = gk.serving_manifest(prof, max_seqs, max_tokens, steps=steps, rotate=rotate,
+                                     chunk=chunk)
+        self.chunk = "c64" if "kda_chunk64_state2" in self.m["modules"] else "c16"
         self.slot = self.m["states"]["kda"]["bytes_per_seq"]
         self.rt = load(self.m, build, seq_slots=max_seqs + 1 + extra_lines)
 

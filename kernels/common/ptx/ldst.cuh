@@ -1,11 +1,12 @@
 // PTX wrappers for plain and asynchronous loads and stores (one inline `asm` per instruction,
 // each function named after it), and the shared-memory address every other wrapper takes.
 //
-// Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of
-// the cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16
-// bytes, and the zero-filling 16- and 4-byte forms) with its commit/wait groups; 2- to 16-byte
-// global loads through the non-coherent path (one with cache hints), a 32-bit load cached in
-// L2 only, plain 8- and 16-byte global stores and streaming 16-byte global stores.
+// Owns: the 32-bit shared-window address of a generic pointer, its image in another CTA of the
+// cluster (mapa) and 8-byte loads from there; per-thread cp.async into shared memory (16 bytes,
+// and the zero-filling 16- and 4-byte forms) with its commit/wait groups and its mbarrier
+// arrival (cp.async.mbarrier.arrive.noinc); 2- to 16-byte global loads through the non-coherent
+// path (one with cache hints), a 32-bit load cached in L2 only, plain 8- and 16-byte global
+// stores and streaming 16-byte global stores.
 // Deliberately does not check: alignment (16 bytes for every address here, 8 for the 8-byte
 // store), that a pointer given as shared really points into shared memory, or that data read
 // through the non-coherent path is not written by the same grid (the caller's contract).
@@ -55,6 +56,17 @@ __device__ __forceinline__ void cp_async_cg_16_zfill(void* dst, const void* src,
                : "memory");
 }
 
+// The same with an immediate byte offset on the source, [src + kOff]: the address form the
+// instruction takes, so a run of copies from one base needs no 64-bit add per copy (ptxas
+// does not fold a C++ pointer add into LDGSTS on sm_90a).
+template <int kOff>
+__device__ __forceinline__ void cp_async_cg_16_zfill_off(void* dst, const void* src,
+                                                         uint32_t src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1+%3], 16, %2;" ::"r"(smem_u32(dst)), "l"(src),
+               "r"(src_bytes), "n"(kOff)
+               : "memory");
+}
+
 // cp.async.ca.shared.global [dst], [src], 4, src_bytes: the 4-byte form (may allocate in L1),
 // zero filling past src_bytes (0..4).
 __device__ __forceinline__ void cp_async_ca_4_zfill(void* dst, const void* src,
@@ -73,6 +85,15 @@ __device__ __forceinline__ void cp_async_commit_group() {
 template <int N>
 __device__ __forceinline__ void cp_async_wait_group() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// cp.async.mbarrier.arrive.noinc.shared::cta.b64: one arrival on the mbarrier at `bar` once
+// every cp.async this thread issued before it has completed (its writes then visible to the
+// threads that observe the phase). .noinc: the arrival is one of the `count` the barrier was
+// initialised with (no pending-count increment), so no plain arrive follows it.
+__device__ __forceinline__ void cp_async_mbarrier_arrive_noinc(uint64_t* bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" ::"r"(smem_u32(bar))
+               : "memory");
 }
 
 // ---- global loads and stores ------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // PTX wrappers for warp-level tensor-core math (one inline `asm` per instruction, each
-// function named after it): ldmatrix x4 and x4.trans, mma.sync m16n8k16 bf16 / f16 and
-// m16n8k8 tf32 -> f32, the tf32 conversion, and the f16x2 / bf16x2 packing of A operands.
+// function named after it): ldmatrix x4 and x4.trans, stmatrix x4.trans, mma.sync m16n8k16 bf16 / f16 and
+// m16n8k8 tf32 -> f32, the tf32 conversions (ties away, ties to even), and the f16x2 / bf16x2 packing of A operands.
 //
 // Deliberately does not check: 16-byte alignment of ldmatrix row addresses, that all 32
 // lanes of the warp execute each call (.sync.aligned), or the register fragment layout; the
@@ -31,6 +31,16 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t& r0, uint32_t& r1, ui
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
                : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3)
                : "r"(addr)
+               : "memory");
+}
+
+// stmatrix.sync.aligned.m8n8.x4.trans.shared.b16: the inverse of ldmatrix_x4_trans: lane l
+// gives the address of row l%8 of matrix l/8 (16 bytes); register i holds row lane/4, columns
+// 2*(lane%4)+{0,1} of matrix i, stored transposed (stored row c receives column c).
+__device__ __forceinline__ void stmatrix_x4_trans(uint32_t addr, uint32_t r0, uint32_t r1,
+                                                  uint32_t r2, uint32_t r3) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};"
+               ::"r"(addr), "r"(r0), "r"(r1), "r"(r2), "r"(r3)
                : "memory");
 }
 
@@ -73,6 +83,14 @@ __device__ __forceinline__ void mma_m16n8k8_tf32(float (&d)[4], uint32_t a0, uin
 __device__ __forceinline__ float cvt_rna_tf32(float x) {
   uint32_t r;
   asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+}
+
+// cvt.rn.tf32.f32: fp32 to tf32 (round to nearest, ties to even), as fp32 bits; sm_90+. One
+// F2FP.TF32 in SASS where cvt.rna is an add, a mask and an infinity test.
+__device__ __forceinline__ float cvt_rn_tf32(float x) {
+  uint32_t r;
+  asm("cvt.rn.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
   return __uint_as_float(r);
 }
 

@@ -206,7 +206,8 @@ def kda_ops_of(d):
     def step(steps):
         return {88: steps * qkv, 96: qkv, 104: steps * qkv, 112: qkv,
                 120: steps * pr, 128: pr, 136: steps * pr, 144: pr}
-    pre = _set_fields(kda_ops.prefill_op(p, "pool", init=False, slot_bytes=slot),
+    # c16: the 64-token chunk kernels read contiguous q, k, v rows, these are the conv's qkv rows
+    pre = _set_fields(kda_ops.prefill_op(p, "pool", init=False, slot_bytes=slot, chunk="c16"),
                       {112: 0, 120: qkv, 128: 0, 136: qkv, 144: 0, 152: pr, 160: 0, 168: pr})
     return {"kda_prefill": pre,
             "kda_decode": _set_fields(kda_ops.step_op(p, "decode", 1, slot), step(1)),
@@ -350,9 +351,10 @@ def manifest(d, model="kernrt-hybrid", op_programs=()):
     shapes = {("f32", d.vocab, d.hidden)}
     if d.n_kda:
         ops.update(conv_ops(d))
-        ops.update(kda_ops_of(d))
+        kops = kda_ops_of(d)
+        ops.update(kops)
         modules.update(gconv.MODULES)
-        modules.update(kda_ops.MODULES)
+        modules.update(kda_ops.modules_of(kops))
         shapes |= {("bf16", d.kda.proj, d.hidden), ("acc", d.hidden, d.kda.dv)}
     if d.n_attn:
         ops["kv_append"] = gkv.op(d.n_attn, "i32")

@@ -27,7 +27,7 @@ from .kda_ops import (  # noqa: F401  (the ops and constants, re-exported)
     VTILE, CHUNK_THREADS, CHUNK_SMEM, CHUNK_PACK, COMBINE_THREADS, FLAG_NO_OUTPUT,
     FLAG_GATE, FLAG_LOWER_BOUND, FLAG_BETA_SIGMOID, FLAG_NEG_EIGVAL, FLAG_L2NORM, FLAG_G_F32,
     FLAG_BETA_F32, ESIZE, GenError, Profile, step_op, commit_op,
-    prefill_op, MODULES, _align16)
+    prefill_op, MODULES, modules_of, _align16)
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))))
@@ -59,7 +59,7 @@ def _head_bufs(p, prefix, lead, bufs):
 
 
 def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, seg_chunks=0,
-                     rotate=False):
+                     rotate=False, chunk="auto"):
     """A prefill -> decode -> verify -> commit chain over one pool `kda` (one layer: state +
     verify record per slot). Programs: prefill (packed fresh sequences, final states into
     their lines), prefill_cont (continues each line's state), decode, verify, commit (one
@@ -70,10 +70,10 @@ def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, se
             "accepted": _buf("i32", ["seqs"], "input", domain={"min": 0, "max": steps}),
             "cu_seqlens": _buf("i32", [max_seqs + 1], "input", fill="cu_seqlens",
                                domain={"min": 0, "max": "tokens", "monotone": True})}
-    ops = {"prefill": prefill_op(p, "pool", init=False, slot_bytes=slot, cp_segs=cp_segs,
-                                 seg_chunks=seg_chunks),
-           "prefill_cont": prefill_op(p, "pool", init=True, slot_bytes=slot, cp_segs=cp_segs,
-                                      seg_chunks=seg_chunks),
+    pre_kw = dict(slot_bytes=slot, cp_segs=cp_segs, seg_chunks=seg_chunks, max_tokens=max_tokens,
+                  max_seqs=max_seqs, chunk=chunk)
+    ops = {"prefill": prefill_op(p, "pool", init=False, **pre_kw),
+           "prefill_cont": prefill_op(p, "pool", init=True, **pre_kw),
            "decode": step_op(p, "decode", 1, slot), "verify": step_op(p, "verify", steps, slot),
            "commit": commit_op(p, steps, slot)}
     pool = [{"state": "kda"}, {"buf": "lines"}]
@@ -100,10 +100,11 @@ def serving_manifest(p, max_seqs, max_tokens, steps=4, model=None, cp_segs=0, se
     return {"schema_version": 4, "model": model or f"kernrt-kda-{p.tag}",
             "vars": {"tokens": {"max": max_tokens}, "seqs": {"max": max_seqs}},
             "states": {"kda": {"bytes_per_seq": slot}},
-            "buffers": bufs, "modules": dict(MODULES), "ops": ops, "programs": programs}
+            "buffers": bufs, "modules": modules_of(ops), "ops": ops, "programs": programs}
 
 
-def dense_prefill_manifest(p, batch, tokens, init=True, final=True, cp_segs=0, seg_chunks=0):
+def dense_prefill_manifest(p, batch, tokens, init=True, final=True, cp_segs=0, seg_chunks=0,
+                           chunk="auto"):
     """One dense prefill of exactly [batch, tokens] (program `prefill`): buffers q, k, v, g,
     beta, [A_log, dt_bias], o, and h0 / ht [batch, HV, V, K] (the drop-in's and the bench's
     form; strides are those of contiguous tensors of this shape)."""
@@ -117,15 +118,15 @@ def dense_prefill_manifest(p, batch, tokens, init=True, final=True, cp_segs=0, s
                               "input" if name == "h0" else "output")
             args.append({"buf": name})
     op = prefill_op(p, "dense", init=init, final=final, varlen=False, max_tokens=tokens,
-                    cp_segs=cp_segs, seg_chunks=seg_chunks)
+                    cp_segs=cp_segs, seg_chunks=seg_chunks, chunk=chunk)
     return {"schema_version": 4, "model": f"kernrt-kda-prefill-{p.tag}-b{batch}-t{tokens}",
             "vars": {"tokens": {"max": tokens}, "seqs": {"max": batch}},
-            "buffers": bufs, "modules": {"kda_chunk": MODULES["kda_chunk"]},
+            "buffers": bufs, "modules": modules_of({"prefill": op}),
             "ops": {"prefill": op}, "programs": {"prefill": {"calls": [{"op": "prefill", "args": args}]}}}
 
 
 def varlen_prefill_manifest(p, max_tokens, max_seqs, init=True, final=True, cp_segs=0,
-                            seg_chunks=0):
+                            seg_chunks=0, chunk="auto"):
     """One packed prefill: q.. [tokens, heads, dim], cu_seqlens [max_seqs + 1] i32, h0 / ht
     [seqs, HV, V, K] dense (program `prefill`)."""
     bufs = {}
@@ -141,10 +142,10 @@ def varlen_prefill_manifest(p, max_tokens, max_seqs, init=True, final=True, cp_s
                               "input" if name == "h0" else "output")
             args.append({"buf": name})
     op = prefill_op(p, "dense", init=init, final=final, varlen=True, cp_segs=cp_segs,
-                    seg_chunks=seg_chunks)
+                    seg_chunks=seg_chunks, max_tokens=max_tokens, max_seqs=max_seqs, chunk=chunk)
     return {"schema_version": 4, "model": f"kernrt-kda-varlen-{p.tag}",
             "vars": {"tokens": {"max": max_tokens}, "seqs": {"max": max_seqs}},
-            "buffers": bufs, "modules": {"kda_chunk": MODULES["kda_chunk"]},
+            "buffers": bufs, "modules": modules_of({"prefill": op}),
             "ops": {"prefill": op}, "programs": {"prefill": {"calls": [{"op": "prefill", "args": args}]}}}
 
 
@@ -163,15 +164,16 @@ def dense_decode_manifest(p, max_seqs):
 
 def examples():
     """name -> manifest of the committed examples (small: 4 sequences, H 2; kda_cp splits
-    each of 2 sequences into 4 segments of 64 tokens)."""
-    kda = Profile("kda", heads=2, value_heads=4, dim_v=128, gate="softplus", beta="bf16",
-                  beta_sigmoid=True)
+    each of 2 sequences into 4 segments of 64 tokens). kda_chain's prefills run on the 64-token
+    chunk kernels (bf16 g), gdn_chain's (the bounded gate) and kda_cp's on kda_chunk.cu."""
+    kda = Profile("kda", heads=2, value_heads=4, dim_v=128, g="bf16", gate="softplus",
+                  beta="bf16", beta_sigmoid=True)
     gdn = Profile("gdn", heads=2, value_heads=2, dim_v=256, g="bf16", gate="lower_bound",
                   lower_bound=-5.0)
     return {"kda_chain": serving_manifest(kda, 4, 160, steps=4, model="kernrt-kda-example"),
             "gdn_chain": serving_manifest(gdn, 4, 160, steps=3, model="kernrt-gdn-example"),
             "kda_cp": serving_manifest(kda, 2, 512, steps=2, model="kernrt-kda-cp-example",
-                                       cp_segs=4, seg_chunks=4)}
+                                       cp_segs=4, seg_chunks=4, chunk="c16")}
 
 # ---- check: kda calls whose buffers or pool cannot be right -----------------------------------
 

@@ -30,6 +30,9 @@ class GenError(Exception):
     """A profile or manifest the kda kernels cannot serve; the message says what and why."""
 
 
+from . import kda_prefill64 as c64  # noqa: E402 (it imports K and GenError, defined above)
+
+
 def _align16(b):
     return (b + 15) // 16 * 16
 
@@ -194,7 +197,7 @@ def commit_op(p, steps, slot_bytes):
 
 
 def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=None,
-               slot_bytes=None, cp_segs=0, seg_chunks=0):
+               slot_bytes=None, cp_segs=0, seg_chunks=0, max_seqs=None, chunk="auto"):
     """The chunked forward as one op.
     state="pool": `inout state` + lines [1, seqs] (slot_bytes: the pool's bytes_per_seq);
     init reads each sequence's line first (a continued prefill), else sequences start from
@@ -203,7 +206,12 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
     varlen: q.. are [tokens, heads, dim] with cu_seqlens [seqs + 1] i32 (param after o); else
     dense [seqs, max_tokens, heads, dim] with T = the `tokens` var.
     cp_segs >= 2: context parallel, each sequence cut into cp_segs segments of seg_chunks
-    chunks (three launches: transitions, combine, outputs; scratch `cp`)."""
+    chunks (three launches: transitions, combine, outputs; scratch `cp`).
+    chunk: "c64" runs the 64-token chunk kernels (kernrt.gen.kda_prefill64: a prep, then the
+    pipelined state step, its context parallel with seg_chunks a multiple of 4; refused with the
+    reason where they do not serve the profile), "c16" the 16-token kernel (kda_chunk.cu, every
+    option), "auto" (default) c64 where it serves (a varlen op then needs max_tokens and
+    max_seqs), else c16."""
     if state not in ("pool", "dense"):
         raise GenError(f"state `{state}` is not supported: expected pool or dense")
     if not varlen and not max_tokens:
@@ -212,15 +220,22 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
         raise GenError("a pool prefill needs slot_bytes (the pool's bytes_per_seq)")
     if cp_segs and (cp_segs < 2 or seg_chunks < 1):
         raise GenError(f"context parallel needs >= 2 segments of >= 1 chunk, got {cp_segs} x {seg_chunks}")
+    if chunk not in ("auto", "c16", "c64"):
+        raise GenError(f"chunk `{chunk}` is not supported: expected auto, c16 or c64")
     params = list(p.head())
     fields = _head_fields(p)
+    names = [n for n in ("q", "k", "v", "g", "beta", "A_log", "dt_bias") if p.gate or n not in
+             ("A_log", "dt_bias")] + ["o"]
+    at = {name: i for i, name in enumerate(names)}
     n = len(params)
     if varlen:
         params.append("in buffer<i32>")
         fields.append({"at": 96, "param": n})
+        at["cu"] = n
         n += 1
     if state == "pool":
         params += ["inout state", "in buffer<i32>"]
+        at["state"], at["lines"] = n, n + 1
         if init:
             fields += [{"at": 64, "param": n}, {"at": 80, "param": n + 1}]
         if final:
@@ -230,11 +245,18 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
         if init:
             params.append("in buffer<f32>")
             fields.append({"at": 64, "param": n})
+            at["h0"] = n
             n += 1
         if final:
             params.append("out buffer<f32>")
             fields.append({"at": 72, "param": n})
+            at["ht"] = n
         stride = p.state_bytes
+    if chunk == "c64" or (chunk == "auto" and c64.unsupported(p) is None
+                          and (not varlen or (max_tokens and max_seqs))):
+        launches, scratch = c64.launches(p, at, varlen, max_tokens, max_seqs, state, init, final,
+                                         stride, cp_segs, seg_chunks)
+        return {"params": params, "impl": {"scratch": scratch, "launches": launches}}
     hk, vv, gw = p.heads * K, p.value_heads * p.dim_v, p.value_heads * p.g_width
     T = 0 if varlen else max_tokens
     strides = [T * hk, hk, T * vv, vv, T * gw, gw, T * p.value_heads, p.value_heads, T * vv, vv]
@@ -269,4 +291,12 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
 MODULES = {
     "kda_step": {"source": "kda_step.sm90a.cubin", "sha256": "@SHA256:kda_step.sm90a@"},
     "kda_chunk": {"source": "kda_chunk.sm90a.cubin", "sha256": "@SHA256:kda_chunk.sm90a@"},
+    **c64.MODULES,
 }
+
+
+def modules_of(ops):
+    """The MODULES entries the launches of `ops` (name -> op) use."""
+    used = {ln["module"] for op in ops.values() for ln in op["impl"]["launches"]}
+    return {m: MODULES[m] for m in sorted(used)}
+

@@ -14,8 +14,10 @@ and cached, the caller's tensors are bound to its buffers (zero-copy) and the pr
 enqueued on torch's current stream (capture-safe under torch.cuda.graph once the shape ran
 eagerly). States cross in fla's [N, HV, K, V] layout by default (transposed copies in and
 out) and as they are with state_v_first=True (our [N, HV, V, K]). fused_recurrent_kda runs the
-decode kernel for T = 1 and the chunked kernel otherwise (the same recurrence). Long
-sequences with few heads use the chunked kernel's context-parallel mode.
+decode kernel for T = 1 and the chunked prefill otherwise (the same recurrence): the 64-token
+chunk kernels where they serve the call (kernrt.gen.kda_prefill64: bf16 g for KDA, the
+in-kernel gate and l2norm), else the 16-token kernel; long sequences with few heads run
+either in its context-parallel mode.
 Forwarded to fla verbatim, with the reason (is_supported says which): tensors that need a
 gradient, devices other than sm90, K != 128, V not 128 / 256, HV not a multiple of H, dtypes
 other than bf16 q/k/v and bf16/f32 g/beta, non-contiguous tensors, head-wise beta, context
@@ -106,7 +108,7 @@ def _spec(q, k, v, g, beta, A_log, dt_bias, scale, initial_state, output_final_s
     tiles = N * HV * (V // 128)
     if not step and tiles < SMS and longest >= 4096:
         cp = min(16, max(2, -(-2 * SMS // tiles)), longest // 1024)
-    seg = -(-longest // (cp * 16)) if cp else 0
+    seg = 4 * -(-longest // (cp * 64)) if cp else 0  # 16-token chunks, whole 64-token ones
     a_log_none = A_log is None
     spec = (kind, B, T, H, HV, V, gd, bd, gate, None if lower_bound is None else float(lower_bound),
             bool(beta_sigmoid), bool(neg_eigval), bool(l2norm),

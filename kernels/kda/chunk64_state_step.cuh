@@ -1,0 +1,218 @@
+// KDA / GDN 64-token chunk: one chunk's state step on wgmma (sm_90a) from operands already in
+// shared memory, shared by the state-step entries of kernels/kda/chunk64.md (kda_chunk64_state.cu:
+// synchronous copies, the numerics reference; kda_chunk64_state2.cu: pipelined stages). The math
+// is the one kda_chunk64_state.cu's header describes (r', vn', o, X with per-warp power-of-two
+// scales, plan "f16" of validation/kda/chunk64_model.py); both entries run exactly this code, so
+// their o and state agree bit for bit when they see the same operands.
+//
+// Owns: the stage layout (Chunk64Stage: one chunk's operands, 128B-swizzled f16 tiles), the
+// x_products helper, chunk64_step (one chunk: o of the chunk handed to the entry's store, the
+// reference's fp32 form OutF32 here; X updated in registers), the state's load / store between
+// registers and global memory.
+// Deliberately does not check: that the stage holds the chunk's operands and is visible to the
+// async proxy (the caller's fences and barriers), the thread's place (two warpgroups of 64 value
+// rows: rows ra / rb of the block's 128), V % 128. Off sm_90a the wgmma wrappers trap.
+#pragma once
+
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/mma.cuh"
+#include "common/ptx/wgmma_f16.cuh"
+#include "kda/chunk_state.cuh"
+#include "kda/kda_vec.cuh"
+
+namespace kernrt::kda::c64 {
+
+constexpr int kC = 64;      // tokens per chunk
+constexpr int kK = 128;     // key channels
+constexpr int kVT = 128;    // value rows per block: two warpgroups of 64
+
+// Shared memory: 64-element (128-byte) rows, 16-byte chunk j of row r stored at chunk
+// j ^ (r % 8) (the wgmma 128B swizzle); tiles 1024-byte aligned.
+struct Chunk64Stage {
+  __half kq[2][2 * kC][64];   // [k a; q a], key channels 0..63 | 64..127
+  __half kbt[kK][64];
+  __half tmb[kC][64];
+  __half aqk[kC][64];
+  uint16_t v[kC][kVT];        // bf16, plain rows
+  float gamma[kK];
+};
+static_assert(sizeof(__half) * 2 * kC * 64 % 1024 == 0, "tiles stay 1024-byte aligned");
+__device__ __forceinline__ uint64_t desc_of(const void* tile) {
+  return ptx::wgmma_desc_sw128(ptx::smem_u32(tile), 16, 1024);
+}
+
+// acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
+// swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
+// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
+__device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
+                                           float (&acc)[32], uint64_t desc) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float(&xs)[32] = h ? xh : xl;
+    uint32_t ax[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i) ax[i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
+                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_registers(acc);
+    ptx::fence_registers(ax);
+  }
+}
+
+// The reference entries' o store: fp32 [64 tokens][V] at `ob` (this block's value rows), from
+// the accumulator layout (o[4j + e]: token 8j + 2q + (e & 1), row ra for e < 2, else rb).
+struct OutF32 {
+  float* ob;
+  int V, ra, rb, q;
+  __device__ __forceinline__ void operator()(const float (&o)[32]) const {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int t = 8 * j + 2 * q + (e & 1);
+        ob[int64_t(t) * V + (e < 2 ? ra : rb)] = o[4 * j + e];
+      }
+  }
+};
+
+// One chunk: o (handed to `store_o` in the accumulator layout, fp32, final: OutF32 is the
+// reference form) and X <- X Diag(gamma) - vn' (k b), from the operands in `sm`. xl / xh: this
+// thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j + {2,3}] row rb, channels 8j + 2q +
+// {0,1}; xl channels 0..63, xh 64..127). Every wgmma that reads `sm` has completed when it
+// returns (wgmma_wait_group<0> after each group).
+template <class StoreO>
+__device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
+                                             const StoreO& store_o, int ra, int rb, int q) {
+#define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
+  // ---- D = sx X [k a | q a]^T - [sx v^T | 0] -------------------------------------------
+  float m = 0.f;
+#pragma unroll
+  for (int i = 0; i < 64; ++i) m = fmaxf(m, fabsf(X(i)));
+  const Pow2 sx = pow2_of(m);
+  // ---- r = sx (X (k a)^T - v^T) = sx r' ------------------------------------------------
+  // in two halves of 64 key channels (16 A registers live); at most x 64 + one 32-register
+  // accumulator (r, then vn' in the same registers, then o) + 2 x 16 A registers are live,
+  // which is what lets the state role fit 168 registers (chunk64.md)
+  float r[32];
+#pragma unroll
+  for (int j = 0; j < 8; ++j)
+#pragma unroll
+    for (int e = 0; e < 4; ++e)
+      r[4 * j + e] = -sx.s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
+  const uint64_t dkq = desc_of(sm.kq);
+  x_products(xl, xh, sx.s, r, dkq);
+
+  // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
+  m = 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) r[i] *= sx.inv, m = fmaxf(m, fabsf(r[i]));
+  const Pow2 sr = pow2_of(m);
+  uint32_t ar[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) ar[i] = ptx::pack_f16x2(r[2 * i] * sr.s, r[2 * i + 1] * sr.s);
+  const uint64_t dtm = desc_of(sm.tmb);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+    ptx::wgmma_m64n64k16_rs_f16<1>(r, ar[4 * s], ar[4 * s + 1], ar[4 * s + 2], ar[4 * s + 3],
+                                    dtm + ((s * 32) >> 4), s > 0);
+  ptx::wgmma_commit_group();
+  ptx::wgmma_wait_group<0>();
+  ptx::fence_registers(r);
+  ptx::fence_registers(ar);
+  m = 0.f;
+#pragma unroll
+  for (int i = 0; i < 32; ++i) r[i] *= sr.inv, m = fmaxf(m, fabsf(r[i]));
+  const Pow2 sv = pow2_of(m);
+  uint32_t av[16];
+#pragma unroll
+  for (int i = 0; i < 16; ++i) av[i] = ptx::pack_f16x2(r[2 * i] * sv.s, r[2 * i + 1] * sv.s);
+
+  // ---- o = X (q a)^T - vn' Aqk^T: sv (-vn' Aqk^T), rescaled to sx, + sx X (q a)^T --------
+  float o[32];  // first wgmma with scale-d = 0: its prior contents are not read
+  const uint64_t daq = desc_of(sm.aqk);
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int s = 0; s < 4; ++s)
+    ptx::wgmma_m64n64k16_rs_f16<-1>(o, av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
+                                     daq + ((s * 32) >> 4), s > 0);
+  ptx::wgmma_commit_group();
+  ptx::wgmma_wait_group<0>();
+  ptx::fence_registers(o);
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
+  x_products(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
+
+  // o is final here: stored before the X update, so that its registers are free for u
+#pragma unroll
+  for (int i = 0; i < 32; ++i) o[i] *= sx.inv;
+  store_o(o);
+
+  // ---- X = X Diag(gamma) - vn' (k b) -----------------------------------------------------
+  // per half of 64 key channels into a fresh accumulator u, added to X by FMA: X itself is
+  // never a wgmma accumulator (as one, ptxas moves it between register blocks and spills at
+  // the 168-register budget)
+  const uint64_t dkb = desc_of(sm.kbt);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    float(&xs)[32] = h ? xh : xl;
+    float u[32];  // as o
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      ptx::wgmma_m64n64k16_rs_f16<-1>(u, av[4 * s], av[4 * s + 1], av[4 * s + 2],
+                                       av[4 * s + 3], dkb + ((h * kC * 128 + s * 32) >> 4), s > 0);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_registers(u);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 gm = *reinterpret_cast<const float2*>(&sm.gamma[64 * h + 8 * j + 2 * q]);
+      xs[4 * j] = fmaf(u[4 * j], sv.inv, xs[4 * j] * gm.x);
+      xs[4 * j + 1] = fmaf(u[4 * j + 1], sv.inv, xs[4 * j + 1] * gm.y);
+      xs[4 * j + 2] = fmaf(u[4 * j + 2], sv.inv, xs[4 * j + 2] * gm.x);
+      xs[4 * j + 3] = fmaf(u[4 * j + 3], sv.inv, xs[4 * j + 3] * gm.y);
+    }
+  }
+  ptx::fence_registers(av);
+#undef X
+}
+
+// The block's initial state x0 rows ra / rb ([V][K] fp32 per head at `x0`) into xl / xh.
+__device__ __forceinline__ void chunk64_load_state(float (&xl)[32], float (&xh)[32], const float* x0,
+                                                   int ra, int rb, int q) {
+#define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
+  const float* x0a = x0 + int64_t(ra) * kK;
+  const float* x0b = x0 + int64_t(rb) * kK;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    const float2 a = *reinterpret_cast<const float2*>(x0a + 8 * j + 2 * q);
+    const float2 b = *reinterpret_cast<const float2*>(x0b + 8 * j + 2 * q);
+    X(4 * j) = a.x, X(4 * j + 1) = a.y, X(4 * j + 2) = b.x, X(4 * j + 3) = b.y;
+  }
+#undef X
+}
+
+// xl / xh into the final state rows ra / rb at `xt` (as chunk64_load_state).
+__device__ __forceinline__ void chunk64_store_state(const float (&xl)[32], const float (&xh)[32],
+                                                    float* xt, int ra, int rb, int q) {
+#define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
+  float* xta = xt + int64_t(ra) * kK;
+  float* xtb = xt + int64_t(rb) * kK;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) {
+    *reinterpret_cast<float2*>(xta + 8 * j + 2 * q) = make_float2(X(4 * j), X(4 * j + 1));
+    *reinterpret_cast<float2*>(xtb + 8 * j + 2 * q) = make_float2(X(4 * j + 2), X(4 * j + 3));
+  }
+#undef X
+}
+
+}  // namespace kernrt::kda::c64

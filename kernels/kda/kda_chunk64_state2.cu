@@ -1,0 +1,312 @@
+// KDA / GDN 64-token chunk: the state step alone with its operand loads pipelined (sm_90a).
+// The same math and numerics as kda_chunk64_state.cu (kernels/kda/chunk64.md step 1: the
+// per-chunk wgmma chain is chunk64_state_step.cuh's chunk64_step, run unchanged, so the state
+// is bit-identical to that entry's on the same operands, and o equal to its fp32 o rounded to
+// bf16). Pack Chunk64State2Params (chunk64_params.h): the same operands at the slots the preps
+// write, dense or varlen sequences, v read and o written (bf16, round to nearest even) in the
+// product layout [rows, HV, V], the states by line (a pool, or dense [N, HV, V, K]; none: zeros
+// / not written). The reference entry reads v and writes fp32 o as chunk rows [N, HV, NC, 64,
+// V]: 268 MB of the 960 MB it moved at B8 T4096 H16 V128; the bf16 o is 134 MB less. o leaves each
+// consumer warp through a 2 KiB tile of shared memory (OutBf16: 4 stmatrix.trans, 4 LDS.128,
+// 4 STG.128 of whole 32-byte sectors per thread and chunk, after the 16 bf16x2 packs) instead
+// of 32 strided 2-byte stores of half-filled sectors from the accumulator layout (those need
+// 16 PRMT for the high halves as well: 48 instructions against 12, and twice the L2 write
+// requests); a bulk copy per 32-byte token row would be 64 per warp and chunk, a TMA tensor
+// store needs tensor maps this entry does not take. The loop's SASS: 2112 instructions (2104
+// with the fp32 o), STG 36 (64), F2FP 80 (64), 4 STSM, 168 registers, no local memory.
+// What differs otherwise is how a chunk's operands (kq 32 KiB, kbt 16 KiB, tmb 8 KiB, aqk 8
+// KiB, v 16 KiB, gamma 512 B) reach shared memory: the reference entry copies them with all threads before each chunk (74 % of its stall samples); here a
+// producer warpgroup loads chunk c + 1 while chunk c computes: 883.2 -> 261.6 us at B8 T4096
+// H16 V128 (the same process, with the fp32 o), 87 % of the copy floor of the 960 MB it moved
+// then (chunk64.md); with the bf16 o (826 MB) 250.3 us (call k8a).
+//
+// Roles (block 384 = three warpgroups, warp specialised):
+//   warpgroups 0-1 (consumers, setmaxnreg 232): X rows as in kda_chunk64_state.cu; per chunk
+//     wait FULL[s], fence.proxy.async, chunk64_step on stage s, arrive on EMPTY[s];
+//   warpgroup 2 (producer, setmaxnreg 40): per chunk wait EMPTY[s] (from the third chunk on),
+//     issue the stage's 5152 16-byte cp.async (128 threads, ~40 each) to the 128B-swizzled
+//     places copy_sw128 computes, then cp.async.mbarrier.arrive.noinc on FULL[s].
+// Two stages (2 x 82,944 bytes) + the o tiles (16 KiB): a third stage does not fit the
+// 232,448-byte opt-in shared memory. No layout change and no tensor maps: the operands stay
+// where the prep writes them (row-major tiles), the swizzle is applied on the shared side of
+// each cp.async.
+//
+// Proxies: cp.async writes shared memory in the generic proxy; wgmma reads its B operands
+// through the async proxy. The producer arrives without waiting for its copies (noinc: the
+// hardware arrives when they complete), so it cannot fence them; each consumer thread instead
+// executes fence.proxy.async.shared::cta after it observed FULL (the copies' writes are then
+// visible to it in the generic proxy) and before its first wgmma of the chunk. The reverse
+// (wgmma reads of stage s, then the producer's generic writes of chunk c + 2) is ordered by
+// wgmma_wait_group<0> inside chunk64_step, the consumers' arrive (release) and the producer's
+// wait (acquire); the producer adds a proxy fence after that wait as well (one instruction a
+// chunk), so the order does not rest on an async-proxy read counting as complete at the wait.
+//
+// Entry: kda_chunk64_state2_sm90a_f16_k128, one `const __grid_constant__ Chunk64State2Params`;
+// grid (V / 128, HV, seqs), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a
+// it traps (NV_HAS_FEATURE_SM_90a).
+// Not checked here: V % 128, the extents of the buffers, the lines and cu_seqlens (the
+// generator's manifest and the caller's); the operands of tokens past a sequence's end are the
+// prep's (zeros: their o is not stored).
+#include <cuda_fp16.h>
+#include <nv/target>
+#include <stdint.h>
+
+#include "common/ptx/ldst.cuh"
+#include "common/ptx/mma.cuh"
+#include "common/ptx/sync.cuh"
+#include "common/ptx/warpgroup.cuh"
+#include "kda/chunk64_params.h"
+#include "kda/chunk64_seqs.cuh"
+#include "kda/chunk64_state_step.cuh"
+
+namespace kernrt::kda::c64s2 {
+
+using namespace kernrt::kda::c64;
+using kernrt::kda::Chunk64State2Params;
+
+constexpr int kStages = 2;
+constexpr int kConsumerThreads = 256;  // two warpgroups of 64 value rows
+constexpr int kProducerThreads = 128;  // one warpgroup: setmaxnreg acts per warpgroup
+constexpr int kThreads = kConsumerThreads + kProducerThreads;
+constexpr int kConsumerRegs = 232, kProducerRegs = 40;
+static_assert(kConsumerThreads * kConsumerRegs + kProducerThreads * kProducerRegs <= 65536,
+              "the warpgroups' registers fit the register file");
+
+// A stage padded to a multiple of 1024 bytes (82,944): every stage's tiles keep the swizzle atom alignment.
+struct alignas(1024) Stage {
+  Chunk64Stage t;
+};
+constexpr int kConsumerWarps = kConsumerThreads / 32;
+struct Smem {
+  Stage st[kStages];
+  // per consumer warp its o tile, bf16 [64 tokens][16 value rows] (32-byte token rows, the
+  // two 16-byte halves swapped on rows with bit 2 set: OutBf16)
+  uint16_t ot[kConsumerWarps][kC][16];
+  uint64_t full[kStages];   // kProducerThreads noinc arrivals: the stage's copies landed
+  uint64_t empty[kStages];  // kConsumerThreads arrivals: the stage's reads are done
+};
+// dynamic shared memory: the layout + the alignment of the base (the generator reads the literal)
+constexpr int kChunk64State2Smem = 184320;
+static_assert(int(sizeof(Smem)) + 1024 == kChunk64State2Smem, "kChunk64State2Smem is the layout + 1024");
+static_assert(kChunk64State2Smem <= 232448, "one block fits the opt-in shared memory");
+
+// cp.async of a [rows][64-element] f16 row block (global row stride `ld` elements) into a
+// swizzled shared tile, by producer thread t of kProducerThreads (copy_sw128's places).
+__device__ __forceinline__ void load_sw128(__half (*dst)[64], const __half* src, int rows, int ld,
+                                           int t) {
+#pragma unroll 4
+  for (int i = t; i < rows * 8; i += kProducerThreads) {
+    const int r = i >> 3, j = i & 7;
+    ptx::cp_async_cg_16(&dst[r][8 * (j ^ (r & 7))], src + int64_t(r) * ld + 8 * j);
+  }
+}
+
+// The operands of the chunk at slot `ch` into stage `st`, in the order the step reads them (v
+// and k a first). v: the chunk's token rows from `vc` (token stride `ld` elements), zeros past
+// the sequence's `live` tokens (the step multiplies them by zero betas: they must be finite).
+__device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
+                                           int64_t ch, const uint16_t* vc, int64_t ld, int live,
+                                           int t) {
+#pragma unroll 4
+  for (int i = t; i < kC * kVT / 8; i += kProducerThreads) {
+    const int r = i / (kVT / 8), j = i % (kVT / 8);
+    const bool ok = r < live;
+    ptx::cp_async_cg_16_zfill(&st.v[r][8 * j], vc + (ok ? r * ld : 0) + 8 * j, ok ? 16u : 0u);
+  }
+  load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, 2 * kC, kK, t);
+  load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, 2 * kC, kK, t);
+  load_sw128(st.tmb, p.tmb + ch * kC * kC, kC, kC, t);
+  load_sw128(st.aqk, p.aqk + ch * kC * kC, kC, kC, t);
+  load_sw128(st.kbt, p.kbt + ch * kK * kC, kK, kC, t);
+  if (t < kK / 4) ptx::cp_async_cg_16(&st.gamma[4 * t], p.gamma + ch * kK + 4 * t);
+}
+
+// o of one chunk as bf16 in the product layout, for a consumer warp: its 16 value rows x 64
+// tokens go through the warp's tile (4 stmatrix.trans: the accumulator's (value row, token
+// pair) fragments land as token rows of 8 values) and leave as 16-byte stores, two per token
+// row (32 bytes: whole sectors), 4 per lane. `ob` is token 0 of the chunk at the warp's first
+// value row, `ld` the token stride (HV V elements), `live` the chunk's tokens before T.
+// The stored row's halves are swapped on tokens with bit 2 set, so that the 8 rows of one
+// stmatrix matrix (32-byte stride) and the 8 lanes of one 128-byte read fall on distinct banks.
+struct OutBf16 {
+  uint16_t (*tile)[16];
+  uint16_t* ob;
+  int64_t ld;
+  int live, lane;
+  __device__ __forceinline__ void operator()(const float (&o)[32]) const {
+    uint32_t h[16];  // h[2j]: row ra, tokens 8j + 2q + {0,1}; h[2j + 1]: row rb
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      h[2 * j] = ptx::pack_bf16x2(o[4 * j], o[4 * j + 1]);
+      h[2 * j + 1] = ptx::pack_bf16x2(o[4 * j + 2], o[4 * j + 3]);
+    }
+    const uint32_t base = ptx::smem_u32(tile);
+    __syncwarp();  // the previous chunk's reads of the tile are done
+    // matrix m = lane / 8 of stmatrix u: tokens 8 (2u + m / 2) + lane % 8, value half m % 2
+    const int mi = lane >> 3, ti = lane & 7;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int t = 8 * (2 * u + (mi >> 1)) + ti, half = (mi & 1) ^ ((t >> 2) & 1);
+      ptx::stmatrix_x4_trans(base + 32 * t + 16 * half, h[4 * u], h[4 * u + 1], h[4 * u + 2],
+                             h[4 * u + 3]);
+    }
+    __syncwarp();
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int t = 16 * k + (lane >> 1), half = lane & 1;
+      const uint4 w = *reinterpret_cast<const uint4*>(&tile[t][8 * (half ^ ((t >> 2) & 1))]);
+      if (t < live) ptx::st_global_v4_b32(ob + t * ld + 8 * half, w);
+    }
+  }
+};
+
+// What one block computes (context parallel: kernels/kda/README.md "Long sequences", the same
+// plan as kda_chunk.cu's tile_plan): its chunks, where its rows start and end, o or not.
+struct Plan {
+  int c0, c1;         // chunks c0 .. c1 - 1 of the sequence
+  const float* x0;    // initial rows (null: zeros)
+  bool identity;      // X = I: the transition tile (v reads as zeros, no o)
+  float* x1;          // final rows (null: not stored)
+  bool out;           // o stored
+  bool exit;
+};
+
+__device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
+                                        const Plan& pl, int v0) {
+  const int t = threadIdx.x - kConsumerThreads;
+  const int64_t ld = int64_t(gridDim.y) * p.dim_v;  // HV V: the token stride of v
+  const uint16_t* vb = p.v + sc.row0 * ld + int64_t(blockIdx.y) * p.dim_v + v0;
+  for (int c = pl.c0; c < pl.c1; ++c) {
+    const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
+    if (n > 0) {
+      ptx::mbarrier_wait(&sm.empty[s], (n - 1) & 1);  // chunk c - kStages has read stage s
+      ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
+    }
+    load_stage(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step, vb + int64_t(c) * kC * ld, ld,
+               pl.identity ? 0 : sc.len - kC * c, t);
+    ptx::cp_async_mbarrier_arrive_noinc(&sm.full[s]);
+  }
+  ptx::cp_async_commit_group();  // leave no copy of this thread in flight at its exit
+  ptx::cp_async_wait_group<0>();
+}
+
+// Sequence n's state line in `base` (chunk64_params.h: null, or line 0 of a table: none).
+template <class T>
+__device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t stride, int n) {
+  if (base == nullptr) return nullptr;
+  const int line = lines ? lines[n] : n;
+  if (lines && line == 0) return nullptr;
+  return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) + uint64_t(line) * stride);
+}
+
+__device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
+                                        const Plan& pl, int v0) {
+  const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
+  const int wg = tid >> 7, wi = (tid >> 5) & 3;
+  const int ra = 64 * wg + 16 * wi + (lane >> 2), rb = ra + 8;  // this thread's tile rows
+  const int V = p.dim_v, HV = gridDim.y, warp = tid >> 5;
+  // o: token 0 of the sequence at this warp's 16 value rows
+  const int64_t ld = int64_t(HV) * V;
+  uint16_t* ob = p.o + sc.row0 * ld + int64_t(blockIdx.y) * V + v0 + 16 * warp;
+  float xl[32], xh[32];
+  if (pl.x0 != nullptr) {
+    chunk64_load_state(xl, xh, pl.x0, ra, rb, q);
+  } else {
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {  // zeros, or the identity: row r has 1 at key channel r
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        const int col = 8 * j + 2 * q + e;
+        const float a = pl.identity && col == ra ? 1.f : 0.f, b = pl.identity && col == rb ? 1.f : 0.f;
+        if (j < 8) xl[4 * j + e] = a, xl[4 * j + 2 + e] = b;
+        else xh[4 * (j - 8) + e] = a, xh[4 * (j - 8) + 2 + e] = b;
+      }
+    }
+  }
+  for (int c = pl.c0; c < pl.c1; ++c) {
+    const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
+    ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
+    ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
+    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, pl.out ? sc.len - kC * c : 0, lane};
+    chunk64_step(xl, xh, sm.st[s].t, out, ra, rb, q);
+    ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
+  }
+  if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
+}
+
+// The block's plan: one pass (cp_phase 0), or its part of context parallel's phase 1 (segment 0
+// for real into B; later segments from zero into B and, in the extra tile, X = I into M) or
+// phase 3 (segments 1.. from their combined initial states I, with o).
+__device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqChunks& sc, int n,
+                                        int seg, int v0) {
+  const int nc = sc.len > 0 ? (sc.len + kC - 1) / kC : 0;
+  const int hv = blockIdx.y, V = p.dim_v;
+  const int64_t rows = (int64_t(hv) * V + v0) * kK;  // the tile's rows in a [HV, V, K] line
+  const float* x0 = state_line(p.x0, p.x0_lines, p.x0_stride, n);
+  float* xt = state_line(p.xt, p.xt_lines, p.xt_stride, n);
+  Plan pl{0, nc, x0 ? x0 + rows : nullptr, false, xt ? xt + rows : nullptr, true, false};
+  if (p.cp_phase == 0) return pl;
+  const int segs = p.cp_segs;
+  pl.c0 = seg * p.seg_chunks;
+  pl.c1 = seg == segs - 1 ? nc : min(nc, pl.c0 + p.seg_chunks);
+  pl.exit = seg > 0 && pl.c0 >= nc;  // a segment past its sequence's end
+  const bool mtile = v0 >= V;
+  const int64_t units = int64_t(p.seqs) * segs * gridDim.y;
+  const int64_t unit = (int64_t(n) * segs + seg) * gridDim.y + hv;
+  float* b = p.cp_scratch + (unit * V + v0) * kK;
+  if (p.cp_phase == 1) {
+    if (seg == 0) {
+      pl.exit |= mtile, pl.x1 = b;
+    } else if (mtile) {
+      pl.x0 = nullptr, pl.identity = true, pl.out = false;
+      pl.x1 = p.cp_scratch + units * V * kK + unit * kK * kK;
+    } else {
+      pl.x0 = nullptr, pl.out = false, pl.x1 = b;
+    }
+    return pl;
+  }
+  pl.exit |= seg == 0 || mtile;  // phase 3 (the combine wrote the final state)
+  pl.x0 = p.cp_scratch + units * (V + kK) * kK + (unit * V + v0) * kK;
+  pl.x1 = nullptr;
+  return pl;
+}
+
+__device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
+  // PDL: launched while the prep drains; every operand and input is read after it completed
+  ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_wait();
+  const int segs = p.cp_phase == 0 ? 1 : p.cp_segs;
+  const int n = blockIdx.z / segs, seg = blockIdx.z % segs;
+  const SeqChunks sc = seq_chunks(p.cu_seqlens, n, p.tokens, p.chunks, blockIdx.y, gridDim.y);
+  const int v0 = kVT * blockIdx.x;
+  const Plan pl = plan_of(p, sc, n, seg, v0);
+  if (pl.exit) return;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbarrier_init(&sm.full[s], kProducerThreads);
+      ptx::mbarrier_init(&sm.empty[s], kConsumerThreads);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= kConsumerThreads) {
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    produce(p, sm, sc, pl, v0);
+  } else {
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    consume(p, sm, sc, pl, v0);
+  }
+}
+
+}  // namespace kernrt::kda::c64s2
+
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
+    kda_chunk64_state2_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (
+    extern __shared__ __align__(16) unsigned char smem_raw[];
+    // aligned by an offset from the shared array itself, as kda_chunk64_state.cu
+    const uint32_t pad = (1024u - (kernrt::ptx::smem_u32(smem_raw) & 1023u)) & 1023u;
+    kernrt::kda::c64s2::state2_block(p, *reinterpret_cast<kernrt::kda::c64s2::Smem*>(smem_raw + pad));
+  ), (__trap();))
+}

@@ -1,0 +1,171 @@
+"""The chunked prefill on the 64-token chunk kernels (kernels/kda/chunk64.md): a prep
+(kda_chunk64_prep4.cu for KDA, kda_chunk64_prep_gdn.cu for GDN) writes each chunk's operands
+into op scratch, then the pipelined state step (kda_chunk64_state2.cu) runs every sequence's
+chunks in order. kernrt.gen.kda_ops.prefill_op calls `launches` with the interface it built,
+so both chunk lengths serve one op interface and a manifest selects one by its entries.
+
+Owns: which profiles the 64-token kernels serve (`unsupported`: None, or the reason), their
+packs (kernels/kda/chunk64_params.h Chunk64Prep4Params, Chunk64PrepGdnParams,
+Chunk64State2Params), grids, and the operand scratch (dense [seqs, HV, NC, ..], varlen slots
+chunk64_params.h describes: `varlen_slots`). Python 3 standard library only.
+"""
+
+from .kda_ops import K, GenError
+
+C = 64                      # tokens per chunk
+PREP_THREADS = 256          # kda_chunk64_prep4.cu / kda_chunk64_prep_gdn.cu kThreads
+PREP_PACK = 128             # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
+STATE_THREADS = 384         # kda_chunk64_state2.cu kThreads
+STATE_SMEM = 184320         # kChunk64State2Smem
+STATE_PACK = 152            # sizeof(Chunk64State2Params)
+VTILE = 128                 # value rows per state block
+PREP_FLAG_BETA_BF16, PREP_FLAG_G_BF16 = 1, 2   # the preps' `flags` word
+# kind -> (module, shared memory = kChunk64Prep4Smem / kChunk64PrepGdnSmem)
+PREP_MODULES = {"kda": ("kda_chunk64_prep4", 111968), "gdn": ("kda_chunk64_prep_gdn", 60480)}
+STATE_MODULE = "kda_chunk64_state2"
+STATE_ENTRY = "kda_chunk64_state2_sm90a_f16_k128"
+COMBINE_PACK, COMBINE_THREADS = 256, 256   # sizeof(KdaChunkParams); kda_cp_combine's block
+# (gate, beta sigmoid) -> entry
+PREP4_ENTRIES = {("softplus", False): "kda_chunk64_prep4_sm90a_f16_k128",
+                 ("softplus", True): "kda_chunk64_prep4_sigbeta_sm90a_f16_k128",
+                 ("lower_bound", False): "kda_chunk64_prep4_lbgate_sm90a_f16_k128",
+                 ("lower_bound", True): "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"}
+PREP_GDN_ENTRIES = {False: "kda_chunk64_prep_gdn_sm90a_f16_k128",
+                    True: "kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128"}
+# operand scratch: name, dtype, elements per chunk and value head
+OPERANDS = (("kq", "f16", 2 * C * K), ("kbt", "f16", K * C), ("tmb", "f16", C * C),
+            ("aqk", "f16", C * C), ("gamma", "f32", K))
+
+
+def unsupported(p):
+    """Why the 64-token kernels cannot serve profile `p` (None: they can)."""
+    if p.kind == "kda" and p.g != "bf16":
+        return "KDA g in f32: the 64-token prep stages g as bf16 rows"
+    if p.gate is None:
+        return "g as a precomputed log decay: the 64-token preps compute the gate themselves"
+    if p.kind == "gdn" and p.gate != "softplus":
+        return f"GDN gate `{p.gate}`: the 64-token GDN prep takes the softplus gate only"
+    if p.gate == "lower_bound" and not -5.0 <= p.lower_bound < 0.0:
+        return f"lower_bound {p.lower_bound} outside [-5, 0)"
+    if not p.l2norm:
+        return "q, k without the in-kernel l2norm"
+    if p.neg_eigval:
+        return "allow_neg_eigval (beta = 2 sigmoid)"
+    return None
+
+
+def varlen_slots(max_tokens, max_seqs):
+    """Operand slots of a varlen call (per value head): every chunk of every sequence maps below
+    floor(tokens / 64) + seqs + 1 (chunk64_params.h)."""
+    return max_tokens // C + max_seqs + 1
+
+
+def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp_segs=0,
+             seg_chunks=0):
+    """(launches, scratch) of the prefill op whose interface params sit at `at` (name -> index:
+    q k v g beta A_log dt_bias o, cu when varlen, h0 / ht (dense) or state / lines (pool)).
+    Dense calls take T = the `tokens` var (NC = ceil(T / 64)); `stride` is the state line's
+    bytes. cp_segs >= 2: context parallel over segments of seg_chunks 16-token chunks (a
+    multiple of 4: whole 64-token chunks): the prep, state phase 1, kda_chunk.cu's combine,
+    state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as kda_chunk.cu's)."""
+    why = unsupported(p)
+    if why:
+        raise GenError(f"the 64-token chunk kernels do not serve this profile: {why}")
+    if not varlen and not max_tokens:
+        raise GenError("a dense prefill needs max_tokens (the row stride of its buffers)")
+    if varlen and not (max_tokens and max_seqs):
+        raise GenError("a varlen prefill on the 64-token kernels needs max_tokens and max_seqs "
+                       "(the extent of its operand slots)")
+    if cp_segs and (cp_segs < 2 or seg_chunks < 4 or seg_chunks % 4):
+        raise GenError(f"context parallel on the 64-token kernels needs >= 2 segments of a "
+                       f"multiple of 4 16-token chunks, got {cp_segs} x {seg_chunks}")
+    HV, H = p.value_heads, p.heads
+    nc = {"expr": {"ceil_div": ["tokens", C]}}
+    if varlen:
+        slots = varlen_slots(max_tokens, max_seqs)
+        scratch = {n: {"dtype": t, "shape": [slots * HV, e]} for n, t, e in OPERANDS}
+        prep_grid = [slots, HV, 1]
+    else:
+        chunks = -(-max_tokens // C)
+        scratch = {n: {"dtype": t, "shape": ["seqs", HV * chunks, e]} for n, t, e in OPERANDS}
+        prep_grid = [{"ceil_div": ["tokens", C]}, HV, "seqs"]
+    ops = [{"at": 48 + 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
+    flags = PREP_FLAG_BETA_BF16 if p.beta == "bf16" else 0
+    flags |= PREP_FLAG_G_BF16 if p.g == "bf16" else 0
+    prep = [{"at": 0, "param": at["q"]}, {"at": 8, "param": at["k"]}, {"at": 16, "param": at["g"]},
+            {"at": 24, "param": at["beta"]}, {"at": 32, "param": at["A_log"]},
+            {"at": 40, "param": at["dt_bias"]}] + ops
+    prep += [{"at": 88, "f32": p.scale}, {"at": 96, "i32": H}, {"at": 100, "i32": HV // H},
+             {"at": 120, "var": "seqs"}, {"at": 124, "i32": flags}]
+    if p.gate == "lower_bound":
+        prep.append({"at": 108, "f32": float(p.lower_bound)})
+    if varlen:
+        prep.append({"at": 112, "param": at["cu"]})
+    else:
+        prep += [{"at": 92, "var": "tokens"}, {"at": 104, **nc}]
+    module, smem = PREP_MODULES[p.kind]
+    entry = (PREP4_ENTRIES[(p.gate, p.beta_sigmoid)] if p.kind == "kda"
+             else PREP_GDN_ENTRIES[p.beta_sigmoid])
+    st = [{"at": 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
+    st += [{"at": 40, "param": at["v"]}, {"at": 64, "param": at["o"]}, {"at": 76, "i32": p.dim_v}]
+    if varlen:
+        st.append({"at": 88, "param": at["cu"]})
+    else:
+        st += [{"at": 72, **nc}, {"at": 80, "var": "tokens"}]
+    if state == "pool":
+        if init:
+            st += [{"at": 48, "param": at["state"]}, {"at": 96, "param": at["lines"]},
+                   {"at": 112, "i64": stride}]
+        if final:
+            st += [{"at": 56, "param": at["state"]}, {"at": 104, "param": at["lines"]},
+                   {"at": 120, "i64": stride}]
+    else:
+        if init:
+            st += [{"at": 48, "param": at["h0"]}, {"at": 112, "i64": stride}]
+        if final:
+            st += [{"at": 56, "param": at["ht"]}, {"at": 120, "i64": stride}]
+    nt = p.dim_v // VTILE
+    out = [_launch(module, entry, PREP_PACK, prep, prep_grid, PREP_THREADS, smem)]
+    if not cp_segs:
+        out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
+                           STATE_THREADS, STATE_SMEM))
+        return out, scratch
+    # context parallel: the state step's phases skip the final state (the combine writes it)
+    st = [f for f in st if f["at"] not in (56, 104, 120)]
+    cp = [{"at": 128, "scratch": "cp"}, {"at": 140, "i32": cp_segs},
+          {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
+    z = {"mul": ["seqs", cp_segs]}
+    out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st + cp + [{"at": 136, "i32": 1}],
+                       [nt + 1, HV, z], STATE_THREADS, STATE_SMEM))
+    out.append(_combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks))
+    out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st + cp + [{"at": 136, "i32": 3}],
+                       [nt, HV, z], STATE_THREADS, STATE_SMEM))
+    scratch["cp"] = {"dtype": "f32", "shape": ["seqs", cp_segs * HV * (2 * p.dim_v + K) * K]}
+    return out, scratch
+
+
+def _combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks):
+    """kda_chunk.cu's kda_cp_combine over the phase-1 scratch (pack KdaChunkParams,
+    kernels/kda/params.h: the fields it reads), writing the final states."""
+    f = [{"at": 104, "scratch": "cp"}, {"at": 212, "var": "seqs"}, {"at": 220, "i32": p.value_heads},
+         {"at": 224, "i32": p.dim_v}, {"at": 240, "i32": seg_chunks}, {"at": 248, "i32": cp_segs}]
+    f.append({"at": 96, "param": at["cu"]} if varlen else {"at": 208, "var": "tokens"})
+    if final:
+        f += [{"at": 72, "param": at["state" if state == "pool" else "ht"]}, {"at": 200, "i64": stride}]
+        if state == "pool":
+            f.append({"at": 88, "param": at["lines"]})
+    ln = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", COMBINE_PACK, f,
+                 [p.dim_v // 8, p.value_heads, "seqs"], COMBINE_THREADS, None)
+    del ln["shared_mem"]
+    return ln
+
+
+def _launch(module, entry, size, fields, grid, threads, smem):
+    fields = sorted(fields, key=lambda f: f["at"])
+    return {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
+            "block": [threads, 1, 1], "grid": grid, "shared_mem": smem, "pdl": True,
+            "args": [{"pack": {"size": size, "fields": fields}}]}
+
+
+MODULES = {m: {"source": f"{m}.sm90a.cubin", "sha256": f"@SHA256:{m}.sm90a@"}
+           for m in ("kda_chunk64_prep4", "kda_chunk64_prep_gdn", STATE_MODULE)}
