@@ -6,6 +6,8 @@
 
 #include <stdint.h>
 
+#include "common/ptx/sync.cuh"
+
 namespace kernrt::kda::c64 {
 
 constexpr int kChunkTokens = 64;
@@ -60,6 +62,19 @@ __device__ __forceinline__ bool varlen_prep_chunk(const int32_t* cu, int seqs, i
 __device__ __forceinline__ PrepChunk dense_prep_chunk(int n, int x, int T, int NC, int hv, int HV) {
   return {int64_t(n) * T + kChunkTokens * x, T - kChunkTokens * x,
           (int64_t(n) * HV + hv) * NC + x};
+}
+
+// A prep block's start, for both preps (their packs name these fields alike): PDL (the state
+// step may launch now and waits for this grid; the inputs are read after the previous grid
+// completed), then the block's chunk. False: its slot maps to no chunk, nothing to do.
+template <class Params>
+__device__ __forceinline__ bool prep_block_chunk(const Params& p, int hv, int HV, int lane,
+                                                 PrepChunk& pc) {
+  ptx::griddepcontrol_launch_dependents();
+  ptx::griddepcontrol_wait();
+  if (p.cu_seqlens != nullptr) return varlen_prep_chunk(p.cu_seqlens, p.seqs, blockIdx.x, hv, HV, lane, pc);
+  pc = dense_prep_chunk(blockIdx.z, blockIdx.x, p.tokens, p.chunks, hv, HV);
+  return true;
 }
 
 // A per-token scalar (beta, GDN's g) at element i of an fp32 or (bf16 != 0) bf16 array.

@@ -49,7 +49,6 @@
 
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/mma.cuh"
-#include "common/ptx/sync.cuh"
 #include "kda/chunk64_params.h"
 #include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_prep4_smem.cuh"
@@ -207,17 +206,9 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   // < 2^-21) moves it by less than H 2^-21 <= 1 / (2 group) while HV = H group <= 2^20
   // (gridDim.y <= 65535), so the truncation is exact (test_chunk64_prep4_layout)
   const int h = int(__fdividef(float(hv) + 0.5f, float(p.group)));
-  // PDL: the state step may launch now (it waits for this grid); the inputs are read after
-  // the previous grid completed
-  ptx::griddepcontrol_launch_dependents();
-  ptx::griddepcontrol_wait();
-  // the chunk (chunk64_seqs.cuh): live = its tokens before the sequence's end (>= 64: full)
+  // PDL, then the chunk (chunk64_seqs.cuh): live = its tokens before the sequence's end
   c64::PrepChunk pc;
-  if (p.cu_seqlens == nullptr) {
-    pc = c64::dense_prep_chunk(blockIdx.z, blockIdx.x, p.tokens, p.chunks, hv, HV);
-  } else if (!c64::varlen_prep_chunk(p.cu_seqlens, p.seqs, blockIdx.x, hv, HV, lane, pc)) {
-    return;
-  }
+  if (!c64::prep_block_chunk(p, hv, HV, lane, pc)) return;
   const int live = pc.live;
   const int64_t row0 = pc.row0, chunk = pc.slot;
   __half* aqk = p.aqk + chunk * kC * kC;
