@@ -61,9 +61,7 @@ __device__ __forceinline__ int pair_i(int p) { return p < 3 ? p + 1 : (p < 5 ? p
 __device__ __forceinline__ int pair_j(int p) { return p < 3 ? p : (p < 5 ? p - 3 : 0); }
 __device__ __forceinline__ int pair_of(int I, int M) { return I - M == 1 ? M : (I - M == 2 ? 3 + M : 5); }
 
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
+using ptx::smem_u32;
 __device__ __forceinline__ void ldsm4(uint32_t (&r)[4], const void* p) {
   ptx::ldmatrix_x4(r[0], r[1], r[2], r[3], smem_u32(p));
 }

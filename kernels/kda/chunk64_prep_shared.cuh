@@ -30,6 +30,23 @@ __device__ __forceinline__ void copy_row(S& sm, int t, int c, const uint16_t* q,
   ptx::cp_async_cg_16_zfill_off<64 * kJ>(&sm.rk[t][c / 2 + 16 * kJ], k, ok ? 16 : 0);
 }
 
+// Step 0's q, k part (both preps): the chunk's 64 rows of head h into the raw stage, thread
+// tid copying row tid / 4, 16-byte chunks tid % 4 + 4 j (j = 0..3) at immediate offsets from
+// one 64-bit source address per tensor; kTail: rows t >= live zero-filled. A row offset t H K +
+// c < 64 H K fits 32 bits.
+template <bool kTail, class P, class S>
+__device__ __forceinline__ void qk_stage(const P& p, S& sm, int tid, int64_t row0, int h, int live) {
+  const int t = tid >> 2, c = 8 * (tid & 3);
+  const bool ok = !kTail || t < live;
+  const int64_t b = (row0 * p.heads + h) * kK;
+  const int e = ok ? t * (p.heads * kK) + c : 0;
+  const uint16_t *q = p.q + b + e, *k = p.k + b + e;
+  copy_row<0>(sm, t, c, q, k, ok);
+  copy_row<1>(sm, t, c, q, k, ok);
+  copy_row<2>(sm, t, c, q, k, ok);
+  copy_row<3>(sm, t, c, q, k, ok);
+}
+
 // The l2 scales of every token (sm.rs[t] = (scale / |q_t|, 1 / |k_t|), eps 1e-6 inside the
 // sqrt) as the diagonals of the Gram matrices q q^T, k k^T of each sub-block on tensor cores
 // (bf16 products exact, fp32 sums), warp w: sub-block I = w / 2, q (w even) or k. Per 16

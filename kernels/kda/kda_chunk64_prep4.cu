@@ -172,18 +172,8 @@ template <bool kTail>
 __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm, int tid, int64_t row0,
                                           int h, int hv, int HV, int live) {
   // 64-bit bases of the chunk's token 0 (per block), 32-bit offsets from them: a row offset
-  // t H K + c < 64 H K and t HV K + c < 64 HV K fit while HV <= 65535 (gridDim.y)
-  {
-    const int t = tid >> 2, c = 8 * (tid & 3);  // row t, chunks c / 8 + 4 j
-    const bool ok = !kTail || t < live;
-    const int64_t b = (row0 * p.heads + h) * kK;
-    const int e = ok ? t * (p.heads * kK) + c : 0;
-    const uint16_t *q = p.q + b + e, *k = p.k + b + e;
-    copy_row<0>(sm, t, c, q, k, ok);
-    copy_row<1>(sm, t, c, q, k, ok);
-    copy_row<2>(sm, t, c, q, k, ok);
-    copy_row<3>(sm, t, c, q, k, ok);
-  }
+  // t HV K + c < 64 HV K fits while HV <= 65535 (gridDim.y)
+  qk_stage<kTail>(p, sm, tid, row0, h, live);
   const int t0 = tid >> 4, c = 8 * (tid & 15);  // g: rows t0 + 16 u, chunk tid % 16
   const uint16_t* gb = p.g + (row0 * HV + hv) * kK;
   const int g0 = t0 * (HV * kK) + c, gstep = kSub * HV * kK;

@@ -67,22 +67,6 @@ static_assert(offsetof(SmemGdn, rs) % 16 == 0 && offsetof(SmemGdn, G) % 8 == 0,
               "rs read as float4 (two tokens' scales), G as float2");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
 
-// Step 0: q, k rows of the chunk's 64 tokens (head h) into the raw stage, prep v4's map (row
-// tid / 4, 16-byte chunks tid % 4 + 4 j); kTail: rows t >= live zero-filled.
-template <bool kTail>
-__device__ __forceinline__ void qk_stage(const Chunk64PrepGdnParams& p, SmemGdn& sm, int tid, int64_t row0,
-                                         int h, int live) {
-  const int t = tid >> 2, c = 8 * (tid & 3);
-  const bool ok = !kTail || t < live;
-  const int64_t b = (row0 * p.heads + h) * kK;
-  const int e = ok ? t * (p.heads * kK) + c : 0;
-  const uint16_t *q = p.q + b + e, *k = p.k + b + e;
-  copy_row<0>(sm, t, c, q, k, ok);
-  copy_row<1>(sm, t, c, q, k, ok);
-  copy_row<2>(sm, t, c, q, k, ok);
-  copy_row<3>(sm, t, c, q, k, ok);
-}
-
 // The gate of the chunk by one warp: lane l takes tokens 2l, 2l + 1 (lg 0 past T), an inclusive
 // scan of the pair sums, G_{2l+1} = the scan, G_{2l} = the scan - lg_{2l+1}; then 2^G, 2^(G_63 -
 // G) to shared memory and gamma (2^G_63 on the 128 key channels, a float4 per lane) to global.
