@@ -30,9 +30,6 @@ class GenError(Exception):
     """A profile or manifest the kda kernels cannot serve; the message says what and why."""
 
 
-from . import kda_prefill64 as c64  # noqa: E402 (it imports K and GenError, defined above)
-
-
 def _align16(b):
     return (b + 15) // 16 * 16
 
@@ -133,6 +130,9 @@ def _launch(module, entry, size, fields, grid, threads):
     return {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
             "block": [threads, 1, 1], "grid": grid, "pdl": True,
             "args": [{"pack": {"size": size, "fields": fields}}]}
+
+
+from . import kda_prefill64 as c64  # noqa: E402 (it imports the constants, GenError, _launch above)
 
 
 def _step_fields(p, steps, state_stride, record_offset):

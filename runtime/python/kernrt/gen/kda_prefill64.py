@@ -10,28 +10,23 @@ Chunk64State2Params), grids, and the operand scratch (dense [seqs, HV, NC, ..], 
 chunk64_params.h describes: `varlen_slots`). Python 3 standard library only.
 """
 
-from .kda_ops import K, GenError
+from . import kda_chunk64 as g64
+from .kda_ops import CHUNK_PACK, COMBINE_THREADS, K, GenError, _launch
 
-C = 64                      # tokens per chunk
-PREP_THREADS = 256          # kda_chunk64_prep4.cu / kda_chunk64_prep_gdn.cu kThreads
-PREP_PACK = 128             # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
-STATE_THREADS = 384         # kda_chunk64_state2.cu kThreads
-STATE_SMEM = 184320         # kChunk64State2Smem
-STATE_PACK = 152            # sizeof(Chunk64State2Params)
-VTILE = 128                 # value rows per state block
+# the kernels' constants, as the design manifests (kernrt.gen.kda_chunk64) spell them
+C = g64.C64                         # tokens per chunk
+PREP_THREADS = g64.C64_PREP_THREADS
+PREP_PACK = g64.C64_PREP4_PACK      # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
+STATE_MODULE, STATE_ENTRY, STATE_THREADS, STATE_SMEM = g64.STATES["state2"]
+STATE_PACK = g64.C64_STATE2_PACK    # sizeof(Chunk64State2Params)
+VTILE = g64.C64_VTILE               # value rows per state block
+COMBINE_PACK = CHUNK_PACK           # kda_cp_combine takes KdaChunkParams
 PREP_FLAG_BETA_BF16, PREP_FLAG_G_BF16 = 1, 2   # the preps' `flags` word
 # kind -> (module, shared memory = kChunk64Prep4Smem / kChunk64PrepGdnSmem)
-PREP_MODULES = {"kda": ("kda_chunk64_prep4", 111968), "gdn": ("kda_chunk64_prep_gdn", 60480)}
-STATE_MODULE = "kda_chunk64_state2"
-STATE_ENTRY = "kda_chunk64_state2_sm90a_f16_k128"
-COMBINE_PACK, COMBINE_THREADS = 256, 256   # sizeof(KdaChunkParams); kda_cp_combine's block
-# (gate, beta sigmoid) -> entry
-PREP4_ENTRIES = {("softplus", False): "kda_chunk64_prep4_sm90a_f16_k128",
-                 ("softplus", True): "kda_chunk64_prep4_sigbeta_sm90a_f16_k128",
-                 ("lower_bound", False): "kda_chunk64_prep4_lbgate_sm90a_f16_k128",
-                 ("lower_bound", True): "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"}
-PREP_GDN_ENTRIES = {False: "kda_chunk64_prep_gdn_sm90a_f16_k128",
-                    True: "kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128"}
+PREP_MODULES = {kind: (g64.PREPS[prep][0], g64.PREPS[prep][2])
+                for kind, prep in (("kda", "prep4"), ("gdn", "gdn"))}
+# the entries by (gate, beta form) / beta form
+PREP4_ENTRIES, PREP_GDN_ENTRIES = g64.PREP4_ENTRIES, g64.PREP_GDN_ENTRIES
 # operand scratch: name, dtype, elements per chunk and value head
 OPERANDS = (("kq", "f16", 2 * C * K), ("kbt", "f16", K * C), ("tmb", "f16", C * C),
             ("aqk", "f16", C * C), ("gamma", "f32", K))
@@ -104,8 +99,8 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     else:
         prep += [{"at": 92, "var": "tokens"}, {"at": 104, **nc}]
     module, smem = PREP_MODULES[p.kind]
-    entry = (PREP4_ENTRIES[(p.gate, p.beta_sigmoid)] if p.kind == "kda"
-             else PREP_GDN_ENTRIES[p.beta_sigmoid])
+    beta = "sigmoid" if p.beta_sigmoid else "direct"
+    entry = PREP4_ENTRIES[(p.gate, beta)] if p.kind == "kda" else PREP_GDN_ENTRIES[beta]
     st = [{"at": 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
     st += [{"at": 40, "param": at["v"]}, {"at": 64, "param": at["o"]}, {"at": 76, "i32": p.dim_v}]
     if varlen:
@@ -125,21 +120,23 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
         if final:
             st += [{"at": 56, "param": at["ht"]}, {"at": 120, "i64": stride}]
     nt = p.dim_v // VTILE
-    out = [_launch(module, entry, PREP_PACK, prep, prep_grid, PREP_THREADS, smem)]
+    out = [_launch_smem(module, entry, PREP_PACK, prep, prep_grid, PREP_THREADS, smem)]
     if not cp_segs:
-        out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
-                           STATE_THREADS, STATE_SMEM))
+        out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
+                                STATE_THREADS, STATE_SMEM))
         return out, scratch
     # context parallel: the state step's phases skip the final state (the combine writes it)
     st = [f for f in st if f["at"] not in (56, 104, 120)]
     cp = [{"at": 128, "scratch": "cp"}, {"at": 140, "i32": cp_segs},
           {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
     z = {"mul": ["seqs", cp_segs]}
-    out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st + cp + [{"at": 136, "i32": 1}],
-                       [nt + 1, HV, z], STATE_THREADS, STATE_SMEM))
+    out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK,
+                            st + cp + [{"at": 136, "i32": 1}], [nt + 1, HV, z], STATE_THREADS,
+                            STATE_SMEM))
     out.append(_combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks))
-    out.append(_launch(STATE_MODULE, STATE_ENTRY, STATE_PACK, st + cp + [{"at": 136, "i32": 3}],
-                       [nt, HV, z], STATE_THREADS, STATE_SMEM))
+    out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK,
+                            st + cp + [{"at": 136, "i32": 3}], [nt, HV, z], STATE_THREADS,
+                            STATE_SMEM))
     scratch["cp"] = {"dtype": "f32", "shape": ["seqs", cp_segs * HV * (2 * p.dim_v + K) * K]}
     return out, scratch
 
@@ -154,17 +151,12 @@ def _combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks):
         f += [{"at": 72, "param": at["state" if state == "pool" else "ht"]}, {"at": 200, "i64": stride}]
         if state == "pool":
             f.append({"at": 88, "param": at["lines"]})
-    ln = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", COMBINE_PACK, f,
-                 [p.dim_v // 8, p.value_heads, "seqs"], COMBINE_THREADS, None)
-    del ln["shared_mem"]
-    return ln
+    return _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", COMBINE_PACK, f,
+                   [p.dim_v // 8, p.value_heads, "seqs"], COMBINE_THREADS)
 
 
-def _launch(module, entry, size, fields, grid, threads, smem):
-    fields = sorted(fields, key=lambda f: f["at"])
-    return {"module": module, "entry": entry, "params": [f"bytes<{size}>"],
-            "block": [threads, 1, 1], "grid": grid, "shared_mem": smem, "pdl": True,
-            "args": [{"pack": {"size": size, "fields": fields}}]}
+def _launch_smem(module, entry, size, fields, grid, threads, smem):
+    return dict(_launch(module, entry, size, fields, grid, threads), shared_mem=smem)
 
 
 MODULES = {m: {"source": f"{m}.sm90a.cubin", "sha256": f"@SHA256:{m}.sm90a@"}
