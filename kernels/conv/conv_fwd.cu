@@ -180,17 +180,24 @@ __device__ __forceinline__ void prefetch_span(const ConvFwdParams& p, const uint
     ptx::bulk_prefetch_l2(xb + static_cast<int64_t>(row) * p.x_stride_tok, bytes);
 }
 
-// Candidate ring8x2t<kTiles>: the block's kTiles spans, span i at row (blockIdx.y + i * gridDim.y) * span: the producer
-// warp streams, the consumers walk (see the header). The ring and its phases run on across
-// the spans; the weights are loaded once. Before griddepcontrol.wait the producer asks L2 for
-// the first span's rows, and every thread lets the next grid launch at block start: under PDL
-// a call's first rows stream in while the previous call drains. With kTiles > 1 the producer
-// also asks L2 for the next span's rows when it starts a span, and the consumers load the
-// next span's halo rows while they walk this one, so no span start waits on memory.
+// Candidate ring8x2t<kTiles>h: the block's kTiles spans, span i at row (blockIdx.y + i *
+// gridDim.y) * span: the producer warp streams, the consumers walk. The ring and its phases
+// run on across the spans; the weights are loaded once. The producer also copies a span's
+// halo rows (the W-1 before it that exist) into `halo` with the span's first group, so no
+// span start waits on a consumer's own load, and asks L2 for the next span's rows when it
+// starts a span. `halo` is rewritten only for the next span's first group, whose stage the
+// consumers release after they have read this span's halo.
+struct RingHalo {
+  Ring ring;
+  Vec<kChannels> halo[3][kThreads];
+};
+static_assert(sizeof(RingHalo) == 19488, "the generator's FWD_RING_SMEM for ring8x2t*h");
+
 template <typename E, int W, int kTiles>
-__device__ __forceinline__ void conv_fwd_ring_tiles(const ConvFwdParams& p, Ring& ring) {
-  constexpr int N = kChannels, G = kGroup, S = kStages;
-  static_assert(G <= 32, "one producer lane per row of a stage");
+__device__ __forceinline__ void conv_fwd_ring_tiles(const ConvFwdParams& p, RingHalo& rh) {
+  constexpr int N = kChannels, G = kGroup, S = kStages, H = W - 1;
+  static_assert(G + H <= 32, "one producer lane per row of a stage and its halo");
+  Ring& ring = rh.ring;
   const E tag{};
   const int lane = threadIdx.x % 32;
   const bool producer = threadIdx.x >= kThreads;
@@ -209,9 +216,11 @@ __device__ __forceinline__ void conv_fwd_ring_tiles(const ConvFwdParams& p, Ring
   const int span = (p.tokens + spans - 1) / spans;
   const auto span_start = [&](int i) { return (static_cast<int>(blockIdx.y) + i * static_cast<int>(gridDim.y)) * span; };
   const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
-  const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
-                       (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
-  if (producer) prefetch_span<W>(p, xb, span_start(0), span, bytes);
+  if (producer) {
+    const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
+                         (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
+    prefetch_span<W>(p, xb, span_start(0), span, bytes);
+  }
   Walk<W, N> k;
   if (active) start_walk(p, k, c0);
   __syncthreads();
@@ -226,24 +235,27 @@ __device__ __forceinline__ void conv_fwd_ring_tiles(const ConvFwdParams& p, Ring
     for (int i = 0, g = 0; i < kTiles; ++i) {
       const int t0 = span_start(i);
       if (!locate(p, k, t0, span, x, y, res, start, stop)) return;  // block-uniform, and so are the later spans
-      if (i + 1 < kTiles) prefetch_span<W>(p, xb, span_start(i + 1), span, bytes);
       const uint16_t* src = x + cb;
+      if (i + 1 < kTiles) prefetch_span<W>(p, src, span_start(i + 1), span, bytes);
+      const int halo = min(H, t0);  // halo rows t0-halo .. t0-1 exist
 #pragma unroll 1
       for (int tc = t0; tc < stop; ++g, tc += G) {
         const int s = g % S;
         if (g >= S) ptx::mbarrier_wait(&ring.empty[s], ((g / S) - 1) & 1);
-        const int rows = min(G, stop - tc);
-        if (lane == 0) ptx::mbarrier_arrive_expect_tx(&ring.full[s], rows * bytes);
+        const int rows = min(G, stop - tc), extra = tc == t0 ? halo : 0;
+        if (lane == 0) ptx::mbarrier_arrive_expect_tx(&ring.full[s], (rows + extra) * bytes);
         __syncwarp();
         if (lane < rows)
           ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
                          bytes, &ring.full[s]);
+        else if (lane < rows + extra)  // halo slot j holds row t0 - H + j
+          ptx::bulk_load(&rh.halo[H - 1 - (lane - rows)][0],
+                         src + static_cast<int64_t>(t0 - 1 - (lane - rows)) * p.x_stride_tok, bytes,
+                         &ring.full[s]);
       }
     }
     return;
   }
-  Vec<N> halo[W - 1];
-  if (active && span_start(0) < p.tokens) load_halo<W, N>(p, xb + threadIdx.x * N, span_start(0), halo);
 #pragma unroll 1
   for (int i = 0, g = 0; i < kTiles; ++i) {
     const int t0 = span_start(i);
@@ -251,15 +263,18 @@ __device__ __forceinline__ void conv_fwd_ring_tiles(const ConvFwdParams& p, Ring
     x += c0;
     y += c0;
     if (res != nullptr) res += c0;
-    if (active) {
-      enter_span_halo<E, W, N>(p, k, halo, c0, t0, start);
-      if (i + 1 < kTiles && span_start(i + 1) < p.tokens) load_halo<W, N>(p, x, span_start(i + 1), halo);
-    }
 #pragma unroll 1
     for (int tc = t0; tc < stop; ++g, tc += G) {
       const int s = g % S;
       ptx::mbarrier_wait(&ring.full[s], (g / S) & 1);
       if (active) {
+        if (tc == t0) {
+          Vec<N> h[H];
+#pragma unroll
+          for (int j = 0; j < H; ++j)
+            if (t0 - H + j >= 0) h[j] = rh.halo[j][threadIdx.x];
+          enter_span_halo<E, W, N>(p, k, h, c0, t0, start);
+        }
         const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
         if (res == nullptr && tc + G <= min(stop, k.end)) {
           // the common group: whole, inside one sequence, no residual: straight-line rows
@@ -316,22 +331,19 @@ KERNRT_CONV_FWD_ENTRY(f16, F16, 2)
 KERNRT_CONV_FWD_ENTRY(f16, F16, 3)
 KERNRT_CONV_FWD_ENTRY(f16, F16, 4)
 
-// Candidates (branch conv11): ring8x2 walking 4 or 8 spans a block.
+// Candidates (branch conv11): ring8x2 walking 2, 4 or 8 spans a block.
 #define KERNRT_CONV_FWD_TILED_ENTRY(tiles, minb, dtype, tag, w)                          \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32, minb)      \
-      conv_fwd_ring8x2t##tiles##b##minb##_sm90a_##dtype##_w##w(                        \
+      conv_fwd_ring8x2t##tiles##h_sm90a_##dtype##_w##w(                                \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                     \
     extern __shared__ __align__(16) unsigned char smem_raw[];                          \
     kernrt::conv::conv_fwd_ring_tiles<kernrt::conv::tag, w, tiles>(                    \
-        p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                          \
+        p, *reinterpret_cast<kernrt::conv::RingHalo*>(smem_raw));                      \
   }
 #define KERNRT_CONV_FWD_TILED(dtype, tag, w)          \
   KERNRT_CONV_FWD_TILED_ENTRY(2, 6, dtype, tag, w)    \
-  KERNRT_CONV_FWD_TILED_ENTRY(16, 6, dtype, tag, w)   \
   KERNRT_CONV_FWD_TILED_ENTRY(4, 6, dtype, tag, w)    \
-  KERNRT_CONV_FWD_TILED_ENTRY(4, 5, dtype, tag, w)    \
-  KERNRT_CONV_FWD_TILED_ENTRY(8, 6, dtype, tag, w)    \
-  KERNRT_CONV_FWD_TILED_ENTRY(8, 5, dtype, tag, w)
+  KERNRT_CONV_FWD_TILED_ENTRY(8, 6, dtype, tag, w)
 KERNRT_CONV_FWD_TILED(bf16, Bf16, 2)
 KERNRT_CONV_FWD_TILED(bf16, Bf16, 3)
 KERNRT_CONV_FWD_TILED(bf16, Bf16, 4)

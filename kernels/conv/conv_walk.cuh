@@ -203,19 +203,6 @@ __device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W, N>& k
   }
 }
 
-// The tiled walk's halo (conv_fwd.cu's ring8x2t*): the x rows t0-(W-1) .. t0-1 that exist
-// (row >= 0) as raw vectors, loaded a span ahead; rows of another sequence (varlen) are loaded
-// and then ignored. `x` points at the thread's channels of the batch row (dense) or row 0.
-template <int W, int N>
-__device__ __forceinline__ void load_halo(const ConvFwdParams& p, const uint16_t* x, int t0,
-                                          Vec<N> (&h)[W - 1]) {
-#pragma unroll
-  for (int j = 0; j < W - 1; ++j) {
-    const int s = t0 - (W - 1) + j;
-    if (s >= 0) h[j] = ld_nc<N>(x + static_cast<int64_t>(s) * p.x_stride_tok);
-  }
-}
-
 // enter_span from halo rows that load_halo brought.
 template <typename E, int W, int N>
 __device__ __forceinline__ void enter_span_halo(const ConvFwdParams& p, Walk<W, N>& k,

@@ -44,9 +44,8 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["ring8x2", "ring8x2t2b6", "ring8x2t4b6", "ring8x2t4b5", "ring8x2t8b6", "ring8x2t8b5",
-               "ring8x2t16b6"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2p", "c4s2g", "c4s2g64", "c4s2p64"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
+FWD_LOADERS = ["ring8x2", "ring8x2t2h", "ring8x2t4h", "ring8x2t8h"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
 FWD_TIMED = [(k, 16) for k in FWD_LOADERS]  # (loader, span) of every forward timing
 
 

@@ -40,12 +40,11 @@ from .conv_params import FWD, UPDATE, field
 # shapes 0.8-7 %; kernels/conv/conv_fwd.cu, notes.md).
 FWD_KERNELS = {"ring8x2": (4, 160, 16)}
 # Candidates (branch conv11): ring8x2 walking `tiles` spans a block (grid y = ceil(tokens /
-# (span * tiles))), at 6 or 5 blocks per SM.
-FWD_TILES = {"ring8x2t2b6": 2, "ring8x2t4b6": 4, "ring8x2t4b5": 4, "ring8x2t8b6": 8, "ring8x2t8b5": 8,
-             "ring8x2t16b6": 16}
+# (span * tiles))), the halo rows through shared memory.
+FWD_TILES = {"ring8x2t2h": 2, "ring8x2t4h": 4, "ring8x2t8h": 8}
 FWD_KERNELS.update({k: (4, 160, 16) for k in FWD_TILES})
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
-FWD_RING_SMEM = {k: 16416 for k in FWD_KERNELS}
+FWD_RING_SMEM = {k: 19488 if k in FWD_TILES else 16416 for k in FWD_KERNELS}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
