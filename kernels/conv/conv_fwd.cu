@@ -58,24 +58,26 @@ namespace kernrt::conv {
 
 constexpr int kThreads = 128;  // consumer threads of a block (block.x = kThreads + 32)
 constexpr int kChannels = 4;   // channels per consumer: one 8-byte vector per row
-constexpr int kGroup = 8;      // rows per stage
-constexpr int kStages = 2;
 
-// Shared memory of a block: the stages and their barriers.
-struct Ring {
+// Shared memory of a block: kStages stages of kGroup rows and their barriers.
+template <int kGroup, int kStages>
+struct RingOf {
   Vec<kChannels> rows[kStages][kGroup][kThreads];
   uint64_t full[kStages], empty[kStages];
 };
+using Ring = RingOf<8, 2>;  // ring8x2, shipped
 static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
+static_assert(sizeof(RingOf<8, 3>) == 24624 && sizeof(RingOf<8, 4>) == 32832 &&
+              sizeof(RingOf<16, 2>) == 32800, "the generator's FWD_RING_SMEM (candidates)");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
 // Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
 // (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
 // coherence point), and every thread lets the next grid launch at block start: under PDL a
 // call's first rows stream in while the previous call drains.
-template <typename E, int W>
-__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring) {
-  constexpr int N = kChannels, G = kGroup, S = kStages;
+template <typename E, int W, int G, int S>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, S>& ring) {
+  constexpr int N = kChannels;
   static_assert(G <= 32, "one producer lane per row of a stage");
   const E tag{};
   const int lane = threadIdx.x % 32;
@@ -169,160 +171,25 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
   if (active && stop == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
 }
 
-// Asks L2 for the rows of the span at t0 and the W-1 before it (up to 32 rows, one lane a
-// row; they are still read later: a prefetch returns nothing, L2 is the coherence point).
-template <int W>
-__device__ __forceinline__ void prefetch_span(const ConvFwdParams& p, const uint16_t* xb, int t0,
-                                              int span, uint32_t bytes) {
-  const int lane = threadIdx.x % 32;
-  const int row = t0 - (W - 1) + lane;
-  if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, t0 + span))
-    ptx::bulk_prefetch_l2(xb + static_cast<int64_t>(row) * p.x_stride_tok, bytes);
-}
-
-// Candidate ring8x2t<kTiles>h: the block's kTiles spans, span i at row (blockIdx.y + i *
-// gridDim.y) * span: the producer warp streams, the consumers walk. The ring and its phases
-// run on across the spans; the weights are loaded once. The producer also copies a span's
-// halo rows (the W-1 before it that exist) into `halo` with the span's first group, so no
-// span start waits on a consumer's own load, and asks L2 for the next span's rows when it
-// starts a span. `halo` is rewritten only for the next span's first group, whose stage the
-// consumers release after they have read this span's halo.
-struct RingHalo {
-  Ring ring;
-  Vec<kChannels> halo[3][kThreads];
-};
-static_assert(sizeof(RingHalo) == 19488, "the generator's FWD_RING_SMEM for ring8x2t*h");
-
-template <typename E, int W, int kTiles>
-__device__ __forceinline__ void conv_fwd_ring_tiles(const ConvFwdParams& p, RingHalo& rh) {
-  constexpr int N = kChannels, G = kGroup, S = kStages, H = W - 1;
-  static_assert(G + H <= 32, "one producer lane per row of a stage and its halo");
-  Ring& ring = rh.ring;
-  const E tag{};
-  const int lane = threadIdx.x % 32;
-  const bool producer = threadIdx.x >= kThreads;
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < S; ++s) {
-      ptx::mbarrier_init(&ring.full[s], 1);
-      ptx::mbarrier_init(&ring.empty[s], kThreads / 32);
-    }
-    ptx::fence_mbarrier_init();
-  }
-  const int cb = blockIdx.x * kThreads * N;  // the block's first channel
-  const int c0 = cb + (producer ? 0 : threadIdx.x * N);
-  const bool active = !producer && c0 < p.dim;
-  const int spans = static_cast<int>(gridDim.y) * kTiles;
-  const int span = (p.tokens + spans - 1) / spans;
-  const auto span_start = [&](int i) { return (static_cast<int>(blockIdx.y) + i * static_cast<int>(gridDim.y)) * span; };
-  const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
-  if (producer) {
-    const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
-                         (p.cu_seqlens == nullptr ? blockIdx.z * p.x_stride_seq : 0);
-    prefetch_span<W>(p, xb, span_start(0), span, bytes);
-  }
-  Walk<W, N> k;
-  if (active) start_walk(p, k, c0);
-  __syncthreads();
-  ptx::griddepcontrol_launch_dependents();
-  ptx::griddepcontrol_wait();
-  const uint16_t* x;
-  const uint16_t* res;
-  uint16_t* y;
-  int start, stop;
-  if (producer) {
-#pragma unroll 1
-    for (int i = 0, g = 0; i < kTiles; ++i) {
-      const int t0 = span_start(i);
-      if (!locate(p, k, t0, span, x, y, res, start, stop)) return;  // block-uniform, and so are the later spans
-      const uint16_t* src = x + cb;
-      if (i + 1 < kTiles) prefetch_span<W>(p, src, span_start(i + 1), span, bytes);
-      const int halo = min(H, t0);  // halo rows t0-halo .. t0-1 exist
-#pragma unroll 1
-      for (int tc = t0; tc < stop; ++g, tc += G) {
-        const int s = g % S;
-        if (g >= S) ptx::mbarrier_wait(&ring.empty[s], ((g / S) - 1) & 1);
-        const int rows = min(G, stop - tc), extra = tc == t0 ? halo : 0;
-        if (lane == 0) ptx::mbarrier_arrive_expect_tx(&ring.full[s], (rows + extra) * bytes);
-        __syncwarp();
-        if (lane < rows)
-          ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
-                         bytes, &ring.full[s]);
-        else if (lane < rows + extra)  // halo slot j holds row t0 - H + j
-          ptx::bulk_load(&rh.halo[H - 1 - (lane - rows)][0],
-                         src + static_cast<int64_t>(t0 - 1 - (lane - rows)) * p.x_stride_tok, bytes,
-                         &ring.full[s]);
-      }
-    }
-    return;
-  }
-#pragma unroll 1
-  for (int i = 0, g = 0; i < kTiles; ++i) {
-    const int t0 = span_start(i);
-    if (!locate(p, k, t0, span, x, y, res, start, stop)) return;
-    x += c0;
-    y += c0;
-    if (res != nullptr) res += c0;
-#pragma unroll 1
-    for (int tc = t0; tc < stop; ++g, tc += G) {
-      const int s = g % S;
-      ptx::mbarrier_wait(&ring.full[s], (g / S) & 1);
-      if (active) {
-        if (tc == t0) {
-          Vec<N> h[H];
-#pragma unroll
-          for (int j = 0; j < H; ++j)
-            if (t0 - H + j >= 0) h[j] = rh.halo[j][threadIdx.x];
-          enter_span_halo<E, W, N>(p, k, h, c0, t0, start);
-        }
-        const Vec<N>* row = &ring.rows[s][0][threadIdx.x];
-        if (res == nullptr && tc + G <= min(stop, k.end)) {
-          // the common group: whole, inside one sequence, no residual: straight-line rows
-          uint16_t* yr = y + static_cast<int64_t>(tc) * p.y_stride_tok;
-#pragma unroll
-          for (int r = 0; r < G; ++r, yr += p.y_stride_tok) {
-            float cur[N], out[N];
-            unpack(tag, row[r * kThreads], cur);
-            row_out(k, cur, out);
-            st<N>(yr, pack(tag, out));
-            shift_window(k, cur);
-          }
-        } else {
-#pragma unroll 1
-          for (int r = 0; r < G && tc + r < stop; ++r) {
-            const int t = tc + r;
-            if (t == k.end) {  // the previous row ended a sequence (varlen)
-              if (p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
-              next_sequence<E>(p, k, c0, t);
-              start = t;
-            }
-            float cur[N];
-            unpack(tag, row[r * kThreads], cur);
-            emit_row<E>(p, k, cur, y, res, t);
-            shift_window(k, cur);
-          }
-        }
-      }
-      __syncwarp();
-      if (lane == 0) ptx::mbarrier_arrive(&ring.empty[s]);
-    }
-    if (active && stop == k.end && p.final_state != nullptr) write_final_after<E>(p, k, x, c0, start);
-  }
-}
-
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
 // Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
 // (160, 1); held to 7 blocks per SM, 56, it spills).
-#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                            \
+#define KERNRT_CONV_FWD_ENTRY_GS(g, s, dtype, tag, w)                                   \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
-      conv_fwd_ring8x2_sm90a_##dtype##_w##w(                                          \
+      conv_fwd_ring##g##x##s##_sm90a_##dtype##_w##w(                                  \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
     extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w>(                                \
-        p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                         \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s>(                          \
+        p, *reinterpret_cast<kernrt::conv::RingOf<g, s>*>(smem_raw));                 \
   }
+// ring8x3, ring8x4, ring16x2: candidates (branch conv11)
+#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)        \
+  KERNRT_CONV_FWD_ENTRY_GS(8, 2, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY_GS(8, 3, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY_GS(8, 4, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY_GS(16, 2, dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)
@@ -330,23 +197,3 @@ KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 4)
 KERNRT_CONV_FWD_ENTRY(f16, F16, 2)
 KERNRT_CONV_FWD_ENTRY(f16, F16, 3)
 KERNRT_CONV_FWD_ENTRY(f16, F16, 4)
-
-// Candidates (branch conv11): ring8x2 walking 2, 4 or 8 spans a block.
-#define KERNRT_CONV_FWD_TILED_ENTRY(tiles, minb, dtype, tag, w)                          \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32, minb)      \
-      conv_fwd_ring8x2t##tiles##h_sm90a_##dtype##_w##w(                                \
-          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                     \
-    extern __shared__ __align__(16) unsigned char smem_raw[];                          \
-    kernrt::conv::conv_fwd_ring_tiles<kernrt::conv::tag, w, tiles>(                    \
-        p, *reinterpret_cast<kernrt::conv::RingHalo*>(smem_raw));                      \
-  }
-#define KERNRT_CONV_FWD_TILED(dtype, tag, w)          \
-  KERNRT_CONV_FWD_TILED_ENTRY(2, 6, dtype, tag, w)    \
-  KERNRT_CONV_FWD_TILED_ENTRY(4, 6, dtype, tag, w)    \
-  KERNRT_CONV_FWD_TILED_ENTRY(8, 6, dtype, tag, w)
-KERNRT_CONV_FWD_TILED(bf16, Bf16, 2)
-KERNRT_CONV_FWD_TILED(bf16, Bf16, 3)
-KERNRT_CONV_FWD_TILED(bf16, Bf16, 4)
-KERNRT_CONV_FWD_TILED(f16, F16, 2)
-KERNRT_CONV_FWD_TILED(f16, F16, 3)
-KERNRT_CONV_FWD_TILED(f16, F16, 4)

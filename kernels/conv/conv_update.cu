@@ -162,11 +162,7 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-// kGuess (candidate c4s2g, branch conv11): the line indices are read before
-// griddepcontrol.wait as well, and the state chunks are loaded at those indices right after it,
-// beside the indices' re-read instead of behind it; a chunk whose index changed is loaded
-// again (an index written by the previous grid), so the result never depends on the guess.
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch, bool kGuess = false>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
@@ -182,15 +178,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   float w[W][N], b[N];
   load_weights<W, N>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, w, b);
   const bool silu = (p.flags & kFlagSilu) != 0;
-  int32_t guess[kSeqs];
-  if constexpr (kGuess) {
-#pragma unroll
-    for (int k = 0; k < kSeqs; ++k) {
-      const int n = blockIdx.y * kSeqs + k;
-      const int32_t l = n >= p.seqs ? 0 : p.lines != nullptr ? ptx::ld_global_cg_s32(p.lines + n) : n;
-      guess[k] = n < p.seqs && (l != 0 || p.lines == nullptr) ? l : -1;
-    }
-  }
   ptx::griddepcontrol_wait();
 
   // ---- loads: every sequence's line, new tokens and state before any math ------------
@@ -213,18 +200,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   Chunk<N, L> sv[kSeqs];
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
-    if constexpr (kGuess) {
-      if (guess[k] >= 0) {
-        load_chunk(sv[k], static_cast<const char*>(p.state) + guess[k] * p.state_stride + 2 * c0 * L);
-      } else {
-#pragma unroll
-        for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
-      }
-    }
-  }
-#pragma unroll
-  for (int k = 0; k < kSeqs; ++k) {
-    if (kGuess && line[k] == guess[k]) continue;
     if (line[k] >= 0) {
       load_chunk(sv[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
     } else {
@@ -281,14 +256,12 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 // conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x). Both
 // prefetch before the wait (prefetch_lines); verify does not (up to 8 rows per sequence,
 // not a timed shape).
-#define KERNRT_CONV_UPDATE_ENTRY_G(loader, n, seqs, threads, suffix, full, guess, dtype, tag, w) \
+#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)         \
   extern "C" __global__ void __launch_bounds__(threads)                                         \
       conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                       \
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true, guess>(p);           \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w) \
-  KERNRT_CONV_UPDATE_ENTRY_G(loader, n, seqs, threads, suffix, full, false, dtype, tag, w)
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
       conv_verify_sm90a_##dtype##_w##w(                                                              \
@@ -298,9 +271,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
-  KERNRT_CONV_UPDATE_ENTRY_G(c4s2g, 4, 2, 128, , false, true, dtype, tag, w) \
-  KERNRT_CONV_UPDATE_ENTRY_G(c4s2g64, 4, 2, 64, , false, true, dtype, tag, w) \
-  KERNRT_CONV_UPDATE_ENTRY_G(c4s2p64, 4, 2, 64, , false, false, dtype, tag, w) \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

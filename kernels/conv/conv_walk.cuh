@@ -203,26 +203,4 @@ __device__ __forceinline__ void enter_span(const ConvFwdParams& p, Walk<W, N>& k
   }
 }
 
-// enter_span from halo rows that load_halo brought.
-template <typename E, int W, int N>
-__device__ __forceinline__ void enter_span_halo(const ConvFwdParams& p, Walk<W, N>& k,
-                                                const Vec<N> (&h)[W - 1], int c0, int t0, int start) {
-  constexpr int S = W - 1;
-  const E tag{};
-  if (t0 - S < start) window_from_state(tag, p, k, c0);
-#pragma unroll
-  for (int j = 0; j < S; ++j) {
-    const int s = t0 - S + j;
-    if (s >= start) {
-      unpack(tag, h[j], k.win[j]);
-    } else if (s - start + S > j) {
-#pragma unroll
-      for (int i = 0; i < S; ++i)
-        if (i == s - start + S)
-#pragma unroll
-          for (int c = 0; c < N; ++c) k.win[j][c] = k.win[i][c];
-    }
-  }
-}
-
 }  // namespace kernrt::conv

@@ -39,18 +39,14 @@ from .conv_params import FWD, UPDATE, field
 # than the register strip it replaced (spans of 32 0-1.5 % slower, 64 5.9 %; other stage
 # shapes 0.8-7 %; kernels/conv/conv_fwd.cu, notes.md).
 FWD_KERNELS = {"ring8x2": (4, 160, 16)}
-# Candidates (branch conv11): ring8x2 walking `tiles` spans a block (grid y = ceil(tokens /
-# (span * tiles))), the halo rows through shared memory.
-FWD_TILES = {"ring8x2t2h": 2, "ring8x2t4h": 4, "ring8x2t8h": 8}
-FWD_KERNELS.update({k: (4, 160, 16) for k in FWD_TILES})
-# loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
-FWD_RING_SMEM = {k: 19488 if k in FWD_TILES else 16416 for k in FWD_KERNELS}
+# Candidates (branch conv11): 3 or 4 stages of 8 rows (spans 24, 32), 2 of 16 (span 32).
+FWD_KERNELS.update({"ring8x3": (4, 160, 24), "ring8x4": (4, 160, 32), "ring16x2": (4, 160, 32)})
+# loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<G, S>), asserted there)
+FWD_RING_SMEM = {"ring8x2": 16416, "ring8x3": 24624, "ring8x4": 32832, "ring16x2": 32800}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  "c4s2g": (2, 128, 4, "lines"), "c4s2g64": (2, 64, 4, "lines"),
-                  "c4s2p64": (2, 64, 4, "lines")}  # c4s2g*, c4s2p64: candidates (branch conv11)
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "ring8x2"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
@@ -222,8 +218,7 @@ def fwd_op(p, *, x_strides, y_strides, res_strides=None, varlen=False, states=No
         fields += [field(FWD, "init_state", param=len(params) - 3),
                    field(FWD, "init_lines", param=len(params) - 1),
                    field(FWD, "init_stride", i64=p.line_bytes)]
-    rows = p.span * FWD_TILES.get(p.fwd_kernel, 1)
-    grid = [p.grid_x("fwd"), {"ceil_div": [tokens, rows]}, 1 if varlen else seqs]
+    grid = [p.grid_x("fwd"), {"ceil_div": [tokens, p.span]}, 1 if varlen else seqs]
     return {"params": params, "impl": {"launches": [
         _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads,
                 FWD_RING_SMEM[p.fwd_kernel])]}}
