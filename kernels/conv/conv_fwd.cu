@@ -68,7 +68,8 @@ struct RingOf {
 using Ring = RingOf<8, 2>;  // ring8x2, shipped
 static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
 static_assert(sizeof(RingOf<8, 3>) == 24624 && sizeof(RingOf<8, 4>) == 32832 &&
-              sizeof(RingOf<16, 2>) == 32800, "the generator's FWD_RING_SMEM (candidates)");
+              sizeof(RingOf<4, 6>) == 24672 && sizeof(RingOf<4, 7>) == 28784 &&
+              sizeof(RingOf<12, 2>) == 24608, "the generator's FWD_RING_SMEM (candidates)");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
 // Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
@@ -184,12 +185,14 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, 
     kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s>(                          \
         p, *reinterpret_cast<kernrt::conv::RingOf<g, s>*>(smem_raw));                 \
   }
-// ring8x3, ring8x4, ring16x2: candidates (branch conv11)
+// ring8x3, ring8x4, ring4x6, ring4x7, ring12x2: candidates (branch conv11)
 #define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)        \
   KERNRT_CONV_FWD_ENTRY_GS(8, 2, dtype, tag, w)     \
   KERNRT_CONV_FWD_ENTRY_GS(8, 3, dtype, tag, w)     \
   KERNRT_CONV_FWD_ENTRY_GS(8, 4, dtype, tag, w)     \
-  KERNRT_CONV_FWD_ENTRY_GS(16, 2, dtype, tag, w)
+  KERNRT_CONV_FWD_ENTRY_GS(4, 6, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY_GS(4, 7, dtype, tag, w)     \
+  KERNRT_CONV_FWD_ENTRY_GS(12, 2, dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)
