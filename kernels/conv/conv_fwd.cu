@@ -60,24 +60,25 @@ constexpr int kThreads = 128;  // consumer threads of a block (block.x = kThread
 constexpr int kChannels = 4;   // channels per consumer: one 8-byte vector per row
 
 // Shared memory of a block: kStages stages of kGroup rows and their barriers.
-template <int kGroup, int kStages>
+template <int kGroup, int kStages, int kConsumers = kThreads>
 struct RingOf {
-  Vec<kChannels> rows[kStages][kGroup][kThreads];
+  Vec<kChannels> rows[kStages][kGroup][kConsumers];
   uint64_t full[kStages], empty[kStages];
 };
 using Ring = RingOf<8, 2>;  // ring8x2, shipped
 static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
 static_assert(sizeof(RingOf<8, 3>) == 24624 && sizeof(RingOf<8, 4>) == 32832 &&
               sizeof(RingOf<4, 6>) == 24672 && sizeof(RingOf<4, 7>) == 28784 &&
-              sizeof(RingOf<12, 2>) == 24608, "the generator's FWD_RING_SMEM (candidates)");
+              sizeof(RingOf<12, 2>) == 24608 && sizeof(RingOf<8, 3, 256>) == 49200,
+              "the generator's FWD_RING_SMEM (candidates)");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
 // Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
 // (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
 // coherence point), and every thread lets the next grid launch at block start: under PDL a
 // call's first rows stream in while the previous call drains.
-template <typename E, int W, int G, int S>
-__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, S>& ring) {
+template <typename E, int W, int G, int S, int kThreads>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, S, kThreads>& ring) {
   constexpr int N = kChannels;
   static_assert(G <= 32, "one producer lane per row of a stage");
   const E tag{};
@@ -177,22 +178,22 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, 
 // ---- entries -----------------------------------------------------------------------------
 // Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
 // (160, 1); held to 7 blocks per SM, 56, it spills).
-#define KERNRT_CONV_FWD_ENTRY_GS(g, s, dtype, tag, w)                                   \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
-      conv_fwd_ring##g##x##s##_sm90a_##dtype##_w##w(                                  \
+#define KERNRT_CONV_FWD_ENTRY_GS(name, g, s, c, bounds, dtype, tag, w)                 \
+  extern "C" __global__ void __launch_bounds__ bounds                                 \
+      conv_fwd_##name##_sm90a_##dtype##_w##w(                                         \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
     extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s>(                          \
-        p, *reinterpret_cast<kernrt::conv::RingOf<g, s>*>(smem_raw));                 \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s, c>(                       \
+        p, *reinterpret_cast<kernrt::conv::RingOf<g, s, c>*>(smem_raw));              \
   }
-// ring8x3, ring8x4, ring4x6, ring4x7, ring12x2: candidates (branch conv11)
-#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)        \
-  KERNRT_CONV_FWD_ENTRY_GS(8, 2, dtype, tag, w)     \
-  KERNRT_CONV_FWD_ENTRY_GS(8, 3, dtype, tag, w)     \
-  KERNRT_CONV_FWD_ENTRY_GS(8, 4, dtype, tag, w)     \
-  KERNRT_CONV_FWD_ENTRY_GS(4, 6, dtype, tag, w)     \
-  KERNRT_CONV_FWD_ENTRY_GS(4, 7, dtype, tag, w)     \
-  KERNRT_CONV_FWD_ENTRY_GS(12, 2, dtype, tag, w)
+// all but ring8x2: candidates (branch conv11); b7: 7 blocks per SM, w: 256 consumers
+#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                        \
+  KERNRT_CONV_FWD_ENTRY_GS(ring8x2, 8, 2, 128, (160), dtype, tag, w)       \
+  KERNRT_CONV_FWD_ENTRY_GS(ring8x3, 8, 3, 128, (160), dtype, tag, w)       \
+  KERNRT_CONV_FWD_ENTRY_GS(ring8x3b7, 8, 3, 128, (160, 7), dtype, tag, w)  \
+  KERNRT_CONV_FWD_ENTRY_GS(ring8x3w, 8, 3, 256, (288), dtype, tag, w)      \
+  KERNRT_CONV_FWD_ENTRY_GS(ring4x6b7, 4, 6, 128, (160, 7), dtype, tag, w)  \
+  KERNRT_CONV_FWD_ENTRY_GS(ring4x7, 4, 7, 128, (160), dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)
