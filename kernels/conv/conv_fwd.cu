@@ -69,7 +69,7 @@ using Ring = RingOf<8, 2>;  // ring8x2, shipped
 static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
 static_assert(sizeof(RingOf<8, 3>) == 24624 && sizeof(RingOf<8, 4>) == 32832 &&
               sizeof(RingOf<4, 6>) == 24672 && sizeof(RingOf<4, 7>) == 28784 &&
-              sizeof(RingOf<12, 2>) == 24608 && sizeof(RingOf<8, 3, 256>) == 49200,
+              sizeof(RingOf<12, 2>) == 24608,
               "the generator's FWD_RING_SMEM (candidates)");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
@@ -77,7 +77,11 @@ static_assert(sizeof(RingOf<8, 3>) == 24624 && sizeof(RingOf<8, 4>) == 32832 &&
 // (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
 // coherence point), and every thread lets the next grid launch at block start: under PDL a
 // call's first rows stream in while the previous call drains.
-template <typename E, int W, int G, int S, int kThreads>
+// kAhead (candidates ring*a, branch conv11): after issuing its span, the producer also asks
+// L2 for the rows of the block kAhead * %nsmid launch places later (the block that takes its
+// place a wave later, with kAhead blocks per SM), so that a wave's loads hit L2 instead of
+// starting cold together: the waves after the call's first stay desynchronised.
+template <typename E, int W, int G, int S, int kThreads, int kAhead = 0>
 __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, S, kThreads>& ring) {
   constexpr int N = kChannels;
   static_assert(G <= 32, "one producer lane per row of a stage");
@@ -127,6 +131,20 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, 
       if (lane < rows)
         ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
                        bytes, &ring.full[s]);
+    }
+    if constexpr (kAhead > 0) {
+      const int gx = gridDim.x, gy = gridDim.y, gz = gridDim.z;
+      const int later = blockIdx.x + gx * (blockIdx.y + gy * blockIdx.z) + kAhead * ptx::nsmid();
+      if (later < gx * gy * gz) {
+        const int lx = later % gx, ly = (later / gx) % gy, lz = later / (gx * gy);
+        const int lcb = lx * kThreads * N;
+        const uint16_t* lxb = static_cast<const uint16_t*>(p.x) + lcb +
+                              (p.cu_seqlens == nullptr ? lz * p.x_stride_seq : 0);
+        const int lt0 = ly * span, row = lt0 - (W - 1) + lane;
+        if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, lt0 + span))
+          ptx::bulk_prefetch_l2(lxb + static_cast<int64_t>(row) * p.x_stride_tok,
+                                2u * static_cast<uint32_t>(min(kThreads * N, p.dim - lcb)));
+      }
     }
     return;
   }
@@ -178,22 +196,24 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, 
 // ---- entries -----------------------------------------------------------------------------
 // Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
 // (160, 1); held to 7 blocks per SM, 56, it spills).
-#define KERNRT_CONV_FWD_ENTRY_GS(name, g, s, c, bounds, dtype, tag, w)                 \
+#define KERNRT_CONV_FWD_ENTRY_GS(name, g, s, c, bounds, dtype, tag, w) \
+  KERNRT_CONV_FWD_ENTRY_GSA(name, g, s, c, 0, bounds, dtype, tag, w)
+#define KERNRT_CONV_FWD_ENTRY_GSA(name, g, s, c, ahead, bounds, dtype, tag, w)          \
   extern "C" __global__ void __launch_bounds__ bounds                                 \
       conv_fwd_##name##_sm90a_##dtype##_w##w(                                         \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
     extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s, c>(                       \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s, c, ahead>(                \
         p, *reinterpret_cast<kernrt::conv::RingOf<g, s, c>*>(smem_raw));              \
   }
-// all but ring8x2: candidates (branch conv11); b7: 7 blocks per SM, w: 256 consumers
-#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                        \
-  KERNRT_CONV_FWD_ENTRY_GS(ring8x2, 8, 2, 128, (160), dtype, tag, w)       \
-  KERNRT_CONV_FWD_ENTRY_GS(ring8x3, 8, 3, 128, (160), dtype, tag, w)       \
-  KERNRT_CONV_FWD_ENTRY_GS(ring8x3b7, 8, 3, 128, (160, 7), dtype, tag, w)  \
-  KERNRT_CONV_FWD_ENTRY_GS(ring8x3w, 8, 3, 256, (288), dtype, tag, w)      \
-  KERNRT_CONV_FWD_ENTRY_GS(ring4x6b7, 4, 6, 128, (160, 7), dtype, tag, w)  \
-  KERNRT_CONV_FWD_ENTRY_GS(ring4x7, 4, 7, 128, (160), dtype, tag, w)
+// all but ring8x2: candidates (branch conv11); a: prefetch a wave ahead (6 blocks per SM)
+#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                \
+  KERNRT_CONV_FWD_ENTRY_GS(ring8x2, 8, 2, 128, (160), dtype, tag, w)         \
+  KERNRT_CONV_FWD_ENTRY_GS(ring8x3, 8, 3, 128, (160), dtype, tag, w)         \
+  KERNRT_CONV_FWD_ENTRY_GSA(ring8x3a, 8, 3, 128, 6, (160), dtype, tag, w)    \
+  KERNRT_CONV_FWD_ENTRY_GSA(ring8x3h, 8, 3, 128, 3, (160), dtype, tag, w)    \
+  KERNRT_CONV_FWD_ENTRY_GS(ring4x7, 4, 7, 128, (160), dtype, tag, w)         \
+  KERNRT_CONV_FWD_ENTRY_GSA(ring4x7a, 4, 7, 128, 6, (160), dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)

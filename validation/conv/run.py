@@ -44,10 +44,10 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["ring8x2", "ring8x3", "ring8x3b7", "ring8x3w", "ring4x6b7", "ring4x7"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+FWD_LOADERS = ["ring8x2", "ring8x3", "ring8x3a", "ring8x3h", "ring4x7", "ring4x7a"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
 UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
-FWD_TIMED = [("ring8x2", 16), ("ring8x3", 24), ("ring8x3b7", 24), ("ring8x3w", 24), ("ring4x6b7", 24),
-             ("ring4x7", 28)]  # (loader, span) of every forward timing
+FWD_TIMED = [("ring8x2", 16), ("ring8x3", 24), ("ring8x3a", 24), ("ring8x3h", 24), ("ring4x7", 28),
+             ("ring4x7a", 28)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):

@@ -39,13 +39,13 @@ from .conv_params import FWD, UPDATE, field
 # than the register strip it replaced (spans of 32 0-1.5 % slower, 64 5.9 %; other stage
 # shapes 0.8-7 %; kernels/conv/conv_fwd.cu, notes.md).
 FWD_KERNELS = {"ring8x2": (4, 160, 16)}
-# Candidates (branch conv11): ring<G>x<S>, S stages of G rows; b7: 7 blocks per SM; w: 256
-# consumers (block 288).
-FWD_KERNELS.update({"ring8x3": (4, 160, 24), "ring8x3b7": (4, 160, 24), "ring8x3w": (4, 288, 24),
-                    "ring4x6b7": (4, 160, 24), "ring4x7": (4, 160, 28)})
-# loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<G, S, C>), asserted there)
-FWD_RING_SMEM = {"ring8x2": 16416, "ring8x3": 24624, "ring8x3b7": 24624, "ring8x3w": 49200,
-                 "ring4x6b7": 24672, "ring4x7": 28784}
+# Candidates (branch conv11): ring<G>x<S>, S stages of G rows; a / h: L2 prefetch of the block
+# a wave (half a wave) later.
+FWD_KERNELS.update({"ring8x3": (4, 160, 24), "ring8x3a": (4, 160, 24), "ring8x3h": (4, 160, 24),
+                    "ring4x7": (4, 160, 28), "ring4x7a": (4, 160, 28)})
+# loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<G, S>), asserted there)
+FWD_RING_SMEM = {"ring8x2": 16416, "ring8x3": 24624, "ring8x3a": 24624, "ring8x3h": 24624,
+                 "ring4x7": 28784, "ring4x7a": 28784}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
