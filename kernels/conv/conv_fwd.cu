@@ -5,13 +5,13 @@
 // [D, W-1] lines or fla's [D, W] (kFlagStateFull).
 // Entries, one `const __grid_constant__ ConvFwdParams` each, for dtype in {bf16, f16} and
 // W in {2, 3, 4}:
-//   conv_fwd_ring8x2_sm90a_<dtype>_w<W>  4 channels per consumer thread (8-byte vectors), the
+//   conv_fwd_ring8x3_sm90a_<dtype>_w<W>  4 channels per consumer thread (8-byte vectors), the
 //                                        x rows streamed into shared memory by a producer warp
 //
 // Grid/block: block.x = kThreads + 32 (kThreads consumers, one per 4 channels, then the
-// producer warp); dynamic shared memory sizeof(Ring) = 16,416 bytes (the generator's
+// producer warp); dynamic shared memory sizeof(Ring) = 24,624 bytes (the generator's
 // FWD_RING_SMEM); grid.x = ceil(D / (4 * kThreads)); grid.y spans of ceil(tokens / grid.y)
-// consecutive rows (the manifests take spans of 16); grid.z = B (dense) or 1 (varlen).
+// consecutive rows (the manifests take spans of 24); grid.z = B (dense) or 1 (varlen).
 // A consumer rebuilds the W-1 inputs before its span (x rows from global memory: the previous
 // span's rows, L2 hits; initial-state slots or zeros), keeps that window in registers and
 // walks the span (conv_walk.cuh); x is read once from DRAM, y written once.
@@ -19,26 +19,28 @@
 // Ring: the producer warp copies the span's rows of the block's 512-channel slice, one 1-D
 // cp.async.bulk (1 KiB) a row, into kStages stages of kGroup rows; the consumers read their
 // 8 bytes of each row from the stage (LDS.64) and store y from registers. The bytes in flight
-// are the stages, not registers (64 registers, 6 blocks of 160 per SM). On the H200 (B8 T4096
+// are the stages, not registers (64 registers, 6 blocks of 160 per SM). A span of 24 rows is
+// exactly the three stages, so a block asks for all its rows at once. On the H200 (B8 T4096
 // D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096, W4 silu, one run, validation/conv/notes.md)
-// it ran 70.21 / 133.45 / 261.06 / 133.49 us at spans of 16 where the register strip it
-// replaces (this walk with the next 8-row group's loads in registers during the math, 96
-// registers, 5 blocks of 128 per SM) ran 71.22 / 137.64 / 267.22 / 137.78; at spans of 32
-// 70.19 / 135.21 / 266.18 / 135.15, 24 71.88 / 138.17 / 268.91 / 137.92, 64 74.35 / 139.41 /
-// 277.95 / 139.54. Other rings of the same run: one stage 75.17 / 144.66 / 281.35 / 144.76,
-// 4-row stages x 2 73.76 / 141.55 / 274.82 / 141.59 (span 32), x 4 70.78 / 135.83 / 266.97 /
-// 135.81; with spans of 64: 8 rows x 4 stages 73.38 / 137.75 / 276.33 / 137.88, 16 x 2 73.01 /
-// 137.40 / 276.46 / 137.57 (those and the strip are in git tag conv-candidates-2026-12j):
-// 16 KiB in flight a block and short spans stream best. Stage use u of stage s completes
-// FULL[s] phase u (the producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one
-// arrival per consumer warp after its reads).
+// it ran 69.34 / 134.07 / 262.73 / 134.04 us where two stages at spans of 16 ran 70.23 /
+// 137.52 / 268.91 / 137.37; in the same run 3-4 stages at spans of 28-32 (ring8x4 s28, s32)
+// 70.10 / 134.18 / 262.01 / 134.19 and 70.03 / 133.82 / 263.57 / 133.88, 6-7 stages of 4 rows
+// (s24, s28) 69.45 / 133.59 / 263.11 / 133.72 and 69.70 / 133.50 / 261.88 / 133.55, 2 stages
+// of 12 (s24) 70.01 / 134.78 / 264.45 / 134.82: the shape bar (B8 D2048) prefers spans of 24.
+// Lost elsewhere (tag conv-candidates-2026-12l): 256 consumers a block tied (69.80 / 134.48 /
+// 262.43 / 134.51), 7 blocks per SM at 56 registers spilled (74.85 / 143.72 / 282.03 /
+// 143.82), a block walking 2-8 spans with the ring running across them 18-55 % slower, and an
+// L2 prefetch of the rows of the block a wave later 18-23 % slower (L2 evicts them before
+// their use, so they are read twice). Stage use u of stage s completes FULL[s] phase u (the
+// producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one arrival per consumer
+// warp after its reads).
 //
 // PDL: before griddepcontrol.wait the block sets up its barriers, loads its weights, asks L2
-// for its span's rows (cp.async.bulk.prefetch.L2) and lets the next grid launch; in one run
-// on another H200 (c7d) that ran 70.25 / 137.26 / 268.45 / 137.24 us where the trigger at the
-// span's last group without the prefetch ran 72.87 / 137.65 / 270.89 / 137.67, the prefetch
-// alone 70.43 / 137.77 / 268.83 / 137.46, the early trigger alone 73.20 / 138.34 / 272.06 /
-// 138.40 (tag conv-candidates-2026-12k).
+// for its span's rows (cp.async.bulk.prefetch.L2) and lets the next grid launch; with two
+// stages at spans of 16 that ran 70.25 / 137.26 / 268.45 / 137.24 us where the trigger at
+// the span's last group without the prefetch ran 72.87 / 137.65 / 270.89 / 137.67, the
+// prefetch alone 70.43 / 137.77 / 268.83 / 137.46, the early trigger alone 73.20 / 138.34 /
+// 272.06 / 138.40 (tag conv-candidates-2026-12k).
 // fp32 accumulation in conv_dot's order (fla's); outputs rounded to x's dtype (RNE). The
 // residual row is loaded when its row is computed (supported, not overlapped with other
 // rows' loads).
@@ -58,32 +60,24 @@ namespace kernrt::conv {
 
 constexpr int kThreads = 128;  // consumer threads of a block (block.x = kThreads + 32)
 constexpr int kChannels = 4;   // channels per consumer: one 8-byte vector per row
+constexpr int kGroup = 8;      // rows per stage
+constexpr int kStages = 3;
 
-// Shared memory of a block: kStages stages of kGroup rows and their barriers.
-template <int kGroup, int kStages, int kConsumers = kThreads>
-struct RingOf {
-  Vec<kChannels> rows[kStages][kGroup][kConsumers];
+// Shared memory of a block: the stages and their barriers.
+struct Ring {
+  Vec<kChannels> rows[kStages][kGroup][kThreads];
   uint64_t full[kStages], empty[kStages];
 };
-using Ring = RingOf<8, 2>;  // ring8x2, shipped
-static_assert(sizeof(Ring) == 16416, "the generator's FWD_RING_SMEM");
-static_assert(sizeof(RingOf<8, 3>) == 24624 && sizeof(RingOf<8, 4>) == 32832 &&
-              sizeof(RingOf<4, 6>) == 24672 && sizeof(RingOf<4, 7>) == 28784 &&
-              sizeof(RingOf<12, 2>) == 24608,
-              "the generator's FWD_RING_SMEM (candidates)");
+static_assert(sizeof(Ring) == 24624, "the generator's FWD_RING_SMEM");
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
 // Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
 // (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
 // coherence point), and every thread lets the next grid launch at block start: under PDL a
 // call's first rows stream in while the previous call drains.
-// kAhead (candidates ring*a, branch conv11): after issuing its span, the producer also asks
-// L2 for the rows of the block kAhead * %nsmid launch places later (the block that takes its
-// place a wave later, with kAhead blocks per SM), so that a wave's loads hit L2 instead of
-// starting cold together: the waves after the call's first stay desynchronised.
-template <typename E, int W, int G, int S, int kThreads, int kAhead = 0>
-__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, S, kThreads>& ring) {
-  constexpr int N = kChannels;
+template <typename E, int W>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring) {
+  constexpr int N = kChannels, G = kGroup, S = kStages;
   static_assert(G <= 32, "one producer lane per row of a stage");
   const E tag{};
   const int lane = threadIdx.x % 32;
@@ -131,20 +125,6 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, 
       if (lane < rows)
         ptx::bulk_load(&ring.rows[s][lane][0], src + static_cast<int64_t>(tc + lane) * p.x_stride_tok,
                        bytes, &ring.full[s]);
-    }
-    if constexpr (kAhead > 0) {
-      const int gx = gridDim.x, gy = gridDim.y, gz = gridDim.z;
-      const int later = blockIdx.x + gx * (blockIdx.y + gy * blockIdx.z) + kAhead * ptx::nsmid();
-      if (later < gx * gy * gz) {
-        const int lx = later % gx, ly = (later / gx) % gy, lz = later / (gx * gy);
-        const int lcb = lx * kThreads * N;
-        const uint16_t* lxb = static_cast<const uint16_t*>(p.x) + lcb +
-                              (p.cu_seqlens == nullptr ? lz * p.x_stride_seq : 0);
-        const int lt0 = ly * span, row = lt0 - (W - 1) + lane;
-        if (lane < span + W - 1 && row >= 0 && row < min(p.tokens, lt0 + span))
-          ptx::bulk_prefetch_l2(lxb + static_cast<int64_t>(row) * p.x_stride_tok,
-                                2u * static_cast<uint32_t>(min(kThreads * N, p.dim - lcb)));
-      }
     }
     return;
   }
@@ -196,24 +176,14 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<G, 
 // ---- entries -----------------------------------------------------------------------------
 // Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
 // (160, 1); held to 7 blocks per SM, 56, it spills).
-#define KERNRT_CONV_FWD_ENTRY_GS(name, g, s, c, bounds, dtype, tag, w) \
-  KERNRT_CONV_FWD_ENTRY_GSA(name, g, s, c, 0, bounds, dtype, tag, w)
-#define KERNRT_CONV_FWD_ENTRY_GSA(name, g, s, c, ahead, bounds, dtype, tag, w)          \
-  extern "C" __global__ void __launch_bounds__ bounds                                 \
-      conv_fwd_##name##_sm90a_##dtype##_w##w(                                         \
+#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                            \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
+      conv_fwd_ring8x3_sm90a_##dtype##_w##w(                                          \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
     extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, g, s, c, ahead>(                \
-        p, *reinterpret_cast<kernrt::conv::RingOf<g, s, c>*>(smem_raw));              \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w>(                                \
+        p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                         \
   }
-// all but ring8x2: candidates (branch conv11); a: prefetch a wave ahead (6 blocks per SM)
-#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                \
-  KERNRT_CONV_FWD_ENTRY_GS(ring8x2, 8, 2, 128, (160), dtype, tag, w)         \
-  KERNRT_CONV_FWD_ENTRY_GS(ring8x3, 8, 3, 128, (160), dtype, tag, w)         \
-  KERNRT_CONV_FWD_ENTRY_GSA(ring8x3a, 8, 3, 128, 6, (160), dtype, tag, w)    \
-  KERNRT_CONV_FWD_ENTRY_GSA(ring8x3h, 8, 3, 128, 3, (160), dtype, tag, w)    \
-  KERNRT_CONV_FWD_ENTRY_GS(ring4x7, 4, 7, 128, (160), dtype, tag, w)         \
-  KERNRT_CONV_FWD_ENTRY_GSA(ring4x7a, 4, 7, 128, 6, (160), dtype, tag, w)
 
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)

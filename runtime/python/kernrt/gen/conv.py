@@ -12,13 +12,13 @@ y overlapping. The complete examples are conv_examples.py.
 Refuses at generation: W outside 2..4, D not a positive multiple of 8, strides not multiples
 of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8.
 
-Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `ring8x2` (block 160 = 128
-consumers + a producer warp, 16,416 bytes of dynamic shared memory, grid x = ceil(D / 512),
-grid y = ceil(tokens / span), span 16 unless the profile says otherwise);
+Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `ring8x3` (block 160 = 128
+consumers + a producer warp, 24,624 bytes of dynamic shared memory, grid x = ceil(D / 512),
+grid y = ceil(tokens / span), span 24 unless the profile says otherwise);
 decode `c4s2p` over our lines and `c4p` over fla's cache (block 128, 4 channels per thread,
 grid x = ceil(D / 512), grid y = ceil(seqs / 2) and seqs; both prefetch into L2 before
 griddepcontrol.wait); verify (block 128, one sequence per thread). The candidates they beat
-on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12j
+on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12l
 (validation/conv/notes.md). Module sha256 =
 `@SHA256:<cubin>@`, replaced by cmake's kernrt_pin_manifest or kernrt.gen.pin.
 
@@ -33,24 +33,19 @@ from . import files as _files
 from . import conv_params as cp
 from .conv_params import FWD, UPDATE, field
 
-# loader -> (channels per thread, block.x, rows per block by default). ring8x2 (x rows streamed
-# into 2 shared-memory stages of 8 rows by a producer warp, 128 consumers + the producer) at
-# spans of 16 was the fastest forward at all four timed shapes on the H200, 1.4-4.4 % faster
-# than the register strip it replaced (spans of 32 0-1.5 % slower, 64 5.9 %; other stage
-# shapes 0.8-7 %; kernels/conv/conv_fwd.cu, notes.md).
-FWD_KERNELS = {"ring8x2": (4, 160, 16)}
-# Candidates (branch conv11): ring<G>x<S>, S stages of G rows; a / h: L2 prefetch of the block
-# a wave (half a wave) later.
-FWD_KERNELS.update({"ring8x3": (4, 160, 24), "ring8x3a": (4, 160, 24), "ring8x3h": (4, 160, 24),
-                    "ring4x7": (4, 160, 28), "ring4x7a": (4, 160, 28)})
-# loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<G, S>), asserted there)
-FWD_RING_SMEM = {"ring8x2": 16416, "ring8x3": 24624, "ring8x3a": 24624, "ring8x3h": 24624,
-                 "ring4x7": 28784, "ring4x7a": 28784}
+# loader -> (channels per thread, block.x, rows per block by default). ring8x3 (x rows streamed
+# into 3 shared-memory stages of 8 rows by a producer warp, 128 consumers + the producer) at
+# spans of 24 (all of a span's rows in flight at once) was the fastest forward at B8 T4096
+# D2048 on the H200 and 2.3-2.5 % faster than two stages at spans of 16 at the three larger
+# shapes (other stage shapes and spans within 0.2-1.1 %; kernels/conv/conv_fwd.cu, notes.md).
+FWD_KERNELS = {"ring8x3": (4, 160, 24)}
+# loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
+FWD_RING_SMEM = {"ring8x3": 24624}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
-FWD_KERNEL = "ring8x2"   # what the shipped manifests and the drop-ins launch
+FWD_KERNEL = "ring8x3"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
