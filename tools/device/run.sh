@@ -24,8 +24,8 @@
 # mine=<entry>"); BUDGET_<family> (its seconds instead of an equal share of what is left);
 # SKIP_BUILD=1 and SKIP_CTEST=1 (a second call on a warm machine whose build-h200 is current).
 # Carried, git-ignored folders: .deps/prefix (tools/device/deps.sh), .shared (a copy of
-# ../shared, which the corpus tests read), .peer/site (peers' wheels unpacked on the dev machine;
-# it goes on PYTHONPATH after runtime/python).
+# ../shared, which the corpus tests read), .peer/site (peers' wheels unpacked on the dev machine
+# by tools/device/peers.sh; it goes on PYTHONPATH after runtime/python).
 # Writes under $OUT: summary.txt (also printed), build.log (its last 400 lines), sass.txt (every
 # runnable cubin's registers, shared and local bytes, LDL/STL count), ctest-gpu.log,
 # runtime/ (bench JSONL and markdown, bench.log, sanitizer.log), <family>.log and <family>/.
