@@ -26,7 +26,8 @@
 // 137.52 / 268.91 / 137.37; in the same run 3-4 stages at spans of 28-32 (ring8x4 s28, s32)
 // 70.10 / 134.18 / 262.01 / 134.19 and 70.03 / 133.82 / 263.57 / 133.88, 6-7 stages of 4 rows
 // (s24, s28) 69.45 / 133.59 / 263.11 / 133.72 and 69.70 / 133.50 / 261.88 / 133.55, 2 stages
-// of 12 (s24) 70.01 / 134.78 / 264.45 / 134.82: the shape bar (B8 D2048) prefers spans of 24.
+// of 12 (s24) 70.01 / 134.78 / 264.45 / 134.82: the shape bar (B8 D2048) prefers spans of 24;
+// this ring at spans of 18-22 (fuller last waves, fewer rows in flight) ran 1.6-2.8 % slower.
 // Lost elsewhere (tag conv-candidates-2026-12l): 256 consumers a block tied (69.80 / 134.48 /
 // 262.43 / 134.51), 7 blocks per SM at 56 registers spilled (74.85 / 143.72 / 282.03 /
 // 143.82), a block walking 2-8 spans with the ring running across them 18-55 % slower, and an
