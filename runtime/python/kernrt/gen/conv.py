@@ -45,7 +45,9 @@ FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
+                  # candidates (branch conv13): W4 chunks moved by warp rows
+                  "c4s2c": (2, 128, 4, "lines"), "c4s2c9": (2, 128, 4, "lines")}
 FWD_KERNEL = "ring8x3"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
