@@ -128,10 +128,16 @@ def main():
     ap.add_argument("--shapes", nargs="+", default=None, metavar="TEXT",
                     help="time only the shapes whose label contains one of these texts "
                          "(labels: 'update B256 D8192', 'fwd B8 T4096 D2048', ...)")
+    ap.add_argument("--fwd-calls", type=int, default=8, metavar="K",
+                    help="forward calls per timed graph, ours, the peers and the copies alike "
+                         "(per call = replay / K; a larger K leaves less of a replay's start and "
+                         "end to each call: for attributing fixed costs, the record keeps 8)")
     ap.add_argument("--budget", type=float, default=120.0,
                     help="seconds after which no new shape or case starts (the watchdog ends the "
                          "process 60 s later)")
     a = ap.parse_args()
+    if a.fwd_calls < 1:
+        ap.error(f"--fwd-calls {a.fwd_calls}: needs at least one call per graph")
     t0 = time.monotonic()
     deadline = t0 + a.budget
     faulthandler.dump_traceback_later(a.budget + 60, exit=True)
@@ -233,14 +239,16 @@ def main():
         pc = cands
         keys0 = kf_keys() if kf_keys else None
         with torch.no_grad():
-            res, why, nbytes = timing.fwd_shape(cubins, pc, shape_peers, B, T, D, reps=reps)
+            res, why, nbytes = timing.fwd_shape(cubins, pc, shape_peers, B, T, D, calls=a.fwd_calls,
+                                                reps=reps)
         torch.cuda.empty_cache()
         if kf_keys and res.get("kernel-fun") and kf_keys() <= keys0:
             kf_note = "kernel-fun's autotuner learnt no key here: its own kernel may not have run"
         best = min((k for k in pc if res.get(k)), key=lambda k: res[k], default=None)
         case = f"fwd B{B} T{T} D{D} W4 silu bf16 wf32"
         floor = nbytes / ceiling * 1e6
-        row = {"case": case, "kind": "bench", "candidates_us": {k: _r(res.get(k)) for k in pc},
+        row = {"case": case, "kind": "bench", "calls_per_graph": a.fwd_calls,
+               "candidates_us": {k: _r(res.get(k)) for k in pc},
                "floor_us": _r(floor), "floor_rate_tbs": round(ceiling / 1e12, 3),
                "floor_nominal_us": _r(nbytes / timing.NOMINAL_BW * 1e6),
                "copy_us": _r(res.get("copy"))}
