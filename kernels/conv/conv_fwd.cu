@@ -65,20 +65,35 @@ constexpr int kGroup = 8;      // rows per stage
 constexpr int kStages = 3;
 
 // Shared memory of a block: the stages and their barriers.
-struct Ring {
-  Vec<kChannels> rows[kStages][kGroup][kThreads];
-  uint64_t full[kStages], empty[kStages];
+template <int S>
+struct RingOf {
+  Vec<kChannels> rows[S][kGroup][kThreads];
+  uint64_t full[S], empty[S];
 };
+using Ring = RingOf<kStages>;
 static_assert(sizeof(Ring) == 24624, "the generator's FWD_RING_SMEM");
+static_assert(sizeof(RingOf<4>) == 32832, "the generator's FWD_RING_SMEM (ring8x4m)");
+
+// Candidate ring8x4m (branch conv13, not measured): spans of 16, 24 and 32 rows in turn along
+// grid.y (72 rows a triple of blocks, grid.y = 3 * ceil(tokens / 72)), all rows of a span in
+// flight at once in 4 stages, so that the blocks of one wave end at three different times and
+// the next wave's starts (setup, the DRAM latency of its first rows) spread out instead of
+// falling together. Tests the reading that ring8x3's ~5 us fixed cost a call is waves
+// starting in step.
+__device__ __forceinline__ void mixed_span(int y, int& t0, int& span) {
+  const int k = y % 3;
+  span = 16 + 8 * k;
+  t0 = (y / 3) * 72 + (k == 0 ? 0 : k == 1 ? 16 : 40);
+}
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
 // Before griddepcontrol.wait the producer asks L2 for the span's rows and the W-1 before it
 // (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
 // coherence point), and every thread lets the next grid launch at block start: under PDL a
 // call's first rows stream in while the previous call drains.
-template <typename E, int W>
-__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring) {
-  constexpr int N = kChannels, G = kGroup, S = kStages;
+template <typename E, int W, int S = kStages, bool kMixed = false>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<S>& ring) {
+  constexpr int N = kChannels, G = kGroup;
   static_assert(G <= 32, "one producer lane per row of a stage");
   const E tag{};
   const int lane = threadIdx.x % 32;
@@ -94,8 +109,9 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
   const int cb = blockIdx.x * kThreads * N;  // the block's first channel
   const int c0 = cb + (producer ? 0 : threadIdx.x * N);
   const bool active = !producer && c0 < p.dim;
-  const int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
-  const int t0 = blockIdx.y * span;
+  int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+  int t0 = blockIdx.y * span;
+  if constexpr (kMixed) mixed_span(blockIdx.y, t0, span);
   const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
   if (producer) {
     const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
@@ -185,6 +201,21 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, Ring& ring
     kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w>(                                \
         p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                         \
   }
+
+#define KERNRT_CONV_FWD_MIXED_ENTRY(dtype, tag, w)                                      \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
+      conv_fwd_ring8x4m_sm90a_##dtype##_w##w(                                         \
+          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
+    extern __shared__ __align__(16) unsigned char smem_raw[];                         \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, 4, true>(                       \
+        p, *reinterpret_cast<kernrt::conv::RingOf<4>*>(smem_raw));                    \
+  }
+KERNRT_CONV_FWD_MIXED_ENTRY(bf16, Bf16, 2)
+KERNRT_CONV_FWD_MIXED_ENTRY(bf16, Bf16, 3)
+KERNRT_CONV_FWD_MIXED_ENTRY(bf16, Bf16, 4)
+KERNRT_CONV_FWD_MIXED_ENTRY(f16, F16, 2)
+KERNRT_CONV_FWD_MIXED_ENTRY(f16, F16, 3)
+KERNRT_CONV_FWD_MIXED_ENTRY(f16, F16, 4)
 
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
 KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)

@@ -38,13 +38,16 @@ from .conv_params import FWD, UPDATE, field
 # spans of 24 (all of a span's rows in flight at once) was the fastest forward at B8 T4096
 # D2048 on the H200 and 2.3-2.5 % faster than two stages at spans of 16 at the three larger
 # shapes (other stage shapes and spans within 0.2-1.1 %; kernels/conv/conv_fwd.cu, notes.md).
-FWD_KERNELS = {"ring8x3": (4, 160, 24)}
+FWD_KERNELS = {"ring8x3": (4, 160, 24),
+               "ring8x4m": (4, 160, 24)}  # candidate (branch conv13): spans 16 / 24 / 32 in turn
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
-FWD_RING_SMEM = {"ring8x3": 24624}
+FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
+                  # candidates (branch conv13): W4 chunks moved by warp rows
+                  "c4s2c": (2, 128, 4, "lines"), "c4s2c9": (2, 128, 4, "lines")}
 FWD_KERNEL = "ring8x3"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
@@ -216,7 +219,9 @@ def fwd_op(p, *, x_strides, y_strides, res_strides=None, varlen=False, states=No
         fields += [field(FWD, "init_state", param=len(params) - 3),
                    field(FWD, "init_lines", param=len(params) - 1),
                    field(FWD, "init_stride", i64=p.line_bytes)]
-    grid = [p.grid_x("fwd"), {"ceil_div": [tokens, p.span]}, 1 if varlen else seqs]
+    gy = ({"mul": [{"ceil_div": [tokens, 72]}, 3]} if p.fwd_kernel == "ring8x4m"
+          else {"ceil_div": [tokens, p.span]})
+    grid = [p.grid_x("fwd"), gy, 1 if varlen else seqs]
     return {"params": params, "impl": {"launches": [
         _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads,
                 FWD_RING_SMEM[p.fwd_kernel])]}}
