@@ -59,31 +59,45 @@
 
 namespace kernrt::conv {
 
-constexpr int kThreads = 128;  // consumer threads of a block (block.x = kThreads + 32)
 constexpr int kChannels = 4;   // channels per consumer: one 8-byte vector per row
 constexpr int kGroup = 8;      // rows per stage
-constexpr int kStages = 3;
+
+// A forward loader: T consumer threads (block.x = T + 32), S stages of kGroup rows, and the
+// spans of its blocks: P = 0 one span, ceil(tokens / grid.y) rows; P > 0 spans of A, A + 8,
+// .., A + 8 (P - 1) rows in turn along grid.y (kCycle rows for P blocks, grid.y = P *
+// ceil(tokens / kCycle)), so that the blocks of a wave end at P different times.
+template <int T, int S, int A, int P>
+struct Loader {
+  static constexpr int kThreads = T, kStages = S, kSpan0 = A, kPeriod = P;
+  static constexpr int kCycle = P * A + 4 * P * (P - 1);
+};
+using Ring8x3 = Loader<128, 3, 24, 0>;   // shipped
+using Ring8x4m = Loader<128, 4, 16, 3>;  // candidates (branch conv14): spans 16 / 24 / 32,
+using Ring8x4n = Loader<128, 4, 8, 5>;   //   8 / 16 / 24 / 32 / 40,
+using Ring8x4h = Loader<64, 4, 16, 3>;   //   and 64 consumers at 16 / 24 / 32
 
 // Shared memory of a block: the stages and their barriers.
-template <int S>
+template <class L>
 struct RingOf {
-  Vec<kChannels> rows[S][kGroup][kThreads];
-  uint64_t full[S], empty[S];
+  Vec<kChannels> rows[L::kStages][kGroup][L::kThreads];
+  uint64_t full[L::kStages], empty[L::kStages];
 };
-using Ring = RingOf<kStages>;
-static_assert(sizeof(Ring) == 24624, "the generator's FWD_RING_SMEM");
-static_assert(sizeof(RingOf<4>) == 32832, "the generator's FWD_RING_SMEM (ring8x4m)");
+static_assert(sizeof(RingOf<Ring8x3>) == 24624, "the generator's FWD_RING_SMEM");
+static_assert(sizeof(RingOf<Ring8x4m>) == 32832, "the generator's FWD_RING_SMEM (ring8x4m)");
+static_assert(sizeof(RingOf<Ring8x4n>) == 32832, "the generator's FWD_RING_SMEM (ring8x4n)");
+static_assert(sizeof(RingOf<Ring8x4h>) == 16448, "the generator's FWD_RING_SMEM (ring8x4h)");
 
-// Candidate ring8x4m (branch conv13, not measured): spans of 16, 24 and 32 rows in turn along
-// grid.y (72 rows a triple of blocks, grid.y = 3 * ceil(tokens / 72)), all rows of a span in
-// flight at once in 4 stages, so that the blocks of one wave end at three different times and
-// the next wave's starts (setup, the DRAM latency of its first rows) spread out instead of
-// falling together. Tests the reading that ring8x3's ~5 us fixed cost a call is waves
-// starting in step.
-__device__ __forceinline__ void mixed_span(int y, int& t0, int& span) {
-  const int k = y % 3;
-  span = 16 + 8 * k;
-  t0 = (y / 3) * 72 + (k == 0 ? 0 : k == 1 ? 16 : 40);
+// This block's first row and its span (see Loader).
+template <class L>
+__device__ __forceinline__ void block_span(const ConvFwdParams& p, int& t0, int& span) {
+  if constexpr (L::kPeriod == 0) {
+    span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
+    t0 = blockIdx.y * span;
+  } else {
+    const int k = blockIdx.y % L::kPeriod;
+    span = L::kSpan0 + 8 * k;
+    t0 = (blockIdx.y / L::kPeriod) * L::kCycle + L::kSpan0 * k + 4 * k * (k - 1);
+  }
 }
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
@@ -91,9 +105,9 @@ __device__ __forceinline__ void mixed_span(int y, int& t0, int& span) {
 // (up to 32 rows; they are still read after the wait: a prefetch returns nothing, L2 is the
 // coherence point), and every thread lets the next grid launch at block start: under PDL a
 // call's first rows stream in while the previous call drains.
-template <typename E, int W, int S = kStages, bool kMixed = false>
-__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<S>& ring) {
-  constexpr int N = kChannels, G = kGroup;
+template <typename E, int W, class L>
+__device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<L>& ring) {
+  constexpr int N = kChannels, G = kGroup, S = L::kStages, kThreads = L::kThreads;
   static_assert(G <= 32, "one producer lane per row of a stage");
   const E tag{};
   const int lane = threadIdx.x % 32;
@@ -109,9 +123,8 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<S>&
   const int cb = blockIdx.x * kThreads * N;  // the block's first channel
   const int c0 = cb + (producer ? 0 : threadIdx.x * N);
   const bool active = !producer && c0 < p.dim;
-  int span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
-  int t0 = blockIdx.y * span;
-  if constexpr (kMixed) mixed_span(blockIdx.y, t0, span);
+  int t0, span;
+  block_span<L>(p, t0, span);
   const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
   if (producer) {
     const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
@@ -193,33 +206,23 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<S>&
 // ---- entries -----------------------------------------------------------------------------
 // Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
 // (160, 1); held to 7 blocks per SM, 56, it spills).
-#define KERNRT_CONV_FWD_ENTRY(dtype, tag, w)                                            \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
-      conv_fwd_ring8x3_sm90a_##dtype##_w##w(                                          \
+#define KERNRT_CONV_FWD_ENTRY(name, loader, dtype, tag, w)                              \
+  extern "C" __global__ void __launch_bounds__(kernrt::conv::loader::kThreads + 32)   \
+      conv_fwd_##name##_sm90a_##dtype##_w##w(                                         \
           const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
     extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w>(                                \
-        p, *reinterpret_cast<kernrt::conv::Ring*>(smem_raw));                         \
+    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, kernrt::conv::loader>(          \
+        p, *reinterpret_cast<kernrt::conv::RingOf<kernrt::conv::loader>*>(smem_raw)); \
   }
+#define KERNRT_CONV_FWD_ENTRIES(name, loader)          \
+  KERNRT_CONV_FWD_ENTRY(name, loader, bf16, Bf16, 2)   \
+  KERNRT_CONV_FWD_ENTRY(name, loader, bf16, Bf16, 3)   \
+  KERNRT_CONV_FWD_ENTRY(name, loader, bf16, Bf16, 4)   \
+  KERNRT_CONV_FWD_ENTRY(name, loader, f16, F16, 2)     \
+  KERNRT_CONV_FWD_ENTRY(name, loader, f16, F16, 3)     \
+  KERNRT_CONV_FWD_ENTRY(name, loader, f16, F16, 4)
 
-#define KERNRT_CONV_FWD_MIXED_ENTRY(dtype, tag, w)                                      \
-  extern "C" __global__ void __launch_bounds__(kernrt::conv::kThreads + 32)           \
-      conv_fwd_ring8x4m_sm90a_##dtype##_w##w(                                         \
-          const __grid_constant__ kernrt::conv::ConvFwdParams p) {                    \
-    extern __shared__ __align__(16) unsigned char smem_raw[];                         \
-    kernrt::conv::conv_fwd_ring<kernrt::conv::tag, w, 4, true>(                       \
-        p, *reinterpret_cast<kernrt::conv::RingOf<4>*>(smem_raw));                    \
-  }
-KERNRT_CONV_FWD_MIXED_ENTRY(bf16, Bf16, 2)
-KERNRT_CONV_FWD_MIXED_ENTRY(bf16, Bf16, 3)
-KERNRT_CONV_FWD_MIXED_ENTRY(bf16, Bf16, 4)
-KERNRT_CONV_FWD_MIXED_ENTRY(f16, F16, 2)
-KERNRT_CONV_FWD_MIXED_ENTRY(f16, F16, 3)
-KERNRT_CONV_FWD_MIXED_ENTRY(f16, F16, 4)
-
-KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 2)
-KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 3)
-KERNRT_CONV_FWD_ENTRY(bf16, Bf16, 4)
-KERNRT_CONV_FWD_ENTRY(f16, F16, 2)
-KERNRT_CONV_FWD_ENTRY(f16, F16, 3)
-KERNRT_CONV_FWD_ENTRY(f16, F16, 4)
+KERNRT_CONV_FWD_ENTRIES(ring8x3, Ring8x3)
+KERNRT_CONV_FWD_ENTRIES(ring8x4m, Ring8x4m)
+KERNRT_CONV_FWD_ENTRIES(ring8x4n, Ring8x4n)
+KERNRT_CONV_FWD_ENTRIES(ring8x4h, Ring8x4h)

@@ -79,10 +79,11 @@ class Entries(unittest.TestCase):
         self.assertEqual(fwd["shared_mem"], g.FWD_RING_SMEM["ring8x3"])
 
     def test_ring_shared_memory_is_the_kernels(self):
-        src = open(os.path.join(HERE, "..", "..", "kernels", "conv", "conv_fwd.cu")).read()
-        m = re.search(r"static_assert\(sizeof\(Ring\) == (\d+)", src)
-        self.assertIsNotNone(m, "conv_fwd.cu asserts sizeof(Ring)")
-        self.assertEqual(int(m.group(1)), g.FWD_RING_SMEM["ring8x3"])
+        with open(os.path.join(HERE, "..", "..", "kernels", "conv", "conv_fwd.cu")) as f:
+            src = f.read()
+        sizes = {name.lower(): int(n) for name, n in
+                 re.findall(r"static_assert\(sizeof\(RingOf<(\w+)>\) == (\d+)", src)}
+        self.assertEqual(sizes, g.FWD_RING_SMEM, "conv_fwd.cu asserts sizeof(RingOf<L>) per loader")
 
     def test_fla_layout_sets_the_flag_and_the_line_size(self):
         op = g.fwd_op(g.Profile(512, state_layout="fla"), x_strides=(0, 512), y_strides=(0, 512),

@@ -39,15 +39,19 @@ from .conv_params import FWD, UPDATE, field
 # D2048 on the H200 and 2.3-2.5 % faster than two stages at spans of 16 at the three larger
 # shapes (other stage shapes and spans within 0.2-1.1 %; kernels/conv/conv_fwd.cu, notes.md).
 FWD_KERNELS = {"ring8x3": (4, 160, 24),
-               "ring8x4m": (4, 160, 24)}  # candidate (branch conv13): spans 16 / 24 / 32 in turn
-# loader -> dynamic shared memory (conv_fwd.cu's sizeof(Ring), asserted there)
-FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832}
+               # candidates (branch conv14): spans in turn along grid.y (FWD_SPAN_MIX)
+               "ring8x4m": (4, 160, 24), "ring8x4n": (4, 160, 24), "ring8x4h": (4, 96, 24)}
+# loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<..>), asserted there)
+FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832, "ring8x4n": 32832, "ring8x4h": 16448}
+# loader -> (first span, period): its blocks take spans A, A + 8, .. A + 8 (P - 1) in turn
+# (conv_fwd.cu's Loader); the others take ceil(tokens / grid.y) rows each
+FWD_SPAN_MIX = {"ring8x4m": (16, 3), "ring8x4n": (8, 5), "ring8x4h": (16, 3)}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  # candidates (branch conv13): W4 chunks moved by warp rows
-                  "c4s2c": (2, 128, 4, "lines"), "c4s2c9": (2, 128, 4, "lines")}
+                  # candidates (branch conv14): one sequence a thread over our lines
+                  "c4s1p": (1, 128, 4, "lines"), "c8s1p": (1, 128, 8, "lines")}
 FWD_KERNEL = "ring8x3"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
@@ -219,8 +223,11 @@ def fwd_op(p, *, x_strides, y_strides, res_strides=None, varlen=False, states=No
         fields += [field(FWD, "init_state", param=len(params) - 3),
                    field(FWD, "init_lines", param=len(params) - 1),
                    field(FWD, "init_stride", i64=p.line_bytes)]
-    gy = ({"mul": [{"ceil_div": [tokens, 72]}, 3]} if p.fwd_kernel == "ring8x4m"
-          else {"ceil_div": [tokens, p.span]})
+    if p.fwd_kernel in FWD_SPAN_MIX:
+        a, per = FWD_SPAN_MIX[p.fwd_kernel]
+        gy = {"mul": [{"ceil_div": [tokens, per * a + 4 * per * (per - 1)]}, per]}
+    else:
+        gy = {"ceil_div": [tokens, p.span]}
     grid = [p.grid_x("fwd"), gy, 1 if varlen else seqs]
     return {"params": params, "impl": {"launches": [
         _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads,
