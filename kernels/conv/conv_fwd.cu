@@ -72,9 +72,11 @@ struct Loader {
   static constexpr int kCycle = P * A + 4 * P * (P - 1);
 };
 using Ring8x3 = Loader<128, 3, 24, 0>;   // shipped
-using Ring8x4m = Loader<128, 4, 16, 3>;  // candidates (branch conv14): spans 16 / 24 / 32,
-using Ring8x4n = Loader<128, 4, 8, 5>;   //   8 / 16 / 24 / 32 / 40,
-using Ring8x4h = Loader<64, 4, 16, 3>;   //   and 64 consumers at 16 / 24 / 32
+using Ring8x4m = Loader<128, 4, 16, 3>;  // candidates (branch conv14): spans 16 / 24 / 32;
+using Ring8x4h = Loader<64, 4, 16, 3>;   //   64 consumers at 16 / 24 / 32;
+using Ring8x4q = Loader<32, 4, 16, 3>;   //   32 consumers at 16 / 24 / 32;
+using Ring8x3h = Loader<64, 3, 24, 0>;   //   64 consumers at 24;
+using Ring8x5h = Loader<64, 5, 24, 3>;   //   64 consumers at 24 / 32 / 40
 
 // Shared memory of a block: the stages and their barriers.
 template <class L>
@@ -84,8 +86,10 @@ struct RingOf {
 };
 static_assert(sizeof(RingOf<Ring8x3>) == 24624, "the generator's FWD_RING_SMEM");
 static_assert(sizeof(RingOf<Ring8x4m>) == 32832, "the generator's FWD_RING_SMEM (ring8x4m)");
-static_assert(sizeof(RingOf<Ring8x4n>) == 32832, "the generator's FWD_RING_SMEM (ring8x4n)");
 static_assert(sizeof(RingOf<Ring8x4h>) == 16448, "the generator's FWD_RING_SMEM (ring8x4h)");
+static_assert(sizeof(RingOf<Ring8x4q>) == 8256, "the generator's FWD_RING_SMEM (ring8x4q)");
+static_assert(sizeof(RingOf<Ring8x3h>) == 12336, "the generator's FWD_RING_SMEM (ring8x3h)");
+static_assert(sizeof(RingOf<Ring8x5h>) == 20560, "the generator's FWD_RING_SMEM (ring8x5h)");
 
 // This block's first row and its span (see Loader).
 template <class L>
@@ -224,5 +228,7 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<L>&
 
 KERNRT_CONV_FWD_ENTRIES(ring8x3, Ring8x3)
 KERNRT_CONV_FWD_ENTRIES(ring8x4m, Ring8x4m)
-KERNRT_CONV_FWD_ENTRIES(ring8x4n, Ring8x4n)
 KERNRT_CONV_FWD_ENTRIES(ring8x4h, Ring8x4h)
+KERNRT_CONV_FWD_ENTRIES(ring8x4q, Ring8x4q)
+KERNRT_CONV_FWD_ENTRIES(ring8x3h, Ring8x3h)
+KERNRT_CONV_FWD_ENTRIES(ring8x5h, Ring8x5h)

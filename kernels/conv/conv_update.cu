@@ -268,12 +268,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                                \
     kernrt::conv::conv_update<kernrt::conv::tag, w, 8, kernrt::conv::kMaxSteps, 1, false, false>(p); \
   }
-// c4s1p, c8s1p: candidates (branch conv14) over our lines, one sequence a thread (c4p's
-// shape over fla's cache reaches 83.8 % of its floor where c4s2p reaches 77.9 %).
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_ENTRY(c4s1p, 4, 1, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_ENTRY(c8s1p, 8, 1, 128, , false, dtype, tag, w)     \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 

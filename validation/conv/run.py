@@ -44,9 +44,9 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["ring8x3", "ring8x4m", "ring8x4n", "ring8x4h"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2p", "c4s1p", "c8s1p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
-FWD_TIMED = [("ring8x3", 24), ("ring8x4m", 24), ("ring8x4n", 24), ("ring8x4h", 24)]  # (loader, span) of every forward timing
+FWD_LOADERS = ["ring8x3", "ring8x4m", "ring8x4h", "ring8x4q", "ring8x3h", "ring8x5h"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
+FWD_TIMED = [("ring8x3", 24), ("ring8x4m", 24), ("ring8x4h", 24), ("ring8x4q", 24), ("ring8x3h", 24), ("ring8x5h", 32)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):

@@ -40,18 +40,18 @@ from .conv_params import FWD, UPDATE, field
 # shapes (other stage shapes and spans within 0.2-1.1 %; kernels/conv/conv_fwd.cu, notes.md).
 FWD_KERNELS = {"ring8x3": (4, 160, 24),
                # candidates (branch conv14): spans in turn along grid.y (FWD_SPAN_MIX)
-               "ring8x4m": (4, 160, 24), "ring8x4n": (4, 160, 24), "ring8x4h": (4, 96, 24)}
+               "ring8x4m": (4, 160, 24), "ring8x4h": (4, 96, 24), "ring8x4q": (4, 64, 24),
+               "ring8x3h": (4, 96, 24), "ring8x5h": (4, 96, 32)}
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<..>), asserted there)
-FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832, "ring8x4n": 32832, "ring8x4h": 16448}
+FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832, "ring8x4h": 16448, "ring8x4q": 8256,
+                 "ring8x3h": 12336, "ring8x5h": 20560}
 # loader -> (first span, period): its blocks take spans A, A + 8, .. A + 8 (P - 1) in turn
 # (conv_fwd.cu's Loader); the others take ceil(tokens / grid.y) rows each
-FWD_SPAN_MIX = {"ring8x4m": (16, 3), "ring8x4n": (8, 5), "ring8x4h": (16, 3)}
+FWD_SPAN_MIX = {"ring8x4m": (16, 3), "ring8x4h": (16, 3), "ring8x4q": (16, 3), "ring8x5h": (24, 3)}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  # candidates (branch conv14): one sequence a thread over our lines
-                  "c4s1p": (1, 128, 4, "lines"), "c8s1p": (1, 128, 8, "lines")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "ring8x3"   # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
