@@ -5,36 +5,37 @@
 // [D, W-1] lines or fla's [D, W] (kFlagStateFull).
 // Entries, one `const __grid_constant__ ConvFwdParams` each, for dtype in {bf16, f16} and
 // W in {2, 3, 4}:
-//   conv_fwd_ring8x3_sm90a_<dtype>_w<W>  4 channels per consumer thread (8-byte vectors), the
+//   conv_fwd_ring8x4h_sm90a_<dtype>_w<W> 4 channels per consumer thread (8-byte vectors), the
 //                                        x rows streamed into shared memory by a producer warp
 //
-// Grid/block: block.x = kThreads + 32 (kThreads consumers, one per 4 channels, then the
-// producer warp); dynamic shared memory sizeof(Ring) = 24,624 bytes (the generator's
-// FWD_RING_SMEM); grid.x = ceil(D / (4 * kThreads)); grid.y spans of ceil(tokens / grid.y)
-// consecutive rows (the manifests take spans of 24); grid.z = B (dense) or 1 (varlen).
-// A consumer rebuilds the W-1 inputs before its span (x rows from global memory: the previous
-// span's rows, L2 hits; initial-state slots or zeros), keeps that window in registers and
-// walks the span (conv_walk.cuh); x is read once from DRAM, y written once.
+// Grid/block: block.x = 96 (64 consumers, one per 4 channels, then the producer warp);
+// dynamic shared memory sizeof(RingOf<Ring8x4h>) = 16,448 bytes (the generator's
+// FWD_RING_SMEM); grid.x = ceil(D / 256); grid.y = 3 * ceil(tokens / 72): the blocks along
+// grid.y take spans of 16, 24 and 32 consecutive rows in turn (Loader); grid.z = B (dense)
+// or 1 (varlen). A consumer rebuilds the W-1 inputs before its span (x rows from global
+// memory: the previous span's rows, L2 hits; initial-state slots or zeros), keeps that
+// window in registers and walks the span (conv_walk.cuh); x is read once from DRAM, y
+// written once.
 //
-// Ring: the producer warp copies the span's rows of the block's 512-channel slice, one 1-D
-// cp.async.bulk (1 KiB) a row, into kStages stages of kGroup rows; the consumers read their
-// 8 bytes of each row from the stage (LDS.64) and store y from registers. The bytes in flight
-// are the stages, not registers (64 registers, 6 blocks of 160 per SM). A span of 24 rows is
-// exactly the three stages, so a block asks for all its rows at once. On the H200 (B8 T4096
-// D2048 / D4096, B16 T8192 D2048, B1 T32768 D4096, W4 silu, one run, validation/conv/notes.md)
-// it ran 69.34 / 134.07 / 262.73 / 134.04 us where two stages at spans of 16 ran 70.23 /
-// 137.52 / 268.91 / 137.37; in the same run 3-4 stages at spans of 28-32 (ring8x4 s28, s32)
-// 70.10 / 134.18 / 262.01 / 134.19 and 70.03 / 133.82 / 263.57 / 133.88, 6-7 stages of 4 rows
-// (s24, s28) 69.45 / 133.59 / 263.11 / 133.72 and 69.70 / 133.50 / 261.88 / 133.55, 2 stages
-// of 12 (s24) 70.01 / 134.78 / 264.45 / 134.82: the shape bar (B8 D2048) prefers spans of 24;
-// this ring at spans of 18-22 (fuller last waves, fewer rows in flight) ran 1.6-2.8 % slower.
-// Lost elsewhere (tag conv-candidates-2026-12l): 256 consumers a block tied (69.80 / 134.48 /
-// 262.43 / 134.51), 7 blocks per SM at 56 registers spilled (74.85 / 143.72 / 282.03 /
-// 143.82), a block walking 2-8 spans with the ring running across them 18-55 % slower, and an
-// L2 prefetch of the rows of the block a wave later 18-23 % slower (L2 evicts them before
-// their use, so they are read twice). Stage use u of stage s completes FULL[s] phase u (the
-// producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one arrival per consumer
-// warp after its reads).
+// Ring: the producer warp copies the span's rows of the block's 256-channel slice, one 1-D
+// cp.async.bulk (512 bytes) a row, into 4 stages of kGroup rows, so a span's rows are all in
+// flight at once; the consumers read their 8 bytes of each row from the stage (LDS.64) and
+// store y from registers. The bytes in flight are the stages, not registers (64 registers,
+// 10 blocks of 96 per SM). Why this shape (H200, B8 T4096 D2048 / D4096, B16 T8192 D2048,
+// B1 T32768 D4096, W4 silu, per call in an 8-call graph, validation/conv/notes.md): half-
+// width blocks and mixed spans both shorten what a wave's blocks do in step. In one run
+// (call d3) it ran 68.35 / 131.83 / 259.44 / 131.92 us, where 128 consumers at spans of 24
+// in 3 stages (the previous forward) ran 69.26 / 134.04 / 262.10 / 134.06, 128 consumers at
+// 16 / 24 / 32 68.94 / 132.99 / 260.95 / 133.00, 64 consumers at a uniform 24 68.81 / 135.27
+// / 265.65 / 135.46, 64 consumers at 24 / 32 / 40 in 5 stages 68.60 / 131.54 / 258.39 /
+// 131.58 (faster at the larger shapes, slower at the bar's), 32 consumers 89.5 / 173.1 /
+// 354.3 / 173.2; in call d2 spans of 8 .. 40 in turn (128 consumers) 69.88 / 133.79 / 261.85
+// / 133.67 (tag conv-candidates-2026-12n). Lost before (tag conv-candidates-2026-12l): 256
+// consumers, 7 blocks of 160 per SM (spills), blocks walking 2-8 spans with the ring running
+// across them (18-55 % slower), an L2 prefetch of the rows of the block a wave later (18-23 %
+// slower: L2 evicts them before their use). Stage use u of stage s completes FULL[s] phase u
+// (the producer's expect-tx and the copies' bytes) and EMPTY[s] phase u (one arrival per
+// consumer warp after its reads).
 //
 // PDL: before griddepcontrol.wait the block sets up its barriers, loads its weights, asks L2
 // for its span's rows (cp.async.bulk.prefetch.L2) and lets the next grid launch; with two
@@ -62,21 +63,16 @@ namespace kernrt::conv {
 constexpr int kChannels = 4;   // channels per consumer: one 8-byte vector per row
 constexpr int kGroup = 8;      // rows per stage
 
-// A forward loader: T consumer threads (block.x = T + 32), S stages of kGroup rows, and the
-// spans of its blocks: P = 0 one span, ceil(tokens / grid.y) rows; P > 0 spans of A, A + 8,
-// .., A + 8 (P - 1) rows in turn along grid.y (kCycle rows for P blocks, grid.y = P *
-// ceil(tokens / kCycle)), so that the blocks of a wave end at P different times.
+// A forward loader: T consumer threads (block.x = T + 32), S stages of kGroup rows, and its
+// blocks' spans: A, A + 8, .., A + 8 (P - 1) rows in turn along grid.y (kCycle rows for P
+// blocks, grid.y = P * ceil(tokens / kCycle)), so that the blocks of a wave end at P
+// different times.
 template <int T, int S, int A, int P>
 struct Loader {
   static constexpr int kThreads = T, kStages = S, kSpan0 = A, kPeriod = P;
   static constexpr int kCycle = P * A + 4 * P * (P - 1);
 };
-using Ring8x3 = Loader<128, 3, 24, 0>;   // shipped
-using Ring8x4m = Loader<128, 4, 16, 3>;  // candidates (branch conv14): spans 16 / 24 / 32;
-using Ring8x4h = Loader<64, 4, 16, 3>;   //   64 consumers at 16 / 24 / 32;
-using Ring8x4q = Loader<32, 4, 16, 3>;   //   32 consumers at 16 / 24 / 32;
-using Ring8x3h = Loader<64, 3, 24, 0>;   //   64 consumers at 24;
-using Ring8x5h = Loader<64, 5, 24, 3>;   //   64 consumers at 24 / 32 / 40
+using Ring8x4h = Loader<64, 4, 16, 3>;  // the shipped forward: 64 consumers, spans 16 / 24 / 32
 
 // Shared memory of a block: the stages and their barriers.
 template <class L>
@@ -84,24 +80,14 @@ struct RingOf {
   Vec<kChannels> rows[L::kStages][kGroup][L::kThreads];
   uint64_t full[L::kStages], empty[L::kStages];
 };
-static_assert(sizeof(RingOf<Ring8x3>) == 24624, "the generator's FWD_RING_SMEM");
-static_assert(sizeof(RingOf<Ring8x4m>) == 32832, "the generator's FWD_RING_SMEM (ring8x4m)");
 static_assert(sizeof(RingOf<Ring8x4h>) == 16448, "the generator's FWD_RING_SMEM (ring8x4h)");
-static_assert(sizeof(RingOf<Ring8x4q>) == 8256, "the generator's FWD_RING_SMEM (ring8x4q)");
-static_assert(sizeof(RingOf<Ring8x3h>) == 12336, "the generator's FWD_RING_SMEM (ring8x3h)");
-static_assert(sizeof(RingOf<Ring8x5h>) == 20560, "the generator's FWD_RING_SMEM (ring8x5h)");
 
 // This block's first row and its span (see Loader).
 template <class L>
-__device__ __forceinline__ void block_span(const ConvFwdParams& p, int& t0, int& span) {
-  if constexpr (L::kPeriod == 0) {
-    span = (p.tokens + static_cast<int>(gridDim.y) - 1) / static_cast<int>(gridDim.y);
-    t0 = blockIdx.y * span;
-  } else {
-    const int k = blockIdx.y % L::kPeriod;
-    span = L::kSpan0 + 8 * k;
-    t0 = (blockIdx.y / L::kPeriod) * L::kCycle + L::kSpan0 * k + 4 * k * (k - 1);
-  }
+__device__ __forceinline__ void block_span(int& t0, int& span) {
+  const int k = blockIdx.y % L::kPeriod;
+  span = L::kSpan0 + 8 * k;
+  t0 = (blockIdx.y / L::kPeriod) * L::kCycle + L::kSpan0 * k + 4 * k * (k - 1);
 }
 
 // The span of this block: the producer warp streams, the consumers walk (see the header).
@@ -128,7 +114,7 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<L>&
   const int c0 = cb + (producer ? 0 : threadIdx.x * N);
   const bool active = !producer && c0 < p.dim;
   int t0, span;
-  block_span<L>(p, t0, span);
+  block_span<L>(t0, span);
   const uint32_t bytes = 2u * static_cast<uint32_t>(min(kThreads * N, p.dim - cb));
   if (producer) {
     const uint16_t* xb = static_cast<const uint16_t*>(p.x) + cb +
@@ -208,8 +194,8 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<L>&
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
-// Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound (ptxas takes 132 under
-// (160, 1); held to 7 blocks per SM, 56, it spills).
+// Registers (sm_90a, bf16 W4): 64 without a minimum-blocks bound, so 10 blocks of 96 per SM
+// (the 128-consumer ring held to 7 blocks of 160 per SM, 56 registers, spilled).
 #define KERNRT_CONV_FWD_ENTRY(name, loader, dtype, tag, w)                              \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::loader::kThreads + 32)   \
       conv_fwd_##name##_sm90a_##dtype##_w##w(                                         \
@@ -226,9 +212,4 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<L>&
   KERNRT_CONV_FWD_ENTRY(name, loader, f16, F16, 3)     \
   KERNRT_CONV_FWD_ENTRY(name, loader, f16, F16, 4)
 
-KERNRT_CONV_FWD_ENTRIES(ring8x3, Ring8x3)
-KERNRT_CONV_FWD_ENTRIES(ring8x4m, Ring8x4m)
 KERNRT_CONV_FWD_ENTRIES(ring8x4h, Ring8x4h)
-KERNRT_CONV_FWD_ENTRIES(ring8x4q, Ring8x4q)
-KERNRT_CONV_FWD_ENTRIES(ring8x3h, Ring8x3h)
-KERNRT_CONV_FWD_ENTRIES(ring8x5h, Ring8x5h)

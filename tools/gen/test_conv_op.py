@@ -60,9 +60,9 @@ class GenerationRefusals(unittest.TestCase):
 class Entries(unittest.TestCase):
     def test_names_and_geometry(self):
         p = g.Profile(4096, state_layout="fla")
-        self.assertEqual(p.entry("fwd"), "conv_fwd_ring8x3_sm90a_bf16_w4")
+        self.assertEqual(p.entry("fwd"), "conv_fwd_ring8x4h_sm90a_bf16_w4")
         self.assertEqual(p.entry("update"), "conv_update_c4p_fla_sm90a_bf16_w4")
-        self.assertEqual(p.grid_x("fwd"), 8)  # 4 channels x 128 threads
+        self.assertEqual(p.grid_x("fwd"), 16)  # 4 channels x 64 consumers
         self.assertEqual(p.grid_x("update"), 8)  # 4 channels x 128 threads
         lines = g.Profile(4096)
         self.assertEqual(lines.entry("update"), "conv_update_c4s2p_sm90a_bf16_w4")
@@ -70,13 +70,12 @@ class Entries(unittest.TestCase):
         self.assertEqual(grid, [8, {"ceil_div": ["seqs", 2]}, 1])  # 2 sequences per thread
         grid = g.update_op(p, state="buffer")["impl"]["launches"][0]["grid"]
         self.assertEqual(grid, [8, "seqs", 1])
-        self.assertEqual(p.span, 24)
         self.assertEqual(p.line_bytes, 4096 * 4 * 2)
         self.assertEqual(p.flags, 1 | 2 | 4)
         fwd = g.fwd_op(p, x_strides=(0, 4096), y_strides=(0, 4096))["impl"]["launches"][0]
-        self.assertEqual(fwd["block"], [160, 1, 1])  # 128 consumers + the producer warp
-        self.assertEqual(fwd["grid"], [8, {"ceil_div": ["tokens", 24]}, "seqs"])
-        self.assertEqual(fwd["shared_mem"], g.FWD_RING_SMEM["ring8x3"])
+        self.assertEqual(fwd["block"], [96, 1, 1])  # 64 consumers + the producer warp
+        self.assertEqual(fwd["grid"], [16, {"mul": [{"ceil_div": ["tokens", 72]}, 3]}, "seqs"])
+        self.assertEqual(fwd["shared_mem"], g.FWD_RING_SMEM["ring8x4h"])
 
     def test_ring_shared_memory_is_the_kernels(self):
         with open(os.path.join(HERE, "..", "..", "kernels", "conv", "conv_fwd.cu")) as f:

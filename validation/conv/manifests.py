@@ -99,14 +99,14 @@ def update_check(loader, *, N, D, W, steps=1, dtype="bf16", wdtype="f32", bias=F
 
 def fwd_bench(cands, B, T, D, W, nsets, calls):
     """Timing manifest: sets x<i>/y<i> [B, T, D] bf16, weight f32; program <label> = `calls`
-    calls of candidate <label> (cands: label -> (loader, span)) cycling over the sets."""
+    calls of candidate <label> (cands: label -> loader) cycling over the sets."""
     bufs = {"weight": _buf("f32", [D, W], "input")}
     for i in range(nsets):
         bufs[f"x{i}"] = _buf("bf16", [B, T, D], "input")
         bufs[f"y{i}"] = _buf("bf16", [B, T, D], "output")
     ops, programs = {}, {}
-    for label, (loader, span) in cands.items():
-        p = g.Profile(D, width=W, fwd_kernel=loader, span=span)
+    for label, loader in cands.items():
+        p = g.Profile(D, width=W, fwd_kernel=loader)
         ops[label] = g.fwd_op(p, x_strides=(T * D, D), y_strides=(T * D, D))
         programs[label] = {"calls": [{"op": label, "args": [{"buf": f"x{c % nsets}"}, {"buf": "weight"},
                                                             {"buf": f"y{c % nsets}"}]} for c in range(calls)]}

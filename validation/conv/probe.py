@@ -23,7 +23,7 @@ def main():
     ap.add_argument("--build", required=True)
     ap.add_argument("kind", choices=["fwd", "update"])
     ap.add_argument("shape", help="B,T,D (fwd) or N,D (update)")
-    ap.add_argument("loaders", nargs="+", help="loader:span (fwd) or loader (update, our lines)")
+    ap.add_argument("loaders", nargs="+", help="forward or update (our lines) loaders")
     ap.add_argument("--copy", action="store_true", help="also sm_copy.py's copy of the same bytes")
     a = ap.parse_args()
     shape = [int(v) for v in a.shape.split(",")]
@@ -37,7 +37,7 @@ def main():
     loaders = a.loaders
     if a.kind == "fwd":
         B, T, D = shape
-        cands = {f"{lo.split(':')[0]}_s{lo.split(':')[1]}": (lo.split(":")[0], int(lo.split(":")[1])) for lo in loaders}
+        cands = {lo: lo for lo in loaders}
         rt = kernrt.load(pin(mf.fwd_bench(cands, B, T, D, 4, 1, 1), cubins), cubins=[cubins])
         rt.buffer("x0").copy_(torch.randn(B, T, D, device="cuda").to(torch.bfloat16))
         rt.buffer("weight").copy_(torch.rand(D, 4, device="cuda") - 0.5)

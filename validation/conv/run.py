@@ -8,8 +8,8 @@ Owns the run order, the floors and the records. 1. timing (timing.py): the decod
 at B64 D4096 and B256 D8192 (c4s2p over our pool lines, c4p over fla's [N, D, W] cache, the
 drop-in's form; each also at one sequence, the per-call latency floor) next to fla 0.6.0's
 causal_conv1d_update, then the four forward shapes (B8 T4096 D2048 / D4096, B16 T8192
-D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for the shipped forward (ring8x3, span
-24) next to fla's causal_conv1d and kernel-fun's cconv.causal_conv1d. Every floor is the
+D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for the shipped forward (ring8x4h, spans
+16 / 24 / 32) next to fla's causal_conv1d and kernel-fun's cconv.causal_conv1d. Every floor is the
 bytes the call must move (forward: x read + y written; decode: state read + written, x, y)
 at the copy rate of validation/common's 4 GB device copy, measured at the start of this
 call. Beside each floor, copies of exactly those bytes timed the same way: torch's copy of
@@ -44,14 +44,13 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
-FWD_LOADERS = ["ring8x3", "ring8x4m", "ring8x4h", "ring8x4q", "ring8x3h", "ring8x5h"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
+FWD_LOADERS = ["ring8x4h"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
 UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
-FWD_TIMED = [("ring8x3", 24), ("ring8x4m", 24), ("ring8x4h", 24), ("ring8x4q", 24), ("ring8x3h", 24), ("ring8x5h", 32)]  # (loader, span) of every forward timing
 
 
 def fwd_candidates(g):
-    """label -> (loader, span) of every forward timing."""
-    return {f"{k}_s{span}": (k, span) for k, span in FWD_TIMED}
+    """label -> loader of every forward timing."""
+    return {k: k for k in FWD_LOADERS}
 
 
 def update_candidates():

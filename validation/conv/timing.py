@@ -72,7 +72,7 @@ def _safe(fn, *a, **kw):
 
 
 def fwd_shape(cubins, cands, peers, B, T, D, W=4, calls=8, reps=20):
-    """cands: {label: (loader, span)}; peers: {name: fn(x, w)}. Returns ({label: us},
+    """cands: {label: loader}; peers: {name: fn(x, w)}. Returns ({label: us},
     {label: why it has no time}, bytes per call: x read + y written)."""
     xb = B * T * D * 2
     nsets = max(2, -(-L2_ROT // (2 * xb)))

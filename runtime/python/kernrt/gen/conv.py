@@ -12,13 +12,13 @@ y overlapping. The complete examples are conv_examples.py.
 Refuses at generation: W outside 2..4, D not a positive multiple of 8, strides not multiples
 of 8 elements, unknown dtypes / loaders / layouts, steps outside 1..8.
 
-Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `ring8x3` (block 160 = 128
-consumers + a producer warp, 24,624 bytes of dynamic shared memory, grid x = ceil(D / 512),
-grid y = ceil(tokens / span), span 24 unless the profile says otherwise);
+Loaders (kernels/conv/conv_fwd.cu, conv_update.cu): forward `ring8x4h` (block 96 = 64
+consumers + a producer warp, 16,448 bytes of dynamic shared memory, grid x = ceil(D / 256),
+grid y = 3 ceil(tokens / 72): spans of 16, 24 and 32 rows in turn);
 decode `c4s2p` over our lines and `c4p` over fla's cache (block 128, 4 channels per thread,
 grid x = ceil(D / 512), grid y = ceil(seqs / 2) and seqs; both prefetch into L2 before
 griddepcontrol.wait); verify (block 128, one sequence per thread). The candidates they beat
-on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12l
+on the H200 are in git tags conv-candidates-2026-12 .. conv-candidates-2026-12n
 (validation/conv/notes.md). Module sha256 =
 `@SHA256:<cubin>@`, replaced by cmake's kernrt_pin_manifest or kernrt.gen.pin.
 
@@ -33,26 +33,22 @@ from . import files as _files
 from . import conv_params as cp
 from .conv_params import FWD, UPDATE, field
 
-# loader -> (channels per thread, block.x, rows per block by default). ring8x3 (x rows streamed
-# into 3 shared-memory stages of 8 rows by a producer warp, 128 consumers + the producer) at
-# spans of 24 (all of a span's rows in flight at once) was the fastest forward at B8 T4096
-# D2048 on the H200 and 2.3-2.5 % faster than two stages at spans of 16 at the three larger
-# shapes (other stage shapes and spans within 0.2-1.1 %; kernels/conv/conv_fwd.cu, notes.md).
-FWD_KERNELS = {"ring8x3": (4, 160, 24),
-               # candidates (branch conv14): spans in turn along grid.y (FWD_SPAN_MIX)
-               "ring8x4m": (4, 160, 24), "ring8x4h": (4, 96, 24), "ring8x4q": (4, 64, 24),
-               "ring8x3h": (4, 96, 24), "ring8x5h": (4, 96, 32)}
+# loader -> (channels per thread, block.x). ring8x4h: x rows streamed into 4 shared-memory
+# stages of 8 rows by a producer warp, 64 consumers + the producer, the blocks along grid.y
+# taking spans of 16, 24 and 32 rows in turn (FWD_SPAN_CYCLE); 1.2-2.4 % faster than 128
+# consumers at uniform spans of 24 at every forward shape on the H200 (kernels/conv/conv_fwd.cu,
+# validation/conv/notes.md).
+FWD_KERNELS = {"ring8x4h": (4, 96)}
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<..>), asserted there)
-FWD_RING_SMEM = {"ring8x3": 24624, "ring8x4m": 32832, "ring8x4h": 16448, "ring8x4q": 8256,
-                 "ring8x3h": 12336, "ring8x5h": 20560}
-# loader -> (first span, period): its blocks take spans A, A + 8, .. A + 8 (P - 1) in turn
-# (conv_fwd.cu's Loader); the others take ceil(tokens / grid.y) rows each
-FWD_SPAN_MIX = {"ring8x4m": (16, 3), "ring8x4h": (16, 3), "ring8x4q": (16, 3), "ring8x5h": (24, 3)}
+FWD_RING_SMEM = {"ring8x4h": 16448}
+# loader -> (rows, blocks) of one cycle of its spans along grid.y (conv_fwd.cu's Loader:
+# 16 + 24 + 32 rows over 3 blocks), so grid.y = blocks * ceil(tokens / rows)
+FWD_SPAN_CYCLE = {"ring8x4h": (72, 3)}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
 UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
-FWD_KERNEL = "ring8x3"   # what the shipped manifests and the drop-ins launch
+FWD_KERNEL = "ring8x4h"  # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
 CHANNELS = 8             # D and every row stride are multiples of this
@@ -72,7 +68,7 @@ class Profile:
 
     def __init__(self, dim, width=4, dtype="bf16", weight="f32", bias=False, act="silu",
                  x_row=None, y_row=None, residual=False, state_layout="lines",
-                 fwd_kernel=FWD_KERNEL, span=None, update_kernel=None):
+                 fwd_kernel=FWD_KERNEL, update_kernel=None):
         if dtype not in ("bf16", "f16"):
             raise GenError(f"x dtype `{dtype}` is not supported: expected bf16 or f16")
         if weight not in ("f32", "bf16"):
@@ -103,10 +99,7 @@ class Profile:
         self.dim, self.width, self.dtype, self.weight = dim, width, dtype, weight
         self.bias, self.act, self.residual = bias, act, residual
         self.state_layout, self.fwd_kernel, self.update_kernel = state_layout, fwd_kernel, update_kernel
-        self.span = FWD_KERNELS[fwd_kernel][2] if span is None else span
         self.fwd_threads = FWD_KERNELS[fwd_kernel][1]
-        if not isinstance(self.span, int) or self.span < 1:
-            raise GenError(f"span = {span} rows per block must be a positive integer")
         self.x_row = dim if x_row is None else x_row
         self.y_row = dim if y_row is None else y_row
         for name, row in (("x_row", self.x_row), ("y_row", self.y_row)):
@@ -223,11 +216,8 @@ def fwd_op(p, *, x_strides, y_strides, res_strides=None, varlen=False, states=No
         fields += [field(FWD, "init_state", param=len(params) - 3),
                    field(FWD, "init_lines", param=len(params) - 1),
                    field(FWD, "init_stride", i64=p.line_bytes)]
-    if p.fwd_kernel in FWD_SPAN_MIX:
-        a, per = FWD_SPAN_MIX[p.fwd_kernel]
-        gy = {"mul": [{"ceil_div": [tokens, per * a + 4 * per * (per - 1)]}, per]}
-    else:
-        gy = {"ceil_div": [tokens, p.span]}
+    rows, blocks = FWD_SPAN_CYCLE[p.fwd_kernel]
+    gy = {"mul": [{"ceil_div": [tokens, rows]}, blocks]}
     grid = [p.grid_x("fwd"), gy, 1 if varlen else seqs]
     return {"params": params, "impl": {"launches": [
         _launch("conv_fwd", p.entry("fwd"), cp.FWD_SIZE, fields, grid, p.fwd_threads,

@@ -50,7 +50,7 @@ def _check_stride(s):
 def dropin_manifest(kind, batch, tokens, dim, width, dtype="bf16", weight="f32", bias=False,
                     act="silu", x_stride_seq=None, x_stride_tok=None, *, residual=False,
                     initial_state=False, final_state=False, state_layout="fla", varlen_seqs=None,
-                    fwd_kernel=None, span=None, update_kernel=None):
+                    fwd_kernel=None, update_kernel=None):
     """A complete manifest (dict) for one fla conv call; see the module docstring.
 
     kind "fwd": x [batch, tokens, dim] with element strides (x_stride_seq, x_stride_tok, 1)
@@ -68,7 +68,7 @@ def dropin_manifest(kind, batch, tokens, dim, width, dtype="bf16", weight="f32",
     if update_kernel is not None:
         kw["update_kernel"] = update_kernel
     p = g.Profile(dim, width=width, dtype=dtype, weight=weight, bias=bias, act=act,
-                  residual=residual, state_layout=state_layout, span=span, **kw)
+                  residual=residual, state_layout=state_layout, **kw)
     bufs = {}
     if kind == "fwd":
         varlen = varlen_seqs is not None
