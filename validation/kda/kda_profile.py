@@ -8,6 +8,8 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
   ncu --clock-control none -k 'regex:kda_(decode|verify|commit)' --filter-mode per-launch-config \
       -c 1 --set full -o steps python3 validation/kda/kda_profile.py steps [BUILD]
   python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
+  python3 validation/kda/kda_profile.py cp [BUILD]             (B1 T32768 KDA and GDN at several
+                                                               context-parallel splits, "TIME ...")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
@@ -74,5 +76,26 @@ def times():
         torch.cuda.empty_cache()
 
 
+def cp():
+    """B1 T32768 H16 (the bench's long sequence, with state) at context-parallel splits: segments
+    x 64-token chunks, 8 x 64 the bench's; the state step's blocks per phase are segments x 16
+    heads (x 2 tiles in phase 1), so the split sets how phase 1 and 3 fill the 132 SMs."""
+    big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
+    splits = [(8, 64), (12, 43), (16, 32), (24, 22), (32, 16)]
+    for kind in ("kda", "gdn"):
+        c = fx.Case(seed=100, kind=kind, B=1, T=32768, **big)
+        for segs, chunks in splits:
+            try:
+                ours = fx.Prefill(c, BUILD, cp_segs=segs, seg_chunks=4 * chunks, chunk="c64")
+                ours.write()
+                ours.run(graph=True)
+                us = statistics.median(bench.time_calls(ours.enqueue, 10))
+                print(f"TIME {kind} B1 T32768 cp {segs} x {64 * chunks}: {us:.1f} us", flush=True)
+                ours.rt.close()
+            except Exception as e:  # noqa: BLE001 - a diagnostic: report and go on
+                print(f"TIME {kind} cp {segs} x {64 * chunks}: failed {e!r}"[:300], flush=True)
+            torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    {"chunk": chunk, "steps": steps, "times": times}[sys.argv[1]]()
+    {"chunk": chunk, "steps": steps, "times": times, "cp": cp}[sys.argv[1]]()
