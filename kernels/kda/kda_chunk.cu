@@ -26,17 +26,10 @@
 #include "kda/chunk_prep.cuh"
 #include "kda/chunk_smem.cuh"
 #include "kda/chunk_state.cuh"
+#include "kda/cp_combine.cuh"
 #include "kda/params.h"
 
 namespace kernrt::kda {
-
-// State rows of the block's tile in a state line: row v of head hv at byte
-// ((hv * V + v) * K) * 4 from the line.
-__device__ __forceinline__ float* state_row(void* base, int64_t line, int64_t stride, int hv,
-                                            int dim_v, int v) {
-  return reinterpret_cast<float*>(static_cast<char*>(base) + line * stride) +
-         (int64_t(hv) * dim_v + v) * kHeadDim;
-}
 
 // Where a block's state rows come from and go to: the first of its 128 rows (row stride K
 // floats) in a state line or in the context-parallel scratch; null `x0` reads zeros, null `x1`
@@ -177,20 +170,6 @@ __device__ __forceinline__ void prep_role(const KdaChunkParams& p, const Span& s
   }
 }
 
-// The context-parallel scratch of a call: per (sequence, segment, value head) the segment's
-// state from zero (B, [V, K]), its transition (M, the final state of X = I with v = 0, [K, K])
-// and, after the combine, its true initial state (I, [V, K]).
-struct CpScratch {
-  float *b, *m, *init;
-};
-
-__device__ __forceinline__ CpScratch cp_scratch(const KdaChunkParams& p, int segs) {
-  float* base = static_cast<float*>(p.cp_scratch);
-  const int64_t units = int64_t(p.seqs) * segs * p.value_heads;
-  return CpScratch{base, base + units * p.dim_v * kHeadDim,
-                   base + units * (p.dim_v + kHeadDim) * kHeadDim};
-}
-
 __device__ __forceinline__ TilePlan tile_plan(const KdaChunkParams& p, const Span& sp) {
   const int hv = blockIdx.y, vt = blockIdx.x;
   const bool mtile = vt * kVTile >= p.dim_v;  // the transition tile of phase 1
@@ -283,48 +262,6 @@ __device__ __forceinline__ void kda_chunk(const KdaChunkParams& p) {
   ptx::griddepcontrol_launch_dependents();
 }
 
-// Context-parallel combine (between phases 1 and 3): for each sequence, value head and 8 value
-// rows, walks the segments in order: I_s = S, S <- S M_s + B_s (rows of S times the
-// transition's [K, K] state, which is M^T in the math's K x V orientation), starting from
-// S = B_0 (the first segment's true end state); the last S is the sequence's final state.
-// Block 256 = 8 rows x 32 lanes of 4 columns; grid (V / 8, HV, seqs). fp32 FMA throughout.
-__device__ __forceinline__ void cp_combine(const KdaChunkParams& p) {
-  __shared__ float srow[8][kHeadDim];
-  const int hv = blockIdx.y, n = blockIdx.z, r = threadIdx.x >> 5, c = 4 * (threadIdx.x & 31);
-  const int v = blockIdx.x * 8 + r;
-  ptx::griddepcontrol_wait();
-  const int len = p.cu_seqlens != nullptr ? p.cu_seqlens[n + 1] - p.cu_seqlens[n] : p.tokens;
-  const int seg_len = p.seg_chunks * kChunk;
-  const int segs = p.cp_segs;
-  int nseg = len <= 0 ? 1 : (len + seg_len - 1) / seg_len;
-  nseg = nseg < segs ? nseg : segs;  // the last segment covers the rest
-  const CpScratch cs = cp_scratch(p, segs);
-  const int64_t unit0 = int64_t(n) * segs * p.value_heads + hv;
-  auto row = [&](const float* base, int seg, int dim) {
-    return base + ((unit0 + int64_t(seg) * p.value_heads) * dim + v) * kHeadDim;
-  };
-  float4 acc = *reinterpret_cast<const float4*>(row(cs.b, 0, p.dim_v) + c);
-  for (int sg = 1; sg < nseg; ++sg) {
-    *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, p.dim_v)) + c) = acc;
-    *reinterpret_cast<float4*>(&srow[r][c]) = acc;
-    __syncthreads();
-    acc = *reinterpret_cast<const float4*>(row(cs.b, sg, p.dim_v) + c);
-    const float* m = cs.m + (unit0 + int64_t(sg) * p.value_heads) * kHeadDim * kHeadDim + c;
-#pragma unroll 8
-    for (int j = 0; j < kHeadDim; ++j) {
-      const float x = srow[r][j];
-      const float4 mj = *reinterpret_cast<const float4*>(m + j * kHeadDim);
-      acc.x = fmaf(x, mj.x, acc.x), acc.y = fmaf(x, mj.y, acc.y);
-      acc.z = fmaf(x, mj.z, acc.z), acc.w = fmaf(x, mj.w, acc.w);
-    }
-    __syncthreads();
-  }
-  const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
-  if (p.ht != nullptr && (p.ht_lines == nullptr || l1 != 0))
-    *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v) + c) = acc;
-  ptx::griddepcontrol_launch_dependents();
-}
-
 }  // namespace kernrt::kda
 
 // ---- entries -------------------------------------------------------------------------------
@@ -339,7 +276,8 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::kChunkThreads, 1)
 }
 
 // Shared by KDA and GDN (the transitions already hold the decays).
-extern "C" __global__ void __launch_bounds__(256)
+extern "C" __global__ void __launch_bounds__(kernrt::kda::kCombineThreads)
     kda_cp_combine_sm90a_f32_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
-  kernrt::kda::cp_combine(p);
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  kernrt::kda::cp_combine(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw));
 }

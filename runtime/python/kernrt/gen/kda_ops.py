@@ -19,7 +19,9 @@ VTILE = 128               # kVTile: value rows per prefill block
 CHUNK_THREADS = 512       # kChunkThreads
 CHUNK_SMEM = 171616       # kChunkSmemBytes (chunk_smem.cuh)
 CHUNK_PACK = 256          # sizeof(KdaChunkParams)
-COMBINE_THREADS = 256
+COMBINE_THREADS = 128      # kCombineThreads (cp_combine.cuh): 16 value rows a block
+COMBINE_ROWS = 16
+COMBINE_SMEM = 139280      # sizeof(CombineSmem): two transitions and the rows, asserted there
 FLAG_NO_OUTPUT = 128
 FLAG_GATE, FLAG_LOWER_BOUND, FLAG_BETA_SIGMOID, FLAG_NEG_EIGVAL = 1, 2, 4, 8
 FLAG_L2NORM, FLAG_G_F32, FLAG_BETA_F32 = 16, 32, 64
@@ -279,8 +281,9 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
     ph1 = _launch("kda_chunk", entry, CHUNK_PACK, fields + cp + [{"at": 244, "i32": 1}],
                   [nt + 1, p.value_heads, z], CHUNK_THREADS)
     comb = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", CHUNK_PACK,
-                   fields + cp + [{"at": 244, "i32": 2}], [p.dim_v // 8, p.value_heads, "seqs"],
-                   COMBINE_THREADS)
+                   fields + cp + [{"at": 244, "i32": 2}],
+                   [p.dim_v // COMBINE_ROWS, p.value_heads, "seqs"], COMBINE_THREADS)
+    comb["shared_mem"] = COMBINE_SMEM
     ph3 = _launch("kda_chunk", entry, CHUNK_PACK, fields + cp + [{"at": 244, "i32": 3}],
                   [nt, p.value_heads, z], CHUNK_THREADS)
     ph1["shared_mem"] = ph3["shared_mem"] = CHUNK_SMEM

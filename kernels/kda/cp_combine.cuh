@@ -1,0 +1,128 @@
+// The context-parallel scratch layout and state-row addressing the chunk kernel shares, and
+// the context-parallel combine (between phases 1 and 3 of a context-parallel prefill, c16's and
+// c64's alike): for each sequence, value head and 16 value rows, walks the segments in order:
+// I_s = S, S <- S M_s + B_s (rows of S times the transition's [K, K] state, which is M^T in
+// the math's K x V orientation), starting from S = B_0 (the first segment's true end state);
+// the last S is the sequence's final state. fp32 FMA, each output summed over j = 0 .. K-1
+// in order from B_s (the same order, so the same bits, as the one-row-a-warp loop it replaced).
+//
+// Block kCombineThreads = 4 warps: warp w owns rows 4w .. 4w+3 of the block's 16, lane l the
+// columns 4l .. 4l+3 (16 accumulators a thread, each M element loaded once for 4 rows); grid
+// (V / 16, HV, seqs). The transitions stream through shared memory: a segment's M (64 KiB,
+// contiguous) arrives by one cp.async.bulk into one of two buffers while the previous segment
+// is multiplied, so a step costs the FMA work instead of 128 dependent L2 loads. On the H200
+// the loop it replaced (one row a warp, M read from global memory by every warp) took ~22 us
+// a segment at B1 T32768 H16 (validation/kda/notes.md).
+//
+// Not checked here: V % 16 (the generator allows V 128 / 256), the dynamic shared memory
+// being sizeof(CombineSmem) (the generator's COMBINE_SMEM), 16-byte alignment of the scratch.
+#pragma once
+
+#include <stdint.h>
+
+#include "common/ptx/sync.cuh"
+#include "common/ptx/tma.cuh"
+#include "kda/params.h"
+
+namespace kernrt::kda {
+
+// State rows of the block's tile in a state line: row v of head hv at byte
+// ((hv * V + v) * K) * 4 from the line.
+__device__ __forceinline__ float* state_row(void* base, int64_t line, int64_t stride, int hv,
+                                            int dim_v, int v) {
+  return reinterpret_cast<float*>(static_cast<char*>(base) + line * stride) +
+         (int64_t(hv) * dim_v + v) * kHeadDim;
+}
+
+// The context-parallel scratch of a call: per (sequence, segment, value head) the segment's
+// state from zero (B, [V, K]), its transition (M, the final state of X = I with v = 0, [K, K])
+// and, after the combine, its true initial state (I, [V, K]).
+struct CpScratch {
+  float *b, *m, *init;
+};
+
+__device__ __forceinline__ CpScratch cp_scratch(const KdaChunkParams& p, int segs) {
+  float* base = static_cast<float*>(p.cp_scratch);
+  const int64_t units = int64_t(p.seqs) * segs * p.value_heads;
+  return CpScratch{base, base + units * p.dim_v * kHeadDim,
+                   base + units * (p.dim_v + kHeadDim) * kHeadDim};
+}
+
+constexpr int kCombineRows = 16, kCombineThreads = 128;
+
+struct CombineSmem {
+  float m[2][kHeadDim * kHeadDim];   // M_s of two segments in turn
+  float srow[kHeadDim][kCombineRows];  // S of the block's rows, transposed: srow[j][r]
+  uint64_t full[2];
+};
+static_assert(sizeof(CombineSmem) == 139280, "the generator's COMBINE_SMEM");
+
+__device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem& sm) {
+  constexpr int K = kHeadDim;
+  constexpr uint32_t kMBytes = K * K * sizeof(float);
+  const int hv = blockIdx.y, n = blockIdx.z, r0 = 4 * (threadIdx.x >> 5), c = 4 * (threadIdx.x & 31);
+  const int v0 = blockIdx.x * kCombineRows + r0;  // this thread's first row
+  if (threadIdx.x == 0) {
+    ptx::mbarrier_init(&sm.full[0], 1);
+    ptx::mbarrier_init(&sm.full[1], 1);
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+  ptx::griddepcontrol_wait();
+  const int len = p.cu_seqlens != nullptr ? p.cu_seqlens[n + 1] - p.cu_seqlens[n] : p.tokens;
+  const int seg_len = p.seg_chunks * kChunk;
+  const int segs = p.cp_segs;
+  int nseg = len <= 0 ? 1 : (len + seg_len - 1) / seg_len;
+  nseg = nseg < segs ? nseg : segs;  // the last segment covers the rest
+  const CpScratch cs = cp_scratch(p, segs);
+  const int64_t unit0 = int64_t(n) * segs * p.value_heads + hv;
+  auto row = [&](const float* base, int seg, int i) {
+    return base + ((unit0 + int64_t(seg) * p.value_heads) * p.dim_v + v0 + i) * K + c;
+  };
+  auto ask = [&](int seg) {  // thread 0: M_seg into buffer (seg - 1) % 2
+    uint64_t* bar = &sm.full[(seg - 1) & 1];
+    ptx::mbarrier_arrive_expect_tx(bar, kMBytes);
+    ptx::bulk_load(sm.m[(seg - 1) & 1], cs.m + (unit0 + int64_t(seg) * p.value_heads) * K * K,
+                   kMBytes, bar);
+  };
+  if (threadIdx.x == 0)
+    for (int sg = 1; sg < nseg && sg < 3; ++sg) ask(sg);
+  float4 acc[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
+  for (int sg = 1; sg < nseg; ++sg) {
+    const int buf = (sg - 1) & 1;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
+      sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
+      sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
+    }
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, sg, i));
+    __syncthreads();
+    ptx::mbarrier_wait(&sm.full[buf], ((sg - 1) >> 1) & 1);
+    const float* m = sm.m[buf] + c;
+#pragma unroll 4
+    for (int j = 0; j < K; ++j) {
+      const float4 x = *reinterpret_cast<const float4*>(&sm.srow[j][r0]);
+      const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
+      const float xs[4] = {x.x, x.y, x.z, x.w};
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        acc[i].x = fmaf(xs[i], mj.x, acc[i].x), acc[i].y = fmaf(xs[i], mj.y, acc[i].y);
+        acc[i].z = fmaf(xs[i], mj.z, acc[i].z), acc[i].w = fmaf(xs[i], mj.w, acc[i].w);
+      }
+    }
+    __syncthreads();  // every warp is done with this buffer and with srow
+    if (threadIdx.x == 0 && sg + 2 < nseg) ask(sg + 2);
+  }
+  const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
+  if (p.ht != nullptr && (p.ht_lines == nullptr || l1 != 0))
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v0 + i) + c) = acc[i];
+  ptx::griddepcontrol_launch_dependents();
+}
+
+}  // namespace kernrt::kda
