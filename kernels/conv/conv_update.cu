@@ -147,18 +147,13 @@ __device__ __forceinline__ void slide(Chunk<N, L>& s, const Vec<N>& x) {
 // (the first wave covering all of it) ran 2.27 / 11.69 and, over fla's cache at 4 rows,
 // 2.36 / 15.45 (validation/conv/notes.md).
 template <int N, int L, int kSeqs>
-__device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p, int32_t* early) {
+__device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
   const int k = threadIdx.x, n = blockIdx.y * kSeqs + k;
-  if (k >= kSeqs) return;
-  if (n >= p.seqs) {
-    if (early != nullptr) early[k] = -1;
-    return;
-  }
+  if (k >= kSeqs || n >= p.seqs) return;
   const int cb = blockIdx.x * blockDim.x * N;
   const uint32_t ch = static_cast<uint32_t>(min(static_cast<int>(blockDim.x) * N, p.dim - cb));
   ptx::bulk_prefetch_l2(static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + cb, 2u * ch);
   const int32_t l = p.lines != nullptr ? ptx::ld_global_cg_s32(p.lines + n) : n;
-  if (early != nullptr) early[k] = l != 0 || p.lines == nullptr ? l : -1;
   if (l != 0 || p.lines == nullptr)
     ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + l * p.state_stride + 2 * cb * L, 2u * L * ch);
 }
@@ -167,22 +162,16 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p, int32_
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-// kEarly (candidate c4s2i, branch conv14, a diagnostic): the line indices read before the wait
-// are the ones used after it (no second read): only valid where no kernel that may still run
-// writes the line table.
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch,
-          bool kEarly = false>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
-  __shared__ int32_t early[kEarly ? kSeqs : 1];
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
   const E tag{};
   if constexpr (kPrefetch) {  // and the next grid may start its prefetch now
-    prefetch_lines<N, L, kSeqs>(p, kEarly ? early : nullptr);
+    prefetch_lines<N, L, kSeqs>(p);
     ptx::griddepcontrol_launch_dependents();
   }
   const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
-  if constexpr (kEarly) __syncthreads();
   if (c0 >= p.dim) return;
   const int steps = kSteps == 1 ? 1 : (p.steps < kSteps ? p.steps : kSteps);
 
@@ -196,12 +185,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
     const int n = blockIdx.y * kSeqs + k;
-    if constexpr (kEarly) {
-      line[k] = early[k];
-    } else {
-      const int32_t l = n >= p.seqs ? 0 : p.lines != nullptr ? p.lines[n] : n;
-      line[k] = n < p.seqs && (l != 0 || p.lines == nullptr) ? l : -1;
-    }
+    const int32_t l = n >= p.seqs ? 0 : p.lines != nullptr ? p.lines[n] : n;
+    line[k] = n < p.seqs && (l != 0 || p.lines == nullptr) ? l : -1;
   }
   Vec<N> xv[kSeqs][kSteps];
 #pragma unroll
@@ -277,11 +262,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-#define KERNRT_CONV_UPDATE_EARLY_ENTRY(dtype, tag, w)                                           \
-  extern "C" __global__ void __launch_bounds__(128)                                              \
-      conv_update_c4s2i_sm90a_##dtype##_w##w(const __grid_constant__ kernrt::conv::ConvUpdateParams p) { \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, 4, 1, 2, false, true, true>(p);                \
-  }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
       conv_verify_sm90a_##dtype##_w##w(                                                              \
@@ -290,7 +270,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_EARLY_ENTRY(dtype, tag, w)                          \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
