@@ -64,16 +64,21 @@ def times():
                                                   lower_bound=-5.0, g_dtype=torch.bfloat16)),
                 ("gdn B8 T4096", dict(kind="gdn", B=8, T=4096, **big))]
     for name, kw in variants:
-        try:
-            ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD)
-            ours.write()
-            ours.run(graph=True)
-            us = statistics.median(bench.time_calls(ours.enqueue, 10))
-            print(f"TIME {name}: {us:.1f} us", flush=True)
-            ours.rt.close()
-        except Exception as e:  # noqa: BLE001 - a diagnostic: report and go on
-            print(f"TIME {name}: failed {e!r}"[:300], flush=True)
-        torch.cuda.empty_cache()
+        time_prefill(name, fx.Case(seed=100, **kw))
+
+
+def time_prefill(name, case, **prefill_kw):
+    """Prints "TIME <name>: <us>" for our prefill of `case` (graph replay, median of 10)."""
+    try:
+        ours = fx.Prefill(case, BUILD, **prefill_kw)
+        ours.write()
+        ours.run(graph=True)
+        us = statistics.median(bench.time_calls(ours.enqueue, 10))
+        print(f"TIME {name}: {us:.1f} us", flush=True)
+        ours.rt.close()
+    except Exception as e:  # noqa: BLE001 - a diagnostic: report and go on
+        print(f"TIME {name}: failed {e!r}"[:300], flush=True)
+    torch.cuda.empty_cache()
 
 
 def cp():
@@ -85,16 +90,8 @@ def cp():
     for kind in ("kda", "gdn"):
         c = fx.Case(seed=100, kind=kind, B=1, T=32768, **big)
         for segs, chunks in splits:
-            try:
-                ours = fx.Prefill(c, BUILD, cp_segs=segs, seg_chunks=4 * chunks, chunk="c64")
-                ours.write()
-                ours.run(graph=True)
-                us = statistics.median(bench.time_calls(ours.enqueue, 10))
-                print(f"TIME {kind} B1 T32768 cp {segs} x {64 * chunks}: {us:.1f} us", flush=True)
-                ours.rt.close()
-            except Exception as e:  # noqa: BLE001 - a diagnostic: report and go on
-                print(f"TIME {kind} cp {segs} x {64 * chunks}: failed {e!r}"[:300], flush=True)
-            torch.cuda.empty_cache()
+            time_prefill(f"{kind} B1 T32768 cp {segs} x {64 * chunks}", c, cp_segs=segs,
+                         seg_chunks=4 * chunks, chunk="c64")
 
 
 if __name__ == "__main__":
