@@ -117,36 +117,6 @@ __device__ __forceinline__ void store_chunk(const Chunk<N, L>& s, char* p) {
   }
 }
 
-// Candidates c4s1q / c4s2q (branch conv14): a W4 chunk of ours (24 bytes) moved as whole
-// 16-byte vectors by the two lanes of a pair (48 bytes, 16-byte aligned): the even lane loads
-// bytes 0-31, the odd lane 32-47 and takes its bytes 24-31 from the even lane by shuffles;
-// stores the other way round. Both lanes of a pair must call these (they do: D % 8 == 0).
-__device__ __forceinline__ void load_chunk_pair(Chunk<4, 3>& s, const char* p) {
-  const bool odd = threadIdx.x & 1;
-  const char* q = p - (odd ? 24 : 0);
-  const uint4 a = ld<8>(q + (odd ? 32 : 0));
-  const uint4 b = odd ? make_uint4(0u, 0u, 0u, 0u) : ld<8>(q + 16);
-  const unsigned mask = __activemask();
-  const uint32_t bz = __shfl_xor_sync(mask, b.z, 1), bw = __shfl_xor_sync(mask, b.w, 1);
-  if (odd) {
-    s.w[0] = bz, s.w[1] = bw, s.w[2] = a.x, s.w[3] = a.y, s.w[4] = a.z, s.w[5] = a.w;
-  } else {
-    s.w[0] = a.x, s.w[1] = a.y, s.w[2] = a.z, s.w[3] = a.w, s.w[4] = b.x, s.w[5] = b.y;
-  }
-}
-
-__device__ __forceinline__ void store_chunk_pair(const Chunk<4, 3>& s, char* p) {
-  const bool odd = threadIdx.x & 1;
-  const unsigned mask = __activemask();
-  const uint32_t x0 = __shfl_xor_sync(mask, s.w[0], 1), x1 = __shfl_xor_sync(mask, s.w[1], 1);
-  if (odd) {
-    st_vec(p + 8, make_uint4(s.w[2], s.w[3], s.w[4], s.w[5]));
-  } else {
-    st_vec(p, make_uint4(s.w[0], s.w[1], s.w[2], s.w[3]));
-    st_vec(p + 16, make_uint4(s.w[4], s.w[5], x0, x1));
-  }
-}
-
 // The chunk after one token, still packed: slot j of channel c takes slot j+1, the last
 // slot the token (both layouts: the window slides by one; fla's slot 0 is the oldest kept).
 template <int N, int L>
@@ -192,8 +162,7 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch,
-          bool kPair = false>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
@@ -232,9 +201,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 #pragma unroll
   for (int k = 0; k < kSeqs; ++k) {
     if (line[k] >= 0) {
-      const char* at = static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L;
-      if constexpr (kPair) load_chunk_pair(sv[k], at);
-      else load_chunk(sv[k], at);
+      load_chunk(sv[k], static_cast<const char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
     } else {
 #pragma unroll
       for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv[k].w[i] = 0;
@@ -278,11 +245,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     }
 
     // ---- in-place state --------------------------------------------------------------
-    if (line[k] >= 0) {
-      char* at = static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L;
-      if constexpr (kPair) store_chunk_pair(sv[k], at);
-      else store_chunk(sv[k], at);
-    }
+    if (line[k] >= 0)
+      store_chunk(sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
   }
 }
 
@@ -298,11 +262,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-#define KERNRT_CONV_UPDATE_PAIR_ENTRY(loader, seqs, dtype, tag, w)                                 \
-  extern "C" __global__ void __launch_bounds__(128)                                                 \
-      conv_update_##loader##_sm90a_##dtype##_w##w(const __grid_constant__ kernrt::conv::ConvUpdateParams p) { \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, 4, 1, seqs, false, true, w == 4>(p);             \
-  }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
       conv_verify_sm90a_##dtype##_w##w(                                                              \
@@ -311,8 +270,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_PAIR_ENTRY(c4s1q, 1, dtype, tag, w)                 \
-  KERNRT_CONV_UPDATE_PAIR_ENTRY(c4s2q, 2, dtype, tag, w)                 \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
