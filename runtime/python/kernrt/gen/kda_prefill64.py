@@ -61,8 +61,9 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     q k v g beta A_log dt_bias o, cu when varlen, h0 / ht (dense) or state / lines (pool)).
     Dense calls take T = the `tokens` var (NC = ceil(T / 64)); `stride` is the state line's
     bytes. cp_segs >= 2: context parallel over segments of seg_chunks 16-token chunks (a
-    multiple of 4: whole 64-token chunks): the prep, state phase 1, kda_chunk.cu's combine (cp_combine.cuh),
-    state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as kda_chunk.cu's)."""
+    multiple of 4: whole 64-token chunks): the prep, state phase 1, kda_chunk.cu's combine
+    (cp_combine.cuh), state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as
+    kda_chunk.cu's)."""
     why = unsupported(p)
     if why:
         raise GenError(f"the 64-token chunk kernels do not serve this profile: {why}")
