@@ -81,6 +81,7 @@ struct RingOf {
   uint64_t full[L::kStages], empty[L::kStages];
 };
 static_assert(sizeof(RingOf<Ring8x4h>) == 16448, "the generator's FWD_RING_SMEM (ring8x4h)");
+static_assert(Ring8x4h::kCycle == 72 && Ring8x4h::kPeriod == 3, "the generator's FWD_SPAN_CYCLE");
 
 // This block's first row and its span (see Loader).
 template <class L>

@@ -83,6 +83,9 @@ class Entries(unittest.TestCase):
         sizes = {name.lower(): int(n) for name, n in
                  re.findall(r"static_assert\(sizeof\(RingOf<(\w+)>\) == (\d+)", src)}
         self.assertEqual(sizes, g.FWD_RING_SMEM, "conv_fwd.cu asserts sizeof(RingOf<L>) per loader")
+        cycles = {name.lower(): (int(rows), int(blocks)) for name, rows, _, blocks in
+                  re.findall(r"static_assert\((\w+)::kCycle == (\d+) && (\w+)::kPeriod == (\d+)", src)}
+        self.assertEqual(cycles, g.FWD_SPAN_CYCLE, "conv_fwd.cu asserts each loader's span cycle")
 
     def test_fla_layout_sets_the_flag_and_the_line_size(self):
         op = g.fwd_op(g.Profile(512, state_layout="fla"), x_strides=(0, 512), y_strides=(0, 512),

@@ -9,8 +9,8 @@ at B64 D4096 and B256 D8192 (c4s2p over our pool lines, c4p over fla's [N, D, W]
 drop-in's form; each also at one sequence, the per-call latency floor) next to fla 0.6.0's
 causal_conv1d_update, then the four forward shapes (B8 T4096 D2048 / D4096, B16 T8192
 D2048, B1 T32768 D4096; W4 silu bf16, f32 weight) for the shipped forward (ring8x4h, spans
-16 / 24 / 32) next to fla's causal_conv1d and kernel-fun's cconv.causal_conv1d. Every floor is the
-bytes the call must move (forward: x read + y written; decode: state read + written, x, y)
+16 / 24 / 32) next to fla's causal_conv1d and kernel-fun's cconv.causal_conv1d. Every
+floor is the bytes the call must move (forward: x read + y written; decode: state read + written, x, y)
 at the copy rate of validation/common's 4 GB device copy, measured at the start of this
 call. Beside each floor, copies of exactly those bytes timed the same way: torch's copy of
 the same buffers (`copy_us`, the driver's memcpy; captured, 512 MiB tensors ran at 2.7 TB/s

@@ -134,6 +134,15 @@ def _launch(module, entry, size, fields, grid, threads):
             "args": [{"pack": {"size": size, "fields": fields}}]}
 
 
+def combine_launch(p, fields):
+    """kda_chunk.cu's kda_cp_combine (cp_combine.cuh) with pack `fields`: its grid, block and
+    shared memory, one place for c16's and c64's context parallel."""
+    launch = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", CHUNK_PACK, fields,
+                     [p.dim_v // COMBINE_ROWS, p.value_heads, "seqs"], COMBINE_THREADS)
+    launch["shared_mem"] = COMBINE_SMEM
+    return launch
+
+
 from . import kda_prefill64 as c64  # noqa: E402 (it imports the constants, GenError, _launch above)
 
 
@@ -280,10 +289,7 @@ def prefill_op(p, state="pool", init=False, final=True, varlen=True, max_tokens=
     z = {"mul": ["seqs", cp_segs]}
     ph1 = _launch("kda_chunk", entry, CHUNK_PACK, fields + cp + [{"at": 244, "i32": 1}],
                   [nt + 1, p.value_heads, z], CHUNK_THREADS)
-    comb = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", CHUNK_PACK,
-                   fields + cp + [{"at": 244, "i32": 2}],
-                   [p.dim_v // COMBINE_ROWS, p.value_heads, "seqs"], COMBINE_THREADS)
-    comb["shared_mem"] = COMBINE_SMEM
+    comb = combine_launch(p, fields + cp + [{"at": 244, "i32": 2}])
     ph3 = _launch("kda_chunk", entry, CHUNK_PACK, fields + cp + [{"at": 244, "i32": 3}],
                   [nt, p.value_heads, z], CHUNK_THREADS)
     ph1["shared_mem"] = ph3["shared_mem"] = CHUNK_SMEM

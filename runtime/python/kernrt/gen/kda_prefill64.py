@@ -11,7 +11,7 @@ chunk64_params.h describes: `varlen_slots`). Python 3 standard library only.
 """
 
 from . import kda_chunk64 as g64
-from .kda_ops import CHUNK_PACK, COMBINE_ROWS, COMBINE_SMEM, COMBINE_THREADS, K, GenError, _launch
+from .kda_ops import CHUNK_PACK, K, GenError, _launch, combine_launch
 
 # the kernels' constants, as the design manifests (kernrt.gen.kda_chunk64) spell them
 C = g64.C64                         # tokens per chunk
@@ -152,9 +152,7 @@ def _combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks):
         f += [{"at": 72, "param": at["state" if state == "pool" else "ht"]}, {"at": 200, "i64": stride}]
         if state == "pool":
             f.append({"at": 88, "param": at["lines"]})
-    return _launch_smem("kda_chunk", "kda_cp_combine_sm90a_f32_k128", COMBINE_PACK, f,
-                        [p.dim_v // COMBINE_ROWS, p.value_heads, "seqs"], COMBINE_THREADS,
-                        COMBINE_SMEM)
+    return combine_launch(p, f)
 
 
 def _launch_smem(module, entry, size, fields, grid, threads, smem):
