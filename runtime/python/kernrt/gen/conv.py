@@ -47,7 +47,10 @@ FWD_SPAN_CYCLE = {"ring8x4h": (72, 3)}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
+                  # candidates (branch conv15): the loads by a producer warp's bulk copies
+                  "c4r2": (2, 160, 4, "lines"), "c4r4": (4, 160, 4, "lines")}
+UPDATE_PRODUCER_THREADS = {"c4r2": 32, "c4r4": 32}  # block.x beyond the channel threads
 FWD_KERNEL = "ring8x4h"  # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
@@ -145,6 +148,7 @@ class Profile:
             threads -= FWD_PRODUCER_THREADS
         elif kind == "update":
             _, threads, ch, _ = UPDATE_KERNELS[self.update_kernel]
+            threads -= UPDATE_PRODUCER_THREADS.get(self.update_kernel, 0)
         else:
             ch, threads = CHANNELS, VERIFY_THREADS
         return -(-self.dim // (ch * threads))
