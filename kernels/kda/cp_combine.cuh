@@ -52,11 +52,7 @@ constexpr int kCombineRows = 16, kCombineThreads = 128;
 
 struct CombineSmem {
   float m[2][kHeadDim * kHeadDim];   // M_s of two segments in turn
-  // S of the block's rows, transposed: column j's rows 4q .. 4q+3 in slot q ^ (j / 4 % 4).
-  // Lane l writes columns 4l .. 4l+3 of its warp's 4 rows; unswizzled, every lane of a
-  // store phase would hit the same 4 banks (8-way), with the swizzle 2-way; a warp's reads
-  // of one slot are broadcasts.
-  float4 srow[kHeadDim][kCombineRows / 4];
+  float srow[kHeadDim][kCombineRows];  // S of the block's rows, transposed: srow[j][r]
   uint64_t full[2];
 };
 static_assert(sizeof(CombineSmem) == 139280, "the generator's COMBINE_SMEM");
@@ -83,7 +79,6 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   auto row = [&](const float* base, int seg, int i) {
     return base + ((unit0 + int64_t(seg) * p.value_heads) * p.dim_v + v0 + i) * K + c;
   };
-  auto slot = [&](int j) { return (r0 >> 2) ^ ((j >> 2) & 3); };  // srow's swizzle
   auto ask = [&](int seg) {  // thread 0: M_seg into buffer (seg - 1) % 2
     uint64_t* bar = &sm.full[(seg - 1) & 1];
     ptx::mbarrier_arrive_expect_tx(bar, kMBytes);
@@ -100,11 +95,9 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
+      sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
+      sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
     }
-    sm.srow[c][slot(c)] = make_float4(acc[0].x, acc[1].x, acc[2].x, acc[3].x);
-    sm.srow[c + 1][slot(c + 1)] = make_float4(acc[0].y, acc[1].y, acc[2].y, acc[3].y);
-    sm.srow[c + 2][slot(c + 2)] = make_float4(acc[0].z, acc[1].z, acc[2].z, acc[3].z);
-    sm.srow[c + 3][slot(c + 3)] = make_float4(acc[0].w, acc[1].w, acc[2].w, acc[3].w);
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, sg, i));
     __syncthreads();
@@ -112,7 +105,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
     const float* m = sm.m[buf] + c;
 #pragma unroll 4
     for (int j = 0; j < K; ++j) {
-      const float4 x = sm.srow[j][slot(j)];
+      const float4 x = *reinterpret_cast<const float4*>(&sm.srow[j][r0]);
       const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
       const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
