@@ -73,8 +73,6 @@ struct Loader {
   static constexpr int kCycle = P * A + 4 * P * (P - 1);
 };
 using Ring8x4h = Loader<64, 4, 16, 3>;  // the shipped forward: 64 consumers, spans 16 / 24 / 32
-using Ring8x4s = Loader<64, 4, 8, 4>;   // candidates (branch conv15): spans 8 / 16 / 24 / 32,
-using Ring8x5w = Loader<64, 5, 16, 4>;  //   16 / 24 / 32 / 40 in 5 stages
 
 // Shared memory of a block: the stages and their barriers.
 template <class L>
@@ -84,8 +82,6 @@ struct RingOf {
 };
 static_assert(sizeof(RingOf<Ring8x4h>) == 16448, "the generator's FWD_RING_SMEM (ring8x4h)");
 static_assert(Ring8x4h::kCycle == 72 && Ring8x4h::kPeriod == 3, "the generator's FWD_SPAN_CYCLE");
-static_assert(sizeof(RingOf<Ring8x4s>) == 16448, "the generator's FWD_RING_SMEM (ring8x4s)");
-static_assert(sizeof(RingOf<Ring8x5w>) == 20560, "the generator's FWD_RING_SMEM (ring8x5w)");
 
 // This block's first row and its span (see Loader).
 template <class L>
@@ -218,5 +214,3 @@ __device__ __forceinline__ void conv_fwd_ring(const ConvFwdParams& p, RingOf<L>&
   KERNRT_CONV_FWD_ENTRY(name, loader, f16, F16, 4)
 
 KERNRT_CONV_FWD_ENTRIES(ring8x4h, Ring8x4h)
-KERNRT_CONV_FWD_ENTRIES(ring8x4s, Ring8x4s)
-KERNRT_CONV_FWD_ENTRIES(ring8x5w, Ring8x5w)

@@ -250,109 +250,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 }
 
-// Candidate c4r (branch conv15, compile-only until a device run measures it): the update over
-// our lines with the loads as the forward's ring does them. Block 160 = 128 consumers (4
-// channels each, the block's 512-channel slice) + a producer warp; the block serves kSeqs
-// sequences. After griddepcontrol.wait lane k of the producer reads sequence k's line index
-// and bulk-copies its x row (1 KiB) and its state chunk (512 L 2 bytes, contiguous) into
-// shared memory, completing full[k]; the consumers take each sequence's chunk from there as
-// it lands (LDS), compute, store y and the new chunk from registers (as c4s2p). Every load is
-// a whole-line DMA, the index chain sits in one lane, and all kSeqs sequences' bytes are in
-// flight at once.
-template <int L, int kSeqs>
-struct UpdateRing {
-  uint16_t state[kSeqs][512 * L];
-  uint16_t x[kSeqs][512];
-  uint64_t full[kSeqs];
-  int32_t line[kSeqs];
-};
-
-template <typename E, int W, int kSeqs>
-__device__ __forceinline__ void conv_update_ring(const ConvUpdateParams& p) {
-  constexpr int N = 4, L = W - 1, kConsumers = 128;
-  static_assert(kSeqs <= 32, "one producer lane per sequence");
-  __shared__ __align__(128) UpdateRing<L, kSeqs> sm;
-  const E tag{};
-  const bool producer = threadIdx.x >= kConsumers;
-  const int lane = threadIdx.x & 31;
-  const int cb = blockIdx.x * kConsumers * N;  // the block's first channel
-  const int ch = min(kConsumers * N, p.dim - cb);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int k = 0; k < kSeqs; ++k) ptx::mbarrier_init(&sm.full[k], 1);
-    ptx::fence_mbarrier_init();
-  }
-  if (producer && lane < kSeqs) {  // ask L2 early, as prefetch_lines does
-    const int n = blockIdx.y * kSeqs + lane;
-    if (n < p.seqs) {
-      ptx::bulk_prefetch_l2(static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + cb, 2u * ch);
-      const int32_t l = p.lines != nullptr ? ptx::ld_global_cg_s32(p.lines + n) : n;
-      if (l != 0 || p.lines == nullptr)
-        ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + l * p.state_stride + 2 * cb * L,
-                              2u * L * ch);
-    }
-  }
-  const int c0 = cb + (producer ? 0 : threadIdx.x * N);
-  const bool active = !producer && c0 < p.dim;
-  float w[W][N], b[N];
-  if (active) load_weights<W, N>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, w, b);
-  const bool silu = (p.flags & kFlagSilu) != 0;
-  __syncthreads();
-  ptx::griddepcontrol_launch_dependents();
-  ptx::griddepcontrol_wait();
-  if (producer) {
-    const int n = blockIdx.y * kSeqs + lane;
-    if (lane < kSeqs && n < p.seqs) {
-      const int32_t l = p.lines != nullptr ? p.lines[n] : n;
-      const bool has = l != 0 || p.lines == nullptr;
-      sm.line[lane] = has ? l : -1;
-      ptx::mbarrier_arrive_expect_tx(&sm.full[lane], 2u * ch + (has ? 2u * L * ch : 0u));
-      ptx::bulk_load(sm.x[lane], static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + cb,
-                     2u * ch, &sm.full[lane]);
-      if (has)
-        ptx::bulk_load(sm.state[lane],
-                       static_cast<const char*>(p.state) + l * p.state_stride + 2 * cb * L,
-                       2u * L * ch, &sm.full[lane]);
-    }
-    return;
-  }
-#pragma unroll 1
-  for (int k = 0; k < kSeqs; ++k) {
-    const int n = blockIdx.y * kSeqs + k;
-    if (n >= p.seqs) break;  // block-uniform
-    ptx::mbarrier_wait(&sm.full[k], 0);
-    if (!active) continue;
-    const int32_t line = sm.line[k];
-    const int t = threadIdx.x;
-    Chunk<N, L> sv;
-    if (line >= 0) {
-      load_chunk(sv, reinterpret_cast<const char*>(&sm.state[k][t * N * L]));
-    } else {
-#pragma unroll
-      for (int i = 0; i < Chunk<N, L>::kWords; ++i) sv.w[i] = 0;
-    }
-    const Vec<N> xv = *reinterpret_cast<const Vec<N>*>(&sm.x[k][t * N]);
-    const Vec<N> xt[1] = {xv};
-    float out[N];
-#pragma unroll
-    for (int c = 0; c < N; ++c) {
-      float x[W];
-#pragma unroll
-      for (int j = 0; j < L; ++j) x[j] = to_f32(tag, slot16(sv, c * L + j));
-      x[W - 1] = to_f32(tag, elem16<N, 1>(xt, c));
-      out[c] = activate(dot_update<W, N>(w, x, b, c), silu);
-    }
-    if (p.residual != nullptr) {  // fla: y = act(z) + residual in fp32, one rounding
-      const Vec<N> rv[1] = {ld_nc<N>(static_cast<const uint16_t*>(p.residual) + n * p.res_stride_seq + c0)};
-#pragma unroll
-      for (int c = 0; c < N; ++c) out[c] += to_f32(tag, elem16<N, 1>(rv, c));
-    }
-    st<N>(static_cast<uint16_t*>(p.y) + n * p.y_stride_seq + c0, pack(tag, out));
-    slide(sv, xv);
-    if (line >= 0) store_chunk(sv, static_cast<char*>(p.state) + line * p.state_stride + 2 * c0 * L);
-  }
-}
-
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
@@ -365,11 +262,6 @@ __device__ __forceinline__ void conv_update_ring(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-#define KERNRT_CONV_UPDATE_RING_ENTRY(loader, seqs, dtype, tag, w)                                  \
-  extern "C" __global__ void __launch_bounds__(160)                                                 \
-      conv_update_##loader##_sm90a_##dtype##_w##w(const __grid_constant__ kernrt::conv::ConvUpdateParams p) { \
-    kernrt::conv::conv_update_ring<kernrt::conv::tag, w, seqs>(p);                                  \
-  }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
       conv_verify_sm90a_##dtype##_w##w(                                                              \
@@ -378,8 +270,6 @@ __device__ __forceinline__ void conv_update_ring(const ConvUpdateParams& p) {
   }
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_RING_ENTRY(c4r2, 2, dtype, tag, w)                  \
-  KERNRT_CONV_UPDATE_RING_ENTRY(c4r4, 4, dtype, tag, w)                  \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 

@@ -38,19 +38,16 @@ from .conv_params import FWD, UPDATE, field
 # taking spans of 16, 24 and 32 rows in turn (FWD_SPAN_CYCLE); 1.2-2.4 % faster than 128
 # consumers at uniform spans of 24 at every forward shape on the H200 (kernels/conv/conv_fwd.cu,
 # validation/conv/notes.md).
-FWD_KERNELS = {"ring8x4h": (4, 96), "ring8x4s": (4, 96), "ring8x5w": (4, 96)}  # candidates: branch conv15
+FWD_KERNELS = {"ring8x4h": (4, 96)}
 # loader -> dynamic shared memory (conv_fwd.cu's sizeof(RingOf<..>), asserted there)
-FWD_RING_SMEM = {"ring8x4h": 16448, "ring8x4s": 16448, "ring8x5w": 20560}
+FWD_RING_SMEM = {"ring8x4h": 16448}
 # loader -> (rows, blocks) of one cycle of its spans along grid.y (conv_fwd.cu's Loader:
 # 16 + 24 + 32 rows over 3 blocks), so grid.y = blocks * ceil(tokens / rows)
-FWD_SPAN_CYCLE = {"ring8x4h": (72, 3), "ring8x4s": (80, 4), "ring8x5w": (112, 4)}
+FWD_SPAN_CYCLE = {"ring8x4h": (72, 3)}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  # candidates (branch conv15): the loads by a producer warp's bulk copies
-                  "c4r2": (2, 160, 4, "lines"), "c4r4": (4, 160, 4, "lines")}
-UPDATE_PRODUCER_THREADS = {"c4r2": 32, "c4r4": 32}  # block.x beyond the channel threads
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "ring8x4h"  # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
@@ -148,7 +145,6 @@ class Profile:
             threads -= FWD_PRODUCER_THREADS
         elif kind == "update":
             _, threads, ch, _ = UPDATE_KERNELS[self.update_kernel]
-            threads -= UPDATE_PRODUCER_THREADS.get(self.update_kernel, 0)
         else:
             ch, threads = CHANNELS, VERIFY_THREADS
         return -(-self.dim // (ch * threads))
