@@ -84,11 +84,13 @@ struct OutF32 {
 };
 
 // One chunk: o (handed to `store_o` in the accumulator layout, fp32, final: OutF32 is the
-// reference form) and X <- X Diag(gamma) - vn' (k b), from the operands in `sm`. xl / xh: this
+// reference form; kOut false: no o, neither its products nor the q a / Aqk operands are read,
+// and X's update is the same instructions) and X <- X Diag(gamma) - vn' (k b), from the
+// operands in `sm`. xl / xh: this
 // thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j + {2,3}] row rb, channels 8j + 2q +
 // {0,1}; xl channels 0..63, xh 64..127). Every wgmma that reads `sm` has completed when it
 // returns (wgmma_wait_group<0> after each group).
-template <class StoreO>
+template <class StoreO, bool kOut = true>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
                                              const StoreO& store_o, int ra, int rb, int q) {
 #define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
@@ -137,24 +139,26 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   for (int i = 0; i < 16; ++i) av[i] = ptx::pack_f16x2(r[2 * i] * sv.s, r[2 * i + 1] * sv.s);
 
   // ---- o = X (q a)^T - vn' Aqk^T: sv (-vn' Aqk^T), rescaled to sx, + sx X (q a)^T --------
-  float o[32];  // first wgmma with scale-d = 0: its prior contents are not read
-  const uint64_t daq = desc_of(sm.aqk);
-  ptx::wgmma_fence();
+  if constexpr (kOut) {
+    float o[32];  // first wgmma with scale-d = 0: its prior contents are not read
+    const uint64_t daq = desc_of(sm.aqk);
+    ptx::wgmma_fence();
 #pragma unroll
-  for (int s = 0; s < 4; ++s)
-    ptx::wgmma_m64n64k16_rs_f16<-1>(o, av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
-                                     daq + ((s * 32) >> 4), s > 0);
-  ptx::wgmma_commit_group();
-  ptx::wgmma_wait_group<0>();
-  ptx::fence_registers(o);
+    for (int s = 0; s < 4; ++s)
+      ptx::wgmma_m64n64k16_rs_f16<-1>(o, av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
+                                       daq + ((s * 32) >> 4), s > 0);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_registers(o);
 #pragma unroll
-  for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
-  x_products(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
+    for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
+    x_products(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
 
-  // o is final here: stored before the X update, so that its registers are free for u
+    // o is final here: stored before the X update, so that its registers are free for u
 #pragma unroll
-  for (int i = 0; i < 32; ++i) o[i] *= sx.inv;
-  store_o(o);
+    for (int i = 0; i < 32; ++i) o[i] *= sx.inv;
+    store_o(o);
+  }
 
   // ---- X = X Diag(gamma) - vn' (k b) -----------------------------------------------------
   // per half of 64 key channels into a fresh accumulator u, added to X by FMA: X itself is

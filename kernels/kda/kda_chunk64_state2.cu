@@ -104,6 +104,8 @@ __device__ __forceinline__ void load_sw128(__half (*dst)[64], const __half* src,
 // The operands of the chunk at slot `ch` into stage `st`, in the order the step reads them (v
 // and k a first). v: the chunk's token rows from `vc` (token stride `ld` elements), zeros past
 // the sequence's `live` tokens (the step multiplies them by zero betas: they must be finite).
+// Without o (kWithO false) the q a rows and Aqk stay in global memory: 24 of the 82 KiB.
+template <bool kWithO>
 __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
                                            int64_t ch, const uint16_t* vc, int64_t ld, int live,
                                            int t) {
@@ -113,10 +115,11 @@ __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64
     const bool ok = r < live;
     ptx::cp_async_cg_16_zfill(&st.v[r][8 * j], vc + (ok ? r * ld : 0) + 8 * j, ok ? 16u : 0u);
   }
-  load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, 2 * kC, kK, t);
-  load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, 2 * kC, kK, t);
+  constexpr int kq_rows = kWithO ? 2 * kC : kC;  // [k a; q a] or k a alone
+  load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, kq_rows, kK, t);
+  load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, kq_rows, kK, t);
   load_sw128(st.tmb, p.tmb + ch * kC * kC, kC, kC, t);
-  load_sw128(st.aqk, p.aqk + ch * kC * kC, kC, kC, t);
+  if constexpr (kWithO) load_sw128(st.aqk, p.aqk + ch * kC * kC, kC, kC, t);
   load_sw128(st.kbt, p.kbt + ch * kK * kC, kK, kC, t);
   if (t < kK / 4) ptx::cp_async_cg_16(&st.gamma[4 * t], p.gamma + ch * kK + 4 * t);
 }
@@ -167,10 +170,11 @@ struct Plan {
   const float* x0;    // initial rows (null: zeros)
   bool identity;      // X = I: the transition tile (v reads as zeros, no o)
   float* x1;          // final rows (null: not stored)
-  bool out;           // o stored
+  bool out;           // o computed and stored (false: X's products alone, chunk64_step)
   bool exit;
 };
 
+template <bool kWithO>
 __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
   const int t = threadIdx.x - kConsumerThreads;
@@ -182,8 +186,8 @@ __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, 
       ptx::mbarrier_wait(&sm.empty[s], (n - 1) & 1);  // chunk c - kStages has read stage s
       ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
     }
-    load_stage(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step, vb + int64_t(c) * kC * ld, ld,
-               pl.identity ? 0 : sc.len - kC * c, t);
+    load_stage<kWithO>(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step,
+                       vb + int64_t(c) * kC * ld, ld, pl.identity ? 0 : sc.len - kC * c, t);
     ptx::cp_async_mbarrier_arrive_noinc(&sm.full[s]);
   }
   ptx::cp_async_commit_group();  // leave no copy of this thread in flight at its exit
@@ -197,6 +201,22 @@ __device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t 
   const int line = lines ? lines[n] : n;
   if (lines && line == 0) return nullptr;
   return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) + uint64_t(line) * stride);
+}
+
+// The consumer's chunks of the plan, with o (kOut) or X's products alone (chunk64_step).
+template <bool kOut>
+__device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32], Smem& sm,
+                                               const SeqChunks& sc, const Plan& pl, uint16_t* ob,
+                                               int64_t ld, int ra, int rb, int q) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int c = pl.c0; c < pl.c1; ++c) {
+    const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
+    ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
+    ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
+    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, sc.len - kC * c, lane};
+    chunk64_step<OutBf16, kOut>(xl, xh, sm.st[s].t, out, ra, rb, q);
+    ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
+  }
 }
 
 __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
@@ -223,14 +243,11 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
       }
     }
   }
-  for (int c = pl.c0; c < pl.c1; ++c) {
-    const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
-    ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
-    ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
-    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, pl.out ? sc.len - kC * c : 0, lane};
-    chunk64_step(xl, xh, sm.st[s].t, out, ra, rb, q);
-    ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
-  }
+  // two loops: one loop branching between the steps a chunk spills 8 bytes at 168 registers
+  if (pl.out)
+    consume_chunks<true>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+  else  // context parallel's phase 1 past segment 0: only X's end rows are kept
+    consume_chunks<false>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
 }
 
@@ -292,7 +309,10 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   __syncthreads();
   if (threadIdx.x >= kConsumerThreads) {
     ptx::setmaxnreg_dec<kProducerRegs>();
-    produce(p, sm, sc, pl, v0);
+    if (pl.out)
+      produce<true>(p, sm, sc, pl, v0);
+    else  // the consumers compute no o (consume): its operands are not loaded
+      produce<false>(p, sm, sc, pl, v0);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
     consume(p, sm, sc, pl, v0);
