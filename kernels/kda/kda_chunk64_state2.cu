@@ -26,6 +26,10 @@
 //   warpgroup 2 (producer, setmaxnreg 40): per chunk wait EMPTY[s] (from the third chunk on),
 //     issue the stage's 5152 16-byte cp.async (128 threads, ~40 each) to the 128B-swizzled
 //     places copy_sw128 computes, then cp.async.mbarrier.arrive.noinc on FULL[s].
+// Blocks that keep no o (context parallel's phase 1 past segment 0: from-zero B tiles and
+// X = I transition tiles) run chunk64_step without its o products (3 of its 8 waited wgmma
+// groups) and load no q a or Aqk (24 of the stage's 82 KiB): B1 T32768 H16 CP 8 1176.8 ->
+// 1090.8 us, GDN 1031.7 -> 939.7 (validation/kda/notes.md).
 // Two stages (2 x 82,944 bytes) + the o tiles (16 KiB): a third stage does not fit the
 // 232,448-byte opt-in shared memory. No layout change and no tensor maps: the operands stay
 // where the prep writes them (row-major tiles), the swizzle is applied on the shared side of
