@@ -162,27 +162,11 @@ __device__ __forceinline__ void prefetch_lines(const ConvUpdateParams& p) {
 // The state stays packed in registers from load to store (no fp32 window): each output
 // converts its W taps, and the new line is the old one slid by a 16-bit shuffle.
 // N channels per thread (4 or 8), kSeqs sequences per thread.
-// Candidate c4s2b (branch conv16, compile-only until a device run measures it): c4s2p with
-// its y rows and new state chunks leaving through shared memory, one bulk copy a sequence and
-// row (the block's 512-channel slice: 1 KiB of y, 3 KiB of state at W4) instead of 8-byte
-// stores at a 24-byte stride (three partial-sector writes a warp instruction).
-template <int N, int L, int kSeqs, int kThreads>
-struct UpdateOut {
-  uint16_t state[kSeqs][kThreads * N * L];
-  uint16_t y[kSeqs][kThreads * N];
-};
-
-template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch,
-          bool kBulkOut = false>
+template <typename E, int W, int N, int kSteps, int kSeqs, bool kFull, bool kPrefetch>
 __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   constexpr int S = W - 1;               // window slots
   constexpr int L = kFull ? W : W - 1;   // slots per line
   const E tag{};
-  UpdateOut<N, L, kSeqs, 128>* out_sm = nullptr;
-  if constexpr (kBulkOut) {
-    __shared__ __align__(128) UpdateOut<N, L, kSeqs, 128> out_buf;
-    out_sm = &out_buf;
-  }
   if constexpr (kPrefetch) {  // and the next grid may start its prefetch now
     prefetch_lines<N, L, kSeqs>(p);
     ptx::griddepcontrol_launch_dependents();
@@ -251,10 +235,7 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 #pragma unroll
           for (int c = 0; c < N; ++c) out[c] += to_f32(tag, elem16<N, 1>(rv, c));
         }
-        if constexpr (kBulkOut)
-          *reinterpret_cast<Vec<N>*>(&out_sm->y[k][threadIdx.x * N]) = pack(tag, out);
-        else
-          st<N>(y + t * p.y_stride_tok, pack(tag, out));
+        st<N>(y + t * p.y_stride_tok, pack(tag, out));
         slide(sv[k], xv[k][t]);
         if (kSteps > 1 && p.step_lines != nullptr) {
           const int64_t sl = p.step_lines[t * p.step_lines_stride + n];
@@ -264,32 +245,8 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
     }
 
     // ---- in-place state --------------------------------------------------------------
-    if constexpr (kBulkOut) {
-      uint32_t* d = reinterpret_cast<uint32_t*>(&out_sm->state[k][threadIdx.x * N * L]);
-#pragma unroll
-      for (int i = 0; i < Chunk<N, L>::kWords; ++i) d[i] = sv[k].w[i];
-    } else if (line[k] >= 0) {
+    if (line[k] >= 0)
       store_chunk(sv[k], static_cast<char*>(p.state) + line[k] * p.state_stride + 2 * c0 * L);
-    }
-  }
-  if constexpr (kBulkOut) {  // thread k sends sequence k's rows
-    static_assert(kSteps == 1, "one y row a sequence");
-    ptx::fence_proxy_async_shared();
-    __syncthreads();  // threads past D have returned; threads 0 .. kSeqs-1 never do
-    const int k = threadIdx.x, n = blockIdx.y * kSeqs + k;
-    if (k < kSeqs && n < p.seqs) {
-      const int cb = blockIdx.x * blockDim.x * N;
-      const uint32_t ch = static_cast<uint32_t>(min(static_cast<int>(blockDim.x) * N, p.dim - cb));
-      int32_t lk = -1;  // line[k] without indexing registers by the thread
-#pragma unroll
-      for (int i = 0; i < kSeqs; ++i) lk = i == k ? line[i] : lk;
-      ptx::bulk_store(static_cast<uint16_t*>(p.y) + n * p.y_stride_seq + cb, out_sm->y[k], 2u * ch);
-      if (lk >= 0)
-        ptx::bulk_store(static_cast<char*>(p.state) + lk * p.state_stride + 2 * cb * L,
-                        out_sm->state[k], 2u * L * ch);
-      ptx::bulk_commit();
-      ptx::bulk_wait_read<0>();
-    }
   }
 }
 
@@ -299,11 +256,11 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
 // conv_update_<loader>[_fla]: (channels per thread, sequences per thread, block.x). Both
 // prefetch before the wait (prefetch_lines); verify does not (up to 8 rows per sequence,
 // not a timed shape).
-#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w, ...)    \
+#define KERNRT_CONV_UPDATE_ENTRY(loader, n, seqs, threads, suffix, full, dtype, tag, w)         \
   extern "C" __global__ void __launch_bounds__(threads)                                         \
       conv_update_##loader##suffix##_sm90a_##dtype##_w##w(                                       \
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
-    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true, ##__VA_ARGS__>(p);   \
+    kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
@@ -313,7 +270,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
-  KERNRT_CONV_UPDATE_ENTRY(c4s2b, 4, 2, 128, , false, dtype, tag, w, true) \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 

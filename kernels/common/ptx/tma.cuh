@@ -32,26 +32,6 @@ __device__ __forceinline__ void bulk_load(void* dst, const void* src, uint32_t b
       : "memory");
 }
 
-// cp.async.bulk.global.shared::cta.bulk_group (1-D): `bytes` (a multiple of 16, both addresses
-// 16-byte aligned) from shared `src` to global `dst`, in this thread's open bulk group; the
-// shared bytes must stay until bulk_wait_read<0> (the global writes are complete by the end
-// of the grid). Order the generic writes of `src` first (fence_proxy_async_shared).
-__device__ __forceinline__ void bulk_store(void* dst, const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;"
-               ::"l"(reinterpret_cast<uint64_t>(dst)), "r"(smem_u32(src)), "r"(bytes)
-               : "memory");
-}
-
-// cp.async.bulk.commit_group / wait_group.read N: closes this thread's bulk group; waits
-// until at most N of its groups still read shared memory.
-__device__ __forceinline__ void bulk_commit() {
-  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void bulk_wait_read() {
-  asm volatile("cp.async.bulk.wait_group.read %0;" ::"n"(N) : "memory");
-}
-
 // cp.async.bulk.prefetch.L2.global: asks L2 for `bytes` (a multiple of 16) from `src`;
 // nothing lands in shared memory and nothing is waited on.
 __device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
