@@ -86,7 +86,7 @@ def cp():
     x 64-token chunks, 8 x 64 the bench's; the state step's blocks per phase are segments x 16
     heads (x 2 tiles in phase 1), so the split sets how phase 1 and 3 fill the 132 SMs."""
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
-    splits = [(8, 64), (12, 43), (16, 32), (24, 22), (32, 16)]
+    splits = [(6, 86), (7, 74), (8, 64), (10, 52), (12, 43), (16, 32)]
     for kind in ("kda", "gdn"):
         c = fx.Case(seed=100, kind=kind, B=1, T=32768, **big)
         for segs, chunks in splits:
