@@ -24,6 +24,9 @@
 // 10.19 in one run (tag conv-candidates-2026-12g; not re-checked in full, so not shipped);
 // c4s2p launched in clusters of 8 blocks along grid x 2.23 / 10.15 against 2.24 / 10.19
 // (tag conv-candidates-2026-12h; both within run-to-run noise, 78.2 % of the floor).
+// The loads as bulk copies into shared memory by a producer lane per sequence (c4r2, 10.49
+// us at B256) and the stores as one bulk copy a sequence and row (c4s2b, 10.16 against
+// 10.15) lost too (commits 652bac6, 8acfc93; validation/conv/notes.md).
 // Many small threads win: at 46-56 registers 9-10 blocks of 128 share an SM and their phases
 // (loads, math, stores) interleave, where 8 x 4 at 146-158 registers ran 6 blocks of 64 in
 // lockstep.
