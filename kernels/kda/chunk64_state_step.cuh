@@ -46,29 +46,25 @@ __device__ __forceinline__ uint64_t desc_of(const void* tile) {
 
 // acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
 // swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
-// 64..127 in the second, 2 x 64 rows further): both halves' 8 k-steps in one waited group
-// (32 A registers live; in two groups of 4 the chunk waited 8 times instead of 5).
+// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
 __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
                                            float (&acc)[32], uint64_t desc) {
-  uint32_t ax[2][16];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float(&xs)[32] = h ? xh : xl;
+    uint32_t ax[16];
 #pragma unroll
-    for (int i = 0; i < 16; ++i) ax[h][i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
-  }
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 16; ++i) ax[i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
+    ptx::wgmma_fence();
 #pragma unroll
     for (int k = 0; k < 4; ++k)
-      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[h][4 * k], ax[h][4 * k + 1], ax[h][4 * k + 2],
-                                      ax[h][4 * k + 3], desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
-  ptx::wgmma_commit_group();
-  ptx::wgmma_wait_group<0>();
-  ptx::fence_registers(acc);
-  ptx::fence_registers(ax[0]);
-  ptx::fence_registers(ax[1]);
+      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
+                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_registers(acc);
+    ptx::fence_registers(ax);
+  }
 }
 
 // The reference entries' o store: fp32 [64 tokens][V] at `ob` (this block's value rows), from
@@ -104,8 +100,9 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   for (int i = 0; i < 64; ++i) m = fmaxf(m, fabsf(X(i)));
   const Pow2 sx = pow2_of(m);
   // ---- r = sx (X (k a)^T - v^T) = sx r' ------------------------------------------------
-  // X 64 + one 32-register accumulator (r, then vn' in the same registers, then o) + 32 A
-  // registers are live at most here; ptxas fits the consumer without local memory
+  // in two halves of 64 key channels (16 A registers live); at most x 64 + one 32-register
+  // accumulator (r, then vn' in the same registers, then o) + 2 x 16 A registers are live,
+  // which is what lets the state role fit 168 registers (chunk64.md)
   float r[32];
 #pragma unroll
   for (int j = 0; j < 8; ++j)
@@ -164,32 +161,29 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   }
 
   // ---- X = X Diag(gamma) - vn' (k b) -----------------------------------------------------
-  // both halves of 64 key channels in one group into fresh accumulators u, added to X by
-  // FMA: X itself is never a wgmma accumulator (as one, ptxas moves it between register
-  // blocks and spills at the 168-register budget)
+  // per half of 64 key channels into a fresh accumulator u, added to X by FMA: X itself is
+  // never a wgmma accumulator (as one, ptxas moves it between register blocks and spills at
+  // the 168-register budget)
   const uint64_t dkb = desc_of(sm.kbt);
-  float u[2][32];  // as o
-  ptx::wgmma_fence();
-#pragma unroll
-  for (int h = 0; h < 2; ++h)
-#pragma unroll
-    for (int s = 0; s < 4; ++s)
-      ptx::wgmma_m64n64k16_rs_f16<-1>(u[h], av[4 * s], av[4 * s + 1], av[4 * s + 2],
-                                       av[4 * s + 3], dkb + ((h * kC * 128 + s * 32) >> 4), s > 0);
-  ptx::wgmma_commit_group();
-  ptx::wgmma_wait_group<0>();
-  ptx::fence_registers(u[0]);
-  ptx::fence_registers(u[1]);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float(&xs)[32] = h ? xh : xl;
+    float u[32];  // as o
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      ptx::wgmma_m64n64k16_rs_f16<-1>(u, av[4 * s], av[4 * s + 1], av[4 * s + 2],
+                                       av[4 * s + 3], dkb + ((h * kC * 128 + s * 32) >> 4), s > 0);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_registers(u);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float2 gm = *reinterpret_cast<const float2*>(&sm.gamma[64 * h + 8 * j + 2 * q]);
-      xs[4 * j] = fmaf(u[h][4 * j], sv.inv, xs[4 * j] * gm.x);
-      xs[4 * j + 1] = fmaf(u[h][4 * j + 1], sv.inv, xs[4 * j + 1] * gm.y);
-      xs[4 * j + 2] = fmaf(u[h][4 * j + 2], sv.inv, xs[4 * j + 2] * gm.x);
-      xs[4 * j + 3] = fmaf(u[h][4 * j + 3], sv.inv, xs[4 * j + 3] * gm.y);
+      xs[4 * j] = fmaf(u[4 * j], sv.inv, xs[4 * j] * gm.x);
+      xs[4 * j + 1] = fmaf(u[4 * j + 1], sv.inv, xs[4 * j + 1] * gm.y);
+      xs[4 * j + 2] = fmaf(u[4 * j + 2], sv.inv, xs[4 * j + 2] * gm.x);
+      xs[4 * j + 3] = fmaf(u[4 * j + 3], sv.inv, xs[4 * j + 3] * gm.y);
     }
   }
   ptx::fence_registers(av);
