@@ -90,9 +90,15 @@ struct OutF32 {
 // thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j + {2,3}] row rb, channels 8j + 2q +
 // {0,1}; xl channels 0..63, xh 64..127). Every wgmma that reads `sm` has completed when it
 // returns (wgmma_wait_group<0> after each group).
-template <class StoreO, bool kOut = true>
+// `rest` runs after the first product (X (k a)^T, which reads v and k a only) and before any
+// other operand is read: the pipelined entry waits there for the stage's remaining copies.
+struct NoWait {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <class StoreO, bool kOut = true, class Rest = NoWait>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
-                                             const StoreO& store_o, int ra, int rb, int q) {
+                                             const StoreO& store_o, int ra, int rb, int q,
+                                             const Rest& rest = Rest{}) {
 #define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
   // ---- D = sx X [k a | q a]^T - [sx v^T | 0] -------------------------------------------
   float m = 0.f;
@@ -111,6 +117,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
       r[4 * j + e] = -sx.s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
   const uint64_t dkq = desc_of(sm.kq);
   x_products(xl, xh, sx.s, r, dkq);
+  rest();
 
   // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
   m = 0.f;

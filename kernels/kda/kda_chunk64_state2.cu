@@ -86,7 +86,8 @@ struct Smem {
   // per consumer warp its o tile, bf16 [64 tokens][16 value rows] (32-byte token rows, the
   // two 16-byte halves swapped on rows with bit 2 set: OutBf16)
   uint16_t ot[kConsumerWarps][kC][16];
-  uint64_t full[kStages];   // kProducerThreads noinc arrivals: the stage's copies landed
+  uint64_t full[kStages][2];  // kProducerThreads noinc arrivals each: v and [k a; q a]
+                              // landed, the rest landed (load_stage)
   uint64_t empty[kStages];  // kConsumerThreads arrivals: the stage's reads are done
 };
 // dynamic shared memory: the layout + the alignment of the base (the generator reads the literal)
@@ -106,13 +107,15 @@ __device__ __forceinline__ void load_sw128(__half (*dst)[64], const __half* src,
 }
 
 // The operands of the chunk at slot `ch` into stage `st`, in the order the step reads them (v
-// and k a first). v: the chunk's token rows from `vc` (token stride `ld` elements), zeros past
-// the sequence's `live` tokens (the step multiplies them by zero betas: they must be finite).
+// and k a first), in two parts: v and [k a; q a] complete `first` (the step's first product
+// needs them), the rest `rest` (the step waits for it after that product). v: the chunk's
+// token rows from `vc` (token stride `ld` elements), zeros past the sequence's `live` tokens
+// (the step multiplies them by zero betas: they must be finite).
 // Without o (kWithO false) the q a rows and Aqk stay in global memory: 24 of the 82 KiB.
 template <bool kWithO>
 __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
                                            int64_t ch, const uint16_t* vc, int64_t ld, int live,
-                                           int t) {
+                                           uint64_t* first, uint64_t* rest, int t) {
 #pragma unroll 4
   for (int i = t; i < kC * kVT / 8; i += kProducerThreads) {
     const int r = i / (kVT / 8), j = i % (kVT / 8);
@@ -122,10 +125,12 @@ __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64
   constexpr int kq_rows = kWithO ? 2 * kC : kC;  // [k a; q a] or k a alone
   load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, kq_rows, kK, t);
   load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, kq_rows, kK, t);
+  ptx::cp_async_mbarrier_arrive_noinc(first);  // tracks every copy above
   load_sw128(st.tmb, p.tmb + ch * kC * kC, kC, kC, t);
   if constexpr (kWithO) load_sw128(st.aqk, p.aqk + ch * kC * kC, kC, kC, t);
   load_sw128(st.kbt, p.kbt + ch * kK * kC, kK, kC, t);
   if (t < kK / 4) ptx::cp_async_cg_16(&st.gamma[4 * t], p.gamma + ch * kK + 4 * t);
+  ptx::cp_async_mbarrier_arrive_noinc(rest);
 }
 
 // o of one chunk as bf16 in the product layout, for a consumer warp: its 16 value rows x 64
@@ -191,8 +196,8 @@ __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, 
       ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
     }
     load_stage<kWithO>(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step,
-                       vb + int64_t(c) * kC * ld, ld, pl.identity ? 0 : sc.len - kC * c, t);
-    ptx::cp_async_mbarrier_arrive_noinc(&sm.full[s]);
+                       vb + int64_t(c) * kC * ld, ld, pl.identity ? 0 : sc.len - kC * c,
+                       &sm.full[s][0], &sm.full[s][1], t);
   }
   ptx::cp_async_commit_group();  // leave no copy of this thread in flight at its exit
   ptx::cp_async_wait_group<0>();
@@ -215,10 +220,14 @@ __device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32],
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int c = pl.c0; c < pl.c1; ++c) {
     const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
-    ptx::mbarrier_wait_converged(&sm.full[s], n & 1);
+    ptx::mbarrier_wait_converged(&sm.full[s][0], n & 1);
     ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
     const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, sc.len - kC * c, lane};
-    chunk64_step<OutBf16, kOut>(xl, xh, sm.st[s].t, out, ra, rb, q);
+    const auto rest = [&] {  // the step's other operands, after its first product
+      ptx::mbarrier_wait_converged(&sm.full[s][1], n & 1);
+      ptx::fence_proxy_async_shared();
+    };
+    chunk64_step<OutBf16, kOut>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
 }
@@ -305,7 +314,8 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
-      ptx::mbarrier_init(&sm.full[s], kProducerThreads);
+      ptx::mbarrier_init(&sm.full[s][0], kProducerThreads);
+      ptx::mbarrier_init(&sm.full[s][1], kProducerThreads);
       ptx::mbarrier_init(&sm.empty[s], kConsumerThreads);
     }
     ptx::fence_mbarrier_init();
