@@ -30,6 +30,9 @@
 // X = I transition tiles) run chunk64_step without its o products (3 of its 8 waited wgmma
 // groups) and load no q a or Aqk (24 of the stage's 82 KiB): B1 T32768 H16 CP 8 1176.8 ->
 // 1090.8 us, GDN 1031.7 -> 939.7 (validation/kda/notes.md).
+// Each stage completes two barriers: v with [k a; q a] (what the step's first product reads)
+// and the rest, which the consumers wait for after that product: B1 T32768 H16 one pass
+// 2406.4 -> 2230.7 us, CP 8 1090.8 -> 1075.1 (validation/kda/notes.md, calls e3 / e6).
 // Two stages (2 x 82,944 bytes) + the o tiles (16 KiB): a third stage does not fit the
 // 232,448-byte opt-in shared memory. No layout change and no tensor maps: the operands stay
 // where the prep writes them (row-major tiles), the swizzle is applied on the shared side of
