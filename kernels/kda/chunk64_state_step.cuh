@@ -86,10 +86,9 @@ struct OutF32 {
 // One chunk: o (handed to `store_o` in the accumulator layout, fp32, final: OutF32 is the
 // reference form; kOut false: no o, neither its products nor the q a / Aqk operands are read,
 // and X's update is the same instructions) and X <- X Diag(gamma) - vn' (k b), from the
-// operands in `sm`. xl / xh: this
-// thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j + {2,3}] row rb, channels 8j + 2q +
-// {0,1}; xl channels 0..63, xh 64..127). Every wgmma that reads `sm` has completed when it
-// returns (wgmma_wait_group<0> after each group).
+// operands in `sm`. xl / xh: this thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j +
+// {2,3}] row rb, channels 8j + 2q + {0,1}; xl channels 0..63, xh 64..127). Every wgmma that
+// reads `sm` has completed when it returns (wgmma_wait_group<0> after each group).
 // `rest` runs after the first product (X (k a)^T, which reads v and k a only) and before any
 // other operand is read: the pipelined entry waits there for the stage's remaining copies.
 struct NoWait {

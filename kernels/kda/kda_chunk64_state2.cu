@@ -22,10 +22,12 @@
 //
 // Roles (block 384 = three warpgroups, warp specialised):
 //   warpgroups 0-1 (consumers, setmaxnreg 232): X rows as in kda_chunk64_state.cu; per chunk
-//     wait FULL[s], fence.proxy.async, chunk64_step on stage s, arrive on EMPTY[s];
+//     wait FULL[s][0], fence.proxy.async, chunk64_step on stage s (which waits for FULL[s][1]
+//     after its first product), arrive on EMPTY[s];
 //   warpgroup 2 (producer, setmaxnreg 40): per chunk wait EMPTY[s] (from the third chunk on),
 //     issue the stage's 5152 16-byte cp.async (128 threads, ~40 each) to the 128B-swizzled
-//     places copy_sw128 computes, then cp.async.mbarrier.arrive.noinc on FULL[s].
+//     places copy_sw128 computes, with cp.async.mbarrier.arrive.noinc on FULL[s][0] after v
+//     and [k a; q a] and on FULL[s][1] after the rest (load_stage).
 // Blocks that keep no o (context parallel's phase 1 past segment 0: from-zero B tiles and
 // X = I transition tiles) run chunk64_step without its o products (3 of its 8 waited wgmma
 // groups) and load no q a or Aqk (24 of the stage's 82 KiB): B1 T32768 H16 CP 8 1176.8 ->
