@@ -111,6 +111,19 @@ __device__ __forceinline__ void load_sw128(__half (*dst)[64], const __half* src,
   }
 }
 
+// The same for a [64][64] tile whose upper blocks (16 x 16 block row I < column J) are zero
+// (tmb, aqk: the preps write those zeros): row r copies its 16-byte chunks j < 2 (r / 16 + 1)
+// alone, 320 of the 512, so the 32-byte sectors of the zero blocks are never read (6 of a
+// chunk's 98 KiB of traffic with o); their places in the stage were zeroed once by
+// zero_upper_blocks and no copy writes them.
+__device__ __forceinline__ void load_sw128_lower(__half (*dst)[64], const __half* src, int t) {
+#pragma unroll
+  for (int i = t; i < kC * 8; i += kProducerThreads) {
+    const int r = i >> 3, j = i & 7;
+    if ((j >> 1) <= (r >> 4)) ptx::cp_async_cg_16(&dst[r][8 * (j ^ (r & 7))], src + r * kC + 8 * j);
+  }
+}
+
 // The operands of the chunk at slot `ch` into stage `st`, in the order the step reads them (v
 // and k a first), in two parts: v and [k a; q a] complete `first` (the step's first product
 // needs them), the rest `rest` (the step waits for it after that product). v: the chunk's
@@ -131,8 +144,8 @@ __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64
   load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, kq_rows, kK, t);
   load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, kq_rows, kK, t);
   ptx::cp_async_mbarrier_arrive_noinc(first);  // tracks every copy above
-  load_sw128(st.tmb, p.tmb + ch * kC * kC, kC, kC, t);
-  if constexpr (kWithO) load_sw128(st.aqk, p.aqk + ch * kC * kC, kC, kC, t);
+  load_sw128_lower(st.tmb, p.tmb + ch * kC * kC, t);
+  if constexpr (kWithO) load_sw128_lower(st.aqk, p.aqk + ch * kC * kC, t);
   load_sw128(st.kbt, p.kbt + ch * kK * kC, kK, kC, t);
   if (t < kK / 4) ptx::cp_async_cg_16(&st.gamma[4 * t], p.gamma + ch * kK + 4 * t);
   ptx::cp_async_mbarrier_arrive_noinc(rest);
@@ -306,6 +319,21 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
   return pl;
 }
 
+// Every stage's tmb and aqk tiles zeroed by the whole block before the first copy (the places
+// load_sw128_lower never writes), fenced for the consumers' wgmma reads (async proxy) before
+// the block's barrier: 32 KiB, ~6 16-byte stores a thread once per block.
+__device__ __forceinline__ void zero_upper_blocks(Smem& sm) {
+  constexpr int kWords = kC * 64 * 2 / 16;  // 16-byte words of one tile
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+  for (int i = threadIdx.x; i < kStages * 2 * kWords; i += kThreads) {
+    Chunk64Stage& st = sm.st[i / (2 * kWords)].t;
+    const int w = i % (2 * kWords);
+    __half* tile = w < kWords ? &st.tmb[0][0] : &st.aqk[0][0];
+    reinterpret_cast<uint4*>(tile)[w % kWords] = z;
+  }
+  ptx::fence_proxy_async_shared();
+}
+
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
   // PDL: launched while the prep drains; every operand and input is read after it completed
   ptx::griddepcontrol_launch_dependents();
@@ -316,6 +344,7 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   const int v0 = kVT * blockIdx.x;
   const Plan pl = plan_of(p, sc, n, seg, v0);
   if (pl.exit) return;
+  zero_upper_blocks(sm);
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int s = 0; s < kStages; ++s) {
