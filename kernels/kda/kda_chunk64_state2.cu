@@ -25,7 +25,7 @@
 //     wait FULL[s][0], fence.proxy.async, chunk64_step on stage s (which waits for FULL[s][1]
 //     after its first product), arrive on EMPTY[s];
 //   warpgroup 2 (producer, setmaxnreg 40): per chunk wait EMPTY[s] (from the third chunk on),
-//     issue the stage's 5152 16-byte cp.async (128 threads, ~40 each) to the 128B-swizzled
+//     issue the stage's 4768 16-byte cp.async (128 threads, ~37 each) to the 128B-swizzled
 //     places copy_sw128 computes, with cp.async.mbarrier.arrive.noinc on FULL[s][0] after v
 //     and [k a; q a] and on FULL[s][1] after the rest (load_stage).
 // Blocks that keep no o (context parallel's phase 1 past segment 0: from-zero B tiles and
@@ -35,6 +35,8 @@
 // Each stage completes two barriers: v with [k a; q a] (what the step's first product reads)
 // and the rest, which the consumers wait for after that product: B1 T32768 H16 one pass
 // 2406.4 -> 2230.7 us, CP 8 1090.8 -> 1075.1 (validation/kda/notes.md, calls e3 / e6).
+// tmb and aqk are lower block-triangular: their zero upper blocks are not copied (the stage's
+// places zeroed once): V256 946.0 -> 925.7 us, varlen 851.4 -> 838.8 (calls e6 / f1).
 // Two stages (2 x 82,944 bytes) + the o tiles (16 KiB): a third stage does not fit the
 // 232,448-byte opt-in shared memory. No layout change and no tensor maps: the operands stay
 // where the prep writes them (row-major tiles), the swizzle is applied on the shared side of
