@@ -40,24 +40,13 @@ struct Chunk64Stage {
   float gamma[kK];
 };
 static_assert(sizeof(__half) * 2 * kC * 64 % 1024 == 0, "tiles stay 1024-byte aligned");
-// The operands of a chunk whose o is not computed (context parallel's phase 1 past segment 0):
-// k a alone in kq, no Aqk (58 of the 82 KiB, so a pipelined entry holds three of these).
-struct Chunk64StageNoO {
-  __half kq[2][kC][64];       // k a, key channels 0..63 | 64..127
-  __half kbt[kK][64];
-  __half tmb[kC][64];
-  uint16_t v[kC][kVT];
-  float gamma[kK];
-};
 __device__ __forceinline__ uint64_t desc_of(const void* tile) {
   return ptx::wgmma_desc_sw128(ptx::smem_u32(tile), 16, 1024);
 }
 
 // acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
-// swizzled kq tile at descriptor `desc` (key channels 0..63 in the first atom column, 64..127
-// in the second, kColBytes further: 2 x 64 rows of [k a; q a], or 64 of k a alone): two
-// halves of 4 k-steps, 16 A registers each.
-template <int kColBytes>
+// swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
+// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
 __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
                                            float (&acc)[32], uint64_t desc) {
 #pragma unroll
@@ -70,7 +59,7 @@ __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
-                                      desc + ((h * kColBytes + k * 32) >> 4), 1);
+                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(acc);
@@ -96,7 +85,7 @@ struct OutF32 {
 
 // One chunk: o (handed to `store_o` in the accumulator layout, fp32, final: OutF32 is the
 // reference form; kOut false: no o, neither its products nor the q a / Aqk operands are read,
-// and X's update is the same instructions; the stage St may then be a Chunk64StageNoO) and X <- X Diag(gamma) - vn' (k b), from the
+// and X's update is the same instructions) and X <- X Diag(gamma) - vn' (k b), from the
 // operands in `sm`. xl / xh: this thread's X rows ra / rb (x[4j + {0,1}] row ra, x[4j +
 // {2,3}] row rb, channels 8j + 2q + {0,1}; xl channels 0..63, xh 64..127). Every wgmma that
 // reads `sm` has completed when it returns (wgmma_wait_group<0> after each group).
@@ -105,8 +94,8 @@ struct OutF32 {
 struct NoWait {
   __device__ __forceinline__ void operator()() const {}
 };
-template <class StoreO, bool kOut = true, class Rest = NoWait, class St = Chunk64Stage>
-__device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const St& sm,
+template <class StoreO, bool kOut = true, class Rest = NoWait>
+__device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
                                              const StoreO& store_o, int ra, int rb, int q,
                                              const Rest& rest = Rest{}) {
 #define X(i) ((i) < 32 ? xl[(i)] : xh[(i)-32])
@@ -125,9 +114,8 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
 #pragma unroll
     for (int e = 0; e < 4; ++e)
       r[4 * j + e] = -sx.s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
-  constexpr int kColBytes = int(sizeof(sm.kq[0]));
   const uint64_t dkq = desc_of(sm.kq);
-  x_products<kColBytes>(xl, xh, sx.s, r, dkq);
+  x_products(xl, xh, sx.s, r, dkq);
   rest();
 
   // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
@@ -170,7 +158,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     ptx::fence_registers(o);
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
-    x_products<kColBytes>(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127
+    x_products(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
 
     // o is final here: stored before the X update, so that its registers are free for u
 #pragma unroll

@@ -75,6 +75,7 @@ namespace kernrt::kda::c64s2 {
 using namespace kernrt::kda::c64;
 using kernrt::kda::Chunk64State2Params;
 
+constexpr int kStages = 2;
 constexpr int kConsumerThreads = 256;  // two warpgroups of 64 value rows
 constexpr int kProducerThreads = 128;  // one warpgroup: setmaxnreg acts per warpgroup
 constexpr int kThreads = kConsumerThreads + kProducerThreads;
@@ -82,19 +83,12 @@ constexpr int kConsumerRegs = 232, kProducerRegs = 40;
 static_assert(kConsumerThreads * kConsumerRegs + kProducerThreads * kProducerRegs <= 65536,
               "the warpgroups' registers fit the register file");
 
-// Stages padded to a multiple of 1024 bytes (82,944 and 58,368): every stage's tiles keep the
-// swizzle atom alignment.
+// A stage padded to a multiple of 1024 bytes (82,944): every stage's tiles keep the swizzle atom alignment.
 struct alignas(1024) Stage {
   Chunk64Stage t;
 };
-struct alignas(1024) StageNoO {
-  Chunk64StageNoO t;
-};
 constexpr int kConsumerWarps = kConsumerThreads / 32;
-// The layout of a block that stores o: two stages and the o tiles.
 struct Smem {
-  static constexpr int kStages = 2;
-  static constexpr bool kOut = true;
   Stage st[kStages];
   // per consumer warp its o tile, bf16 [64 tokens][16 value rows] (32-byte token rows, the
   // two 16-byte halves swapped on rows with bit 2 set: OutBf16)
@@ -103,19 +97,9 @@ struct Smem {
                               // landed, the rest landed (load_stage)
   uint64_t empty[kStages];  // kConsumerThreads arrivals: the stage's reads are done
 };
-// The layout of a block without o (context parallel's phase 1 past segment 0) in the same
-// dynamic shared memory: three of the smaller stages, one chunk more in flight.
-struct SmemNoO {
-  static constexpr int kStages = 3;
-  static constexpr bool kOut = false;
-  StageNoO st[kStages];
-  uint64_t full[kStages][2];  // as Smem's: v and k a landed, the rest landed
-  uint64_t empty[kStages];
-};
 // dynamic shared memory: the layout + the alignment of the base (the generator reads the literal)
 constexpr int kChunk64State2Smem = 184320;
 static_assert(int(sizeof(Smem)) + 1024 == kChunk64State2Smem, "kChunk64State2Smem is the layout + 1024");
-static_assert(int(sizeof(SmemNoO)) + 1024 <= kChunk64State2Smem, "SmemNoO fits the same memory");
 static_assert(kChunk64State2Smem <= 232448, "one block fits the opt-in shared memory");
 
 // cp.async of a [rows][64-element] f16 row block (global row stride `ld` elements) into a
@@ -147,10 +131,9 @@ __device__ __forceinline__ void load_sw128_lower(__half (*dst)[64], const __half
 // needs them), the rest `rest` (the step waits for it after that product). v: the chunk's
 // token rows from `vc` (token stride `ld` elements), zeros past the sequence's `live` tokens
 // (the step multiplies them by zero betas: they must be finite).
-// Without o (kWithO false: a Chunk64StageNoO) the q a rows and Aqk stay in global memory: 24
-// of the 82 KiB.
-template <bool kWithO, class St>
-__device__ __forceinline__ void load_stage(const Chunk64State2Params& p, St& st,
+// Without o (kWithO false) the q a rows and Aqk stay in global memory: 24 of the 82 KiB.
+template <bool kWithO>
+__device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
                                            int64_t ch, const uint16_t* vc, int64_t ld, int live,
                                            uint64_t* first, uint64_t* rest, int t) {
 #pragma unroll 4
@@ -160,7 +143,6 @@ __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, St& st,
     ptx::cp_async_cg_16_zfill(&st.v[r][8 * j], vc + (ok ? r * ld : 0) + 8 * j, ok ? 16u : 0u);
   }
   constexpr int kq_rows = kWithO ? 2 * kC : kC;  // [k a; q a] or k a alone
-  static_assert(sizeof(st.kq[0]) == kq_rows * 64 * sizeof(__half), "the stage holds these rows");
   load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, kq_rows, kK, t);
   load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, kq_rows, kK, t);
   ptx::cp_async_mbarrier_arrive_noinc(first);  // tracks every copy above
@@ -210,11 +192,6 @@ struct OutBf16 {
   }
 };
 
-// The o store of a block without o (chunk64_step<.., false> never calls it).
-struct NoStore {
-  __device__ __forceinline__ void operator()(const float (&)[32]) const {}
-};
-
 // What one block computes (context parallel: kernels/kda/README.md "Long sequences", the same
 // plan as kda_chunk.cu's tile_plan): its chunks, where its rows start and end, o or not.
 struct Plan {
@@ -226,10 +203,9 @@ struct Plan {
   bool exit;
 };
 
-template <class Sm>
-__device__ __forceinline__ void produce(const Chunk64State2Params& p, Sm& sm, const SeqChunks& sc,
+template <bool kWithO>
+__device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
-  constexpr int kStages = Sm::kStages;
   const int t = threadIdx.x - kConsumerThreads;
   const int64_t ld = int64_t(gridDim.y) * p.dim_v;  // HV V: the token stride of v
   const uint16_t* vb = p.v + sc.row0 * ld + int64_t(blockIdx.y) * p.dim_v + v0;
@@ -239,7 +215,7 @@ __device__ __forceinline__ void produce(const Chunk64State2Params& p, Sm& sm, co
       ptx::mbarrier_wait(&sm.empty[s], (n - 1) & 1);  // chunk c - kStages has read stage s
       ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
     }
-    load_stage<Sm::kOut>(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step,
+    load_stage<kWithO>(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step,
                        vb + int64_t(c) * kC * ld, ld, pl.identity ? 0 : sc.len - kC * c,
                        &sm.full[s][0], &sm.full[s][1], t);
   }
@@ -257,32 +233,26 @@ __device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t 
 }
 
 // The consumer's chunks of the plan, with o (kOut) or X's products alone (chunk64_step).
-template <class Sm>
-__device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32], Sm& sm,
+template <bool kOut>
+__device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32], Smem& sm,
                                                const SeqChunks& sc, const Plan& pl, uint16_t* ob,
                                                int64_t ld, int ra, int rb, int q) {
-  constexpr int kStages = Sm::kStages;
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
   for (int c = pl.c0; c < pl.c1; ++c) {
     const int s = (c - pl.c0) % kStages, n = (c - pl.c0) / kStages;
     ptx::mbarrier_wait_converged(&sm.full[s][0], n & 1);
     ptx::fence_proxy_async_shared();  // the acquired cp.async writes before the wgmma reads
+    const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, sc.len - kC * c, lane};
     const auto rest = [&] {  // the step's other operands, after its first product
       ptx::mbarrier_wait_converged(&sm.full[s][1], n & 1);
       ptx::fence_proxy_async_shared();
     };
-    if constexpr (Sm::kOut) {
-      const OutBf16 out{sm.ot[warp], ob + int64_t(c) * kC * ld, ld, sc.len - kC * c, lane};
-      chunk64_step<OutBf16, true>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
-    } else {
-      chunk64_step<NoStore, false>(xl, xh, sm.st[s].t, NoStore{}, ra, rb, q, rest);
-    }
+    chunk64_step<OutBf16, kOut>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
 }
 
-template <class Sm>
-__device__ __forceinline__ void consume(const Chunk64State2Params& p, Sm& sm, const SeqChunks& sc,
+__device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
   const int wg = tid >> 7, wi = (tid >> 5) & 3;
@@ -306,7 +276,11 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Sm& sm, co
       }
     }
   }
-  consume_chunks(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+  // two loops: one loop branching between the steps a chunk spills 8 bytes at 168 registers
+  if (pl.out)
+    consume_chunks<true>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+  else  // context parallel's phase 1 past segment 0: only X's end rows are kept
+    consume_chunks<false>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
 }
 
@@ -347,47 +321,19 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
   return pl;
 }
 
-// Every stage's tmb and aqk tiles (tmb alone without o) zeroed by the whole block before the
-// first copy (the places load_sw128_lower never writes), fenced for the consumers' wgmma reads
-// (async proxy) before the block's barrier: at most 32 KiB, ~6 16-byte stores a thread once.
-template <class Sm>
-__device__ __forceinline__ void zero_upper_blocks(Sm& sm) {
+// Every stage's tmb and aqk tiles zeroed by the whole block before the first copy (the places
+// load_sw128_lower never writes), fenced for the consumers' wgmma reads (async proxy) before
+// the block's barrier: 32 KiB, ~6 16-byte stores a thread once per block.
+__device__ __forceinline__ void zero_upper_blocks(Smem& sm) {
   constexpr int kWords = kC * 64 * 2 / 16;  // 16-byte words of one tile
-  constexpr int kTiles = Sm::kOut ? 2 : 1;
   const uint4 z = make_uint4(0u, 0u, 0u, 0u);
-  for (int i = threadIdx.x; i < Sm::kStages * kTiles * kWords; i += kThreads) {
-    auto& st = sm.st[i / (kTiles * kWords)].t;
-    const int w = i % (kTiles * kWords);
-    __half* tile = &st.tmb[0][0];
-    if constexpr (Sm::kOut)
-      if (w >= kWords) tile = &st.aqk[0][0];
+  for (int i = threadIdx.x; i < kStages * 2 * kWords; i += kThreads) {
+    Chunk64Stage& st = sm.st[i / (2 * kWords)].t;
+    const int w = i % (2 * kWords);
+    __half* tile = w < kWords ? &st.tmb[0][0] : &st.aqk[0][0];
     reinterpret_cast<uint4*>(tile)[w % kWords] = z;
   }
   ptx::fence_proxy_async_shared();
-}
-
-// The block's roles over layout Sm (Smem with o, SmemNoO without).
-template <class Sm>
-__device__ __forceinline__ void state2_roles(const Chunk64State2Params& p, Sm& sm,
-                                             const SeqChunks& sc, const Plan& pl, int v0) {
-  zero_upper_blocks(sm);
-  if (threadIdx.x == 0) {
-#pragma unroll
-    for (int s = 0; s < Sm::kStages; ++s) {
-      ptx::mbarrier_init(&sm.full[s][0], kProducerThreads);
-      ptx::mbarrier_init(&sm.full[s][1], kProducerThreads);
-      ptx::mbarrier_init(&sm.empty[s], kConsumerThreads);
-    }
-    ptx::fence_mbarrier_init();
-  }
-  __syncthreads();
-  if (threadIdx.x >= kConsumerThreads) {
-    ptx::setmaxnreg_dec<kProducerRegs>();
-    produce(p, sm, sc, pl, v0);
-  } else {
-    ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume(p, sm, sc, pl, v0);
-  }
 }
 
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
@@ -400,10 +346,27 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   const int v0 = kVT * blockIdx.x;
   const Plan pl = plan_of(p, sc, n, seg, v0);
   if (pl.exit) return;
-  if (pl.out)
-    state2_roles(p, sm, sc, pl, v0);
-  else  // context parallel's phase 1 past segment 0: no o, three smaller stages
-    state2_roles(p, *reinterpret_cast<SmemNoO*>(&sm), sc, pl, v0);
+  zero_upper_blocks(sm);
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < kStages; ++s) {
+      ptx::mbarrier_init(&sm.full[s][0], kProducerThreads);
+      ptx::mbarrier_init(&sm.full[s][1], kProducerThreads);
+      ptx::mbarrier_init(&sm.empty[s], kConsumerThreads);
+    }
+    ptx::fence_mbarrier_init();
+  }
+  __syncthreads();
+  if (threadIdx.x >= kConsumerThreads) {
+    ptx::setmaxnreg_dec<kProducerRegs>();
+    if (pl.out)
+      produce<true>(p, sm, sc, pl, v0);
+    else  // the consumers compute no o (consume): its operands are not loaded
+      produce<false>(p, sm, sc, pl, v0);
+  } else {
+    ptx::setmaxnreg_inc<kConsumerRegs>();
+    consume(p, sm, sc, pl, v0);
+  }
 }
 
 }  // namespace kernrt::kda::c64s2
