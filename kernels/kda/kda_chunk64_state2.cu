@@ -36,7 +36,7 @@
 // and the rest, which the consumers wait for after that product: B1 T32768 H16 one pass
 // 2406.4 -> 2230.7 us, CP 8 1090.8 -> 1075.1 (validation/kda/notes.md, calls e3 / e6).
 // tmb and aqk are lower block-triangular: their zero upper blocks are not copied (the stage's
-// places zeroed once): V256 946.0 -> 925.7 us, varlen 851.4 -> 838.8 (calls e6 / f1).
+// places zeroed once): 6 of 98 KiB a chunk, same bits, times within run-to-run spread (f1, f3).
 // Two stages (2 x 82,944 bytes) + the o tiles (16 KiB): a third stage does not fit the
 // 232,448-byte opt-in shared memory. No layout change and no tensor maps: the operands stay
 // where the prep writes them (row-major tiles), the swizzle is applied on the shared side of
