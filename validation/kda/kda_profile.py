@@ -10,6 +10,8 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
   python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
   python3 validation/kda/kda_profile.py cp [BUILD]             (B1 T32768 KDA and GDN at several
                                                                context-parallel splits, "TIME ...")
+  python3 validation/kda/kda_profile.py kernels [BUILD]        (per kernel of the bench's dense and
+                                                               context-parallel prefills, "KERNEL ...")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
@@ -94,5 +96,32 @@ def cp():
                          seg_chunks=4 * chunks, chunk="c64")
 
 
+def kernels(reps=10):
+    """Where a prefill's time goes: each kernel's mean device time (torch.profiler's CUDA
+    activity, eager runs after a warm-up) for the bench's dense KDA, KDA and GDN B1 T32768 with
+    context parallel 8 x 4096; "KERNEL <case> | <name> | <us a call> x <launches a call>"."""
+    from torch.profiler import ProfilerActivity, profile
+    big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
+    cp8 = dict(cp_segs=8, seg_chunks=256)
+    cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
+             ("kda B1 T32768 cp 8", dict(B=1, T=32768, **big), cp8),
+             ("gdn B1 T32768 cp 8", dict(kind="gdn", B=1, T=32768, **big), cp8)]
+    for name, kw, pk in cases:
+        ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
+        ours.write()
+        ours.run()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(reps):
+                ours.rt.enqueue("prefill", graph=False, vars=ours.vars)
+            torch.cuda.synchronize()
+        for ev in prof.key_averages():
+            if ev.device_time_total > 0:
+                print(f"KERNEL {name} | {ev.key[:90]} | {ev.device_time_total / reps:.1f} us"
+                      f" x {ev.count / reps:g}", flush=True)
+        ours.rt.close()
+        torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    {"chunk": chunk, "steps": steps, "times": times, "cp": cp}[sys.argv[1]]()
+    {"chunk": chunk, "steps": steps, "times": times, "cp": cp, "kernels": kernels}[sys.argv[1]]()
