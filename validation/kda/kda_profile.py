@@ -97,9 +97,12 @@ def cp():
 
 
 def kernels(reps=10):
-    """Where a prefill's time goes: each kernel's mean device time (torch.profiler's CUDA
-    activity, eager runs after a warm-up) for the bench's dense KDA, KDA and GDN B1 T32768 with
-    context parallel 8 x 4096; "KERNEL <case> | <name> | <us a call> x <launches a call>"."""
+    """Where a prefill's time goes, per kernel (torch.profiler's CUDA activity, eager runs after
+    a warm-up) for the bench's dense KDA and the KDA / GDN B1 T32768 with context parallel 8 x
+    4096. The kernels are launched with PDL, so a kernel's own span includes waiting for the one
+    before it (griddepcontrol.wait): the figure printed is its share of the serial chain, end
+    minus the previous kernel's end (or its start, if later), mean over the calls, and its span
+    beside it: "KERNEL <case> | <name> | <us of the chain> (span <us>) x <launches a call>"."""
     from torch.profiler import ProfilerActivity, profile
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     cp8 = dict(cp_segs=8, seg_chunks=256)
@@ -114,11 +117,21 @@ def kernels(reps=10):
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             for _ in range(reps):
                 ours.rt.enqueue("prefill", graph=False, vars=ours.vars)
-            torch.cuda.synchronize()
-        for ev in prof.key_averages():
-            if ev.device_time_total > 0:
-                print(f"KERNEL {name} | {ev.key[:90]} | {ev.device_time_total / reps:.1f} us"
-                      f" x {ev.count / reps:g}", flush=True)
+                torch.cuda.synchronize()  # calls apart: the first kernel's share is its span
+        evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+                      and e.time_range.elapsed_us() > 0), key=lambda e: e.time_range.start)
+        share, span, count, prev_end = {}, {}, {}, None
+        for e in evs:
+            t0, t1 = e.time_range.start, e.time_range.end
+            lo = t0 if prev_end is None or prev_end < t0 or t0 + 1e4 < prev_end else max(t0, prev_end)
+            share[e.name] = share.get(e.name, 0.0) + (t1 - lo)
+            span[e.name] = span.get(e.name, 0.0) + (t1 - t0)
+            count[e.name] = count.get(e.name, 0) + 1
+            prev_end = t1
+        for k in share:
+            print(f"KERNEL {name} | {k[:80]} | {share[k] / reps:.1f} us (span {span[k] / reps:.1f})"
+                  f" x {count[k] / reps:g}", flush=True)
+        print(f"KERNEL {name} | all | {sum(share.values()) / reps:.1f} us", flush=True)
         ours.rt.close()
         torch.cuda.empty_cache()
 
