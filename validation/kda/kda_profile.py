@@ -123,7 +123,7 @@ def kernels(reps=10):
         share, span, count, prev_end = {}, {}, {}, None
         for e in evs:
             t0, t1 = e.time_range.start, e.time_range.end
-            lo = t0 if prev_end is None or prev_end < t0 or t0 + 1e4 < prev_end else max(t0, prev_end)
+            lo = t0 if prev_end is None else max(t0, prev_end)
             share[e.name] = share.get(e.name, 0.0) + (t1 - lo)
             span[e.name] = span.get(e.name, 0.0) + (t1 - t0)
             count[e.name] = count.get(e.name, 0) + 1
