@@ -71,9 +71,13 @@ struct Chunk64State2Params {
   int64_t x0_stride;          // bytes per line of x0
   int64_t xt_stride;          // bytes per line of xt
   // Context parallel (cp_phase 1 or 3; 0: one pass): sequence n's segment s is block z =
-  // n cp_segs + s, chunks s seg_chunks .. (the last segment takes the rest); cp_scratch is
-  // kda_chunk.cu's layout (KdaChunkParams' comment, kda_cp_combine between the phases): per
-  // (sequence, segment, value head) B [V, K], M [K, K], I [V, K] over `seqs` sequences.
+  // n cp_segs + s; of its NC chunks, segment s > 0 starts at s seg_chunks + E with E =
+  // max(0, NC - cp_segs seg_chunks): segment 0 takes the E chunks the others do not cover
+  // (c16's kda_chunk.cu gives them to the last segment instead). The last populated segment
+  // has no phase-1 block: phase 3 writes the final state from it, and kda_cp_combine (flag
+  // kFlagCpLastInPhase3) stops at its initial state. cp_scratch is kda_chunk.cu's layout
+  // (KdaChunkParams' comment): per (sequence, segment, value head) B [V, K], M [K, K], I [V, K]
+  // over `seqs` sequences.
   float* cp_scratch;
   int32_t cp_phase;
   int32_t cp_segs;

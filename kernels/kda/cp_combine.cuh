@@ -3,7 +3,8 @@
 // c64's alike): for each sequence, value head and 16 value rows, walks the segments in order:
 // I_s = S, S <- S M_s + B_s (rows of S times the transition's [K, K] state, which is M^T in
 // the math's K x V orientation), starting from S = B_0 (the first segment's true end state);
-// the last S is the sequence's final state. fp32 FMA, each output summed over j = 0 .. K-1
+// the last S is the sequence's final state (with kFlagCpLastInPhase3 the walk ends at the last
+// segment's I, and phase 3 writes the final state). fp32 FMA, each output summed over j = 0 .. K-1
 // in order from B_s (the same order, so the same bits, as the one-row-a-warp loop it replaced).
 //
 // Block kCombineThreads = 4 warps: warp w owns rows 4w .. 4w+3 of the block's 16, lane l the
@@ -85,16 +86,22 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
     ptx::bulk_load(sm.m[(seg - 1) & 1], cs.m + (unit0 + int64_t(seg) * p.value_heads) * K * K,
                    kMBytes, bar);
   };
+  // kFlagCpLastInPhase3: the last segment has no transition; its initial state is the last I
+  const bool last_in_phase3 = (p.flags & kFlagCpLastInPhase3) != 0;
+  const int nmul = last_in_phase3 ? nseg - 1 : nseg;  // segments 1 .. nmul - 1 are multiplied
   if (threadIdx.x == 0)
-    for (int sg = 1; sg < nseg && sg < 3; ++sg) ask(sg);
+    for (int sg = 1; sg < nmul && sg < 3; ++sg) ask(sg);
   float4 acc[4];
 #pragma unroll
   for (int i = 0; i < 4; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
   for (int sg = 1; sg < nseg; ++sg) {
     const int buf = (sg - 1) & 1;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < 4; ++i)
       *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
+    if (sg == nmul) break;  // the last segment's initial state is written; phase 3 runs it
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
       sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
       sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
     }
@@ -115,10 +122,10 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
       }
     }
     __syncthreads();  // every warp is done with this buffer and with srow
-    if (threadIdx.x == 0 && sg + 2 < nseg) ask(sg + 2);
+    if (threadIdx.x == 0 && sg + 2 < nmul) ask(sg + 2);
   }
   const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
-  if (p.ht != nullptr && (p.ht_lines == nullptr || l1 != 0))
+  if (p.ht != nullptr && !last_in_phase3 && (p.ht_lines == nullptr || l1 != 0))
 #pragma unroll
     for (int i = 0; i < 4; ++i)
       *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v0 + i) + c) = acc[i];

@@ -284,9 +284,15 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
   if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
 }
 
-// The block's plan: one pass (cp_phase 0), or its part of context parallel's phase 1 (segment 0
-// for real into B; later segments from zero into B and, in the extra tile, X = I into M) or
-// phase 3 (segments 1.. from their combined initial states I, with o).
+// The block's plan: one pass (cp_phase 0), or its part of context parallel. Segments of
+// L = seg_chunks chunks, the first taking what the others do not cover (chunks past cp_segs L):
+// segment 0 runs for real in phase 1 while the others' phase-1 blocks take two waves, so it
+// can be longer (Chunk64State2Params' comment); a sequence of nseg <= cp_segs populated
+// segments:
+// - phase 1: segment 0 for real into B (a one-segment sequence: into the final state); the
+//   segments between from zero into B and, in the extra tile, X = I into M; the last segment
+//   exits (its transition feeds nothing: phase 3 runs it and writes the final state);
+// - phase 3: segments 1 .. nseg - 1 from their combined initial states I, with o.
 __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqChunks& sc, int n,
                                         int seg, int v0) {
   const int nc = sc.len > 0 ? (sc.len + kC - 1) / kC : 0;
@@ -296,17 +302,22 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
   float* xt = state_line(p.xt, p.xt_lines, p.xt_stride, n);
   Plan pl{0, nc, x0 ? x0 + rows : nullptr, false, xt ? xt + rows : nullptr, true, false};
   if (p.cp_phase == 0) return pl;
-  const int segs = p.cp_segs;
-  pl.c0 = seg * p.seg_chunks;
-  pl.c1 = seg == segs - 1 ? nc : min(nc, pl.c0 + p.seg_chunks);
-  pl.exit = seg > 0 && pl.c0 >= nc;  // a segment past its sequence's end
-  const bool mtile = v0 >= V;
+  const int segs = p.cp_segs, L = p.seg_chunks;
+  const int nseg = nc <= 0 ? 1 : min(segs, (nc + L - 1) / L);
+  const int extra = max(0, nc - segs * L);  // segment 0's chunks beyond L
+  pl.c0 = seg == 0 ? 0 : seg * L + extra;
+  pl.c1 = min(nc, (seg + 1) * L + extra);
+  const bool mtile = v0 >= V, last = seg == nseg - 1;
+  pl.exit = seg >= nseg;  // a segment past its sequence's end
   const int64_t units = int64_t(p.seqs) * segs * gridDim.y;
   const int64_t unit = (int64_t(n) * segs + seg) * gridDim.y + hv;
   float* b = p.cp_scratch + (unit * V + v0) * kK;
   if (p.cp_phase == 1) {
     if (seg == 0) {
-      pl.exit |= mtile, pl.x1 = b;
+      pl.exit |= mtile;
+      if (!last) pl.x1 = b;
+    } else if (last) {
+      pl.exit = true;
     } else if (mtile) {
       pl.x0 = nullptr, pl.identity = true, pl.out = false;
       pl.x1 = p.cp_scratch + units * V * kK + unit * kK * kK;
@@ -315,9 +326,9 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
     }
     return pl;
   }
-  pl.exit |= seg == 0 || mtile;  // phase 3 (the combine wrote the final state)
+  pl.exit |= seg == 0 || mtile;  // phase 3: segment 0 ran in phase 1
   pl.x0 = p.cp_scratch + units * (V + kK) * kK + (unit * V + v0) * kK;
-  pl.x1 = nullptr;
+  if (!last) pl.x1 = nullptr;  // the last segment's end is the final state
   return pl;
 }
 

@@ -143,6 +143,9 @@ constexpr int kChunkThreads = 512; // 8 state warps (16 value rows each) + 8 pre
 
 // Flag bits of KdaChunkParams::flags beyond the shared kFlag* above.
 constexpr int32_t kFlagNoOutput = 128;    // o is not written (context-parallel transitions)
+// kda_cp_combine: the last segment's transition was not computed (c64's phase 1 skips it); the
+// combine stops at that segment's initial state and phase 3 writes the final state.
+constexpr int32_t kFlagCpLastInPhase3 = 256;
 
 // q, k [B, T, H, K] (dense; cu_seqlens null, sequence n = batch row n, `tokens` = T) or
 // [1, total, H, K] with cu_seqlens [seqs + 1] i32 prefix sums (varlen); v, o [.., HV, V]; g

@@ -175,18 +175,21 @@ class Packs(unittest.TestCase):
             self.assertEqual(f[so["seg_chunks"]]["i32"], 4)  # 16 chunks of 16 = 4 of 64 tokens
             self.assertEqual((f[so["cp_scratch"]]["scratch"], f[so["seqs"]]["var"]), ("cp", "seqs"))
             self.assertEqual(f[so["x0"]]["param"], 9)  # the pool: q k v g beta A_log dt_bias o cu
-            for name in ("xt", "xt_lines", "xt_stride"):  # the combine writes the final state
-                self.assertNotIn(so[name], f)
+            # the phases write the final state (phase 3 from the last segment), not the combine
+            self.assertEqual((f[so["xt"]]["param"], f[so["xt_lines"]]["param"], f[so["xt_stride"]]["i64"]),
+                             (9, 10, slot))
         with open(os.path.join(KDA_DIR, "params.h")) as f:
             text = f.read()
+        self.assertIn(f"kFlagCpLastInPhase3 = {c64.FLAG_CP_LAST_IN_PHASE3};", text)
         co = {m.group(1): int(m.group(2)) for m in re.finditer(
             r"offsetof\(KdaChunkParams, (\w+)\) == (\d+)", text)}
         self.assertEqual(int(re.search(r"sizeof\(KdaChunkParams\) == (\d+)", text).group(1)),
                          c64.COMBINE_PACK)
         f = _fields(comb)
         self.assertEqual((comb["module"], comb["entry"]), ("kda_chunk", "kda_cp_combine_sm90a_f32_k128"))
-        self.assertEqual((f[co["ht"]]["param"], f[co["ht_lines"]]["param"], f[co["ht_stride"]]["i64"]),
-                         (9, 10, slot))
+        for name in ("ht", "ht_lines", "ht_stride"):
+            self.assertNotIn(co[name], f)
+        self.assertEqual(f[co["flags"]]["i32"], c64.FLAG_CP_LAST_IN_PHASE3)
         self.assertEqual((f[co["cu_seqlens"]]["param"], f[co["seg_chunks"]]["i32"],
                           f[co["cp_segs"]]["i32"], f[co["cp_scratch"]]["scratch"]), (8, 16, 4, "cp"))
         self.assertEqual(comb["grid"], [16, 4, "seqs"])  # 16 value rows a block

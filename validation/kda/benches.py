@@ -16,6 +16,7 @@ import torch
 
 import bench
 import fixture as fx
+from kernrt.gen import kda_cp_plan as cp_plan
 import kda_ref as ref
 
 K = fx.K
@@ -58,17 +59,20 @@ def cases(quick):
     for L in lens16:
         cu16.append(cu16[-1] + L)
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
+    # B1 T32768 H16 V128: the geometry the drop-ins pick (kernrt.gen.kda_cp_plan; 9 x 55
+    # chunks, segment 0 taking 72)
+    segs, L = cp_plan.plan((32768 // 64,), 16, 1)
+    cp = dict(cp_segs=segs, seg_chunks=4 * L)
     out = [
         ("kda B8 T4096 H16 V128", dict(B=8, T=4096, **big), {}, "fla_kda", 1845.0),
         ("kda B8 T4096 H16 V256", dict(B=8, T=4096, V=256, **big), {}, "fla_kda", 2324.0),
-        ("kda B1 T32768 H16 V128 with state", dict(B=1, T=32768, **big),
-         dict(cp_segs=8, seg_chunks=256), "fla_kda", 2420.0),
+        ("kda B1 T32768 H16 V128 with state", dict(B=1, T=32768, **big), cp, "fla_kda", 2420.0),
         # one pass: 256 (sequence, head) tiles fill the GPU (k8c: 854.1 us, its context
         # parallel 4 x 2048 1046.0, c16's 1837.3)
         ("kda varlen 16 seqs 106-6200 (32768) with state", dict(cu=cu16, **big), {}, "fla_kda",
          2007.0),
-        ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big),
-         dict(cp_segs=8, seg_chunks=256), "flash_qla", 524.5),
+        ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big), cp,
+         "flash_qla", 524.5),
         ("kda B8 T4096 H16 V128 lower_bound -5, beta logits (FlashKDA's form)",
          dict(B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",
               g_dtype=torch.bfloat16), {}, "flash_kda", None),
@@ -89,9 +93,11 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             contenders = {"ours": ours.enqueue}
             peer_row = {"chunk": ours.chunk}
             alts = []
-            if cp and ours.chunk == "c64":  # beside c64's context parallel: its one pass, c16's CP
-                for lab, kw in (("c64 one pass", dict(chunk="c64")), ("c16 context parallel",
-                                                                     dict(chunk="c16", **cp))):
+            if cp and ours.chunk == "c64":  # beside c64's context parallel: its one pass, the
+                # uniform 8 x 64 chunks (the geometry before kda_cp_plan), c16's CP
+                for lab, kw in (("c64 one pass", dict(chunk="c64")),
+                                ("c64 context parallel 8 x 64", dict(chunk="c64", cp_segs=8, seg_chunks=256)),
+                                ("c16 context parallel", dict(chunk="c16", **cp))):
                     alt = fx.Prefill(c, build, **kw)
                     alt.write()
                     oa, ha = alt.run(graph=True)

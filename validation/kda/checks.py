@@ -90,6 +90,8 @@ def prefill_cases(quick):
         # to nothing within a segment, and context parallel equals the one pass bit for bit)
         ("c64 gdn context parallel 4 x 1024", dict(kind="gdn", B=1, T=4096, gates="init"),
          dict(cp_segs=4, seg_chunks=64, **c64)),
+        ("c64 kda context parallel 4 x 768, B2 T4000 (segment 0 takes the 15 chunks past 4 x 12)",
+         dict(B=2, T=4000, gates="init", **bf), dict(cp_segs=4, seg_chunks=48, **c64)),
         ("c64 kda varlen context parallel 4 x 256 (segments past short sequences)",
          dict(cu=[0, 100, 1300, 1301, 3000], gates="init", **bf), dict(cp_segs=4, seg_chunks=16, **c64)),
     ]

@@ -85,30 +85,35 @@ def time_prefill(name, case, **prefill_kw):
 
 def cp():
     """B1 T32768 H16 (the bench's long sequence, with state) at context-parallel splits: segments
-    x 64-token chunks, 8 x 64 the bench's; the state step's blocks per phase are segments x 16
-    heads (x 2 tiles in phase 1), so the split sets how phase 1 and 3 fill the 132 SMs."""
+    x 64-token chunks (segment 0 takes the chunks the others do not cover), kda_cp_plan's
+    choice (9 x 55) first; each line prints the plan model's steps beside the time, so the
+    model's calibration (3.83 us a step) can be read off."""
+    from kernrt.gen import kda_cp_plan
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
-    splits = [(6, 86), (7, 74), (8, 64), (10, 52), (12, 43), (16, 32)]
+    splits = [kda_cp_plan.plan((512,), 16, 1), (8, 64), (9, 50), (9, 60), (10, 50), (7, 70), (16, 32)]
     for kind in ("kda", "gdn"):
         c = fx.Case(seed=100, kind=kind, B=1, T=32768, **big)
         for segs, chunks in splits:
-            time_prefill(f"{kind} B1 T32768 cp {segs} x {64 * chunks}", c, cp_segs=segs,
-                         seg_chunks=4 * chunks, chunk="c64")
+            model = kda_cp_plan.steps((512,), 16, 1, segs, chunks)
+            time_prefill(f"{kind} B1 T32768 cp {segs} x {64 * chunks} (model {model:.1f} steps)", c,
+                         cp_segs=segs, seg_chunks=4 * chunks, chunk="c64")
 
 
 def kernels(reps=10):
     """Where a prefill's time goes, per kernel (torch.profiler's CUDA activity, eager runs after
-    a warm-up) for the bench's dense KDA and the KDA / GDN B1 T32768 with context parallel 8 x
-    4096. The kernels are launched with PDL, so a kernel's own span includes waiting for the one
+    a warm-up) for the bench's dense KDA and the KDA / GDN B1 T32768 with kda_cp_plan's context
+    parallel. The kernels are launched with PDL, so a kernel's own span includes waiting for the one
     before it (griddepcontrol.wait): the figure printed is its share of the serial chain, end
     minus the previous kernel's end (or its start, if later), mean over the calls, and its span
     beside it: "KERNEL <case> | <name> | <us of the chain> (span <us>) x <launches a call>"."""
     from torch.profiler import ProfilerActivity, profile
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
-    cp8 = dict(cp_segs=8, seg_chunks=256)
+    from kernrt.gen import kda_cp_plan
+    segs, L = kda_cp_plan.plan((512,), 16, 1)
+    cpp = dict(cp_segs=segs, seg_chunks=4 * L)
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
-             ("kda B1 T32768 cp 8", dict(B=1, T=32768, **big), cp8),
-             ("gdn B1 T32768 cp 8", dict(kind="gdn", B=1, T=32768, **big), cp8)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
+             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), cpp)]
     for name, kw, pk in cases:
         ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
         ours.write()

@@ -22,6 +22,7 @@ STATE_PACK = g64.C64_STATE2_PACK    # sizeof(Chunk64State2Params)
 VTILE = g64.C64_VTILE               # value rows per state block
 COMBINE_PACK = CHUNK_PACK           # kda_cp_combine takes KdaChunkParams
 PREP_FLAG_BETA_BF16, PREP_FLAG_G_BF16 = 1, 2   # the preps' `flags` word
+FLAG_CP_LAST_IN_PHASE3 = 256        # kFlagCpLastInPhase3 (kernels/kda/params.h), the combine's
 # kind -> (module, shared memory = kChunk64Prep4Smem / kChunk64PrepGdnSmem)
 PREP_MODULES = {kind: (g64.PREPS[prep][0], g64.PREPS[prep][2])
                 for kind, prep in (("kda", "prep4"), ("gdn", "gdn"))}
@@ -61,9 +62,10 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     q k v g beta A_log dt_bias o, cu when varlen, h0 / ht (dense) or state / lines (pool)).
     Dense calls take T = the `tokens` var (NC = ceil(T / 64)); `stride` is the state line's
     bytes. cp_segs >= 2: context parallel over segments of seg_chunks 16-token chunks (a
-    multiple of 4: whole 64-token chunks): the prep, state phase 1, kda_chunk.cu's combine
+    multiple of 4: whole 64-token chunks; segment 0 takes the chunks the others do not cover,
+    kernrt.gen.kda_cp_plan.segments): the prep, state phase 1, kda_chunk.cu's combine
     (cp_combine.cuh), state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as
-    kda_chunk.cu's)."""
+    kda_chunk.cu's). kernrt.gen.kda_cp_plan.plan picks a geometry."""
     why = unsupported(p)
     if why:
         raise GenError(f"the 64-token chunk kernels do not serve this profile: {why}")
@@ -126,15 +128,15 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
         out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
                                 STATE_THREADS, STATE_SMEM))
         return out, scratch
-    # context parallel: the state step's phases skip the final state (the combine writes it)
-    st = [f for f in st if f["at"] not in (56, 104, 120)]
+    # context parallel: phase 3 writes the final state from the last segment (phase 1 from
+    # segment 0 when it is the only one); the combine stops at the last segment's I
     cp = [{"at": 128, "scratch": "cp"}, {"at": 140, "i32": cp_segs},
           {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
     z = {"mul": ["seqs", cp_segs]}
     out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 1}], [nt + 1, HV, z], STATE_THREADS,
                             STATE_SMEM))
-    out.append(_combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks))
+    out.append(_combine(p, at, varlen, cp_segs, seg_chunks))
     out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 3}], [nt, HV, z], STATE_THREADS,
                             STATE_SMEM))
@@ -142,16 +144,14 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     return out, scratch
 
 
-def _combine(p, at, varlen, state, final, stride, cp_segs, seg_chunks):
+def _combine(p, at, varlen, cp_segs, seg_chunks):
     """kda_chunk.cu's kda_cp_combine over the phase-1 scratch (pack KdaChunkParams,
-    kernels/kda/params.h: the fields it reads), writing the final states."""
+    kernels/kda/params.h: the fields it reads), with kFlagCpLastInPhase3: it writes the
+    segments' initial states up to the last one's and no final state."""
     f = [{"at": 104, "scratch": "cp"}, {"at": 212, "var": "seqs"}, {"at": 220, "i32": p.value_heads},
-         {"at": 224, "i32": p.dim_v}, {"at": 240, "i32": seg_chunks}, {"at": 248, "i32": cp_segs}]
+         {"at": 224, "i32": p.dim_v}, {"at": 228, "i32": FLAG_CP_LAST_IN_PHASE3},
+         {"at": 240, "i32": seg_chunks}, {"at": 248, "i32": cp_segs}]
     f.append({"at": 96, "param": at["cu"]} if varlen else {"at": 208, "var": "tokens"})
-    if final:
-        f += [{"at": 72, "param": at["state" if state == "pool" else "ht"]}, {"at": 200, "i64": stride}]
-        if state == "pool":
-            f.append({"at": 88, "param": at["lines"]})
     return combine_launch(p, f)
 
 

@@ -26,6 +26,7 @@ Does not check numerics (validation/kda compares with a float64 reference and fl
 """
 from .. import gen as _gen
 from ..gen import kda as _gk
+from ..gen.kda_cp_plan import plan as _cp_plan
 from . import _dispatch
 
 FAMILY = _dispatch.Family("kda", ("fla.ops.kda",))
@@ -103,12 +104,12 @@ def _spec(q, k, v, g, beta, A_log, dt_bias, scale, initial_state, output_final_s
         want = (N, HV, V, Kd) if state_v_first else (N, HV, Kd, V)
         if str(initial_state.dtype) != "torch.float32" or tuple(initial_state.shape) != want:
             return None, f"initial_state must be f32 {list(want)}"
-    cp = 0
+    cp = seg = 0
     longest = max(lens) if lens else T
     tiles = N * HV * (V // 128)
-    if not step and tiles < SMS and longest >= 4096:
-        cp = min(16, max(2, -(-2 * SMS // tiles)), longest // 1024)
-    seg = 4 * -(-longest // (cp * 64)) if cp else 0  # 16-token chunks, whole 64-token ones
+    if not step and tiles < SMS and longest >= 4096:  # context parallel where tiles leave SMs idle
+        cp, seg = _cp_plan(tuple(-(-n // 64) for n in (lens or [T] * N)), HV, V // 128, SMS)
+        seg *= 4  # 16-token chunks, whole 64-token ones
     a_log_none = A_log is None
     spec = (kind, B, T, H, HV, V, gd, bd, gate, None if lower_bound is None else float(lower_bound),
             bool(beta_sigmoid), bool(neg_eigval), bool(l2norm),

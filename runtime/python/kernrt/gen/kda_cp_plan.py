@@ -1,0 +1,86 @@
+"""Context-parallel geometry of the 64-token chunk prefill: how many segments, how long.
+
+Owns: `segments` (the chunks of each segment of one sequence, the rule
+kernels/kda/kda_chunk64_state2.cu's plan_of applies: segments of L chunks, the first taking
+what the others do not cover) and `plan` (the cp_segs and seg_chunks that a model of the state
+step's block schedule finds fastest, or none where the one pass is as fast). Python 3
+standard library only.
+
+The model counts time in chunk steps of a state block with o (3.83 us on the H200 at B8 T4096
+H16 V128, call f6). Each state block holds one SM (1 block per SM: 182 KB of shared memory)
+and runs its chunks serially; blocks start in launch order (x the value tile, y the value
+head, z = sequence x cp_segs + segment) as SMs free up. Phase 1 runs segment 0 for real and
+the middle segments from zero and from X = I (a step without o: PHASE1_STEP of one with);
+the combine walks the segments serially (COMBINE_STEP each); phase 3 runs segments 1.. with
+o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
+the dense one pass's step 245 us for 64 chunks, so phase 1's 333 us over two waves of 64-chunk
+blocks is 0.68 a step; the combine 32.5 us for 8 segments is 1.06 steps a segment. The model
+then gives 159.5 steps for CP 8 x 64 in the old layout (measured 610.5 us / 3.83 = 159.4).
+"""
+
+import functools
+import heapq
+
+PHASE1_STEP = 0.68   # a phase-1 block's chunk step (no o) against a phase-3 block's
+COMBINE_STEP = 1.06  # the combine's time a segment, in chunk steps
+SMS = 132            # H200 multiprocessors
+
+
+def segments(chunks, segs, seg_chunks):
+    """Chunks of each populated segment of a sequence of `chunks` 64-token chunks (plan_of's
+    rule): segment s > 0 starts at s L + E, E = max(0, chunks - segs L), segment 0 takes E + L."""
+    extra = max(0, chunks - segs * seg_chunks)
+    out = []
+    for s in range(segs):
+        c0 = 0 if s == 0 else s * seg_chunks + extra
+        if s > 0 and c0 >= chunks:
+            break
+        out.append(min(chunks, (s + 1) * seg_chunks + extra) - c0)
+    return out
+
+
+def _makespan(durations, sms):
+    free = [0.0] * sms
+    end = 0.0
+    for d in durations:
+        t = heapq.heappop(free) + d
+        heapq.heappush(free, t)
+        end = max(end, t)
+    return end
+
+
+def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS):
+    """Modelled chunk steps of the state work (phase 1, combine, phase 3) for sequences of
+    `lens` chunks; segs 0: the one pass."""
+    if not segs:
+        return _makespan([float(c) for c in lens for _ in range(value_heads * v_tiles)], sms)
+    p1, p3, walk = [], [], 0  # durations in the grids' launch order; exiting blocks left out
+    for chunks in lens:
+        sg = segments(chunks, segs, seg_chunks)
+        walk = max(walk, len(sg) - 1)
+        for s, n in enumerate(sg):
+            for _ in range(value_heads):
+                if s == 0:
+                    p1 += [float(n)] * v_tiles
+                    continue
+                if s < len(sg) - 1:  # the last segment has no phase-1 block
+                    p1 += [n * PHASE1_STEP] * (v_tiles + 1)
+                p3 += [float(n)] * v_tiles
+    return _makespan(p1, sms) + walk * COMBINE_STEP + _makespan(p3, sms)
+
+
+@functools.lru_cache(maxsize=256)
+def plan(lens, value_heads, v_tiles, sms=SMS, max_segs=32):
+    """(cp_segs, seg_chunks in 64-token chunks) for sequences of `lens` (a tuple of chunk
+    counts), or (0, 0) where no geometry beats the one pass by 5 %."""
+    longest = max(lens) if lens else 0
+    best = (steps(lens, value_heads, v_tiles, 0, 0, sms) / 1.05, 0, 0)
+    for segs in range(2, max_segs + 1):
+        lo, hi = max(1, longest // (segs + 2)), max(1, longest // (segs - 1))
+        for L in range(lo, hi + 1):
+            if len(segments(longest, segs, L)) < segs:
+                continue  # fewer populated segments: the same as a smaller segs
+            t = steps(lens, value_heads, v_tiles, segs, L, sms)
+            if t < best[0]:
+                best = (t, segs, L)
+    return best[1], best[2]

@@ -1,0 +1,48 @@
+"""CPU tests of the context-parallel geometry (kernrt.gen.kda_cp_plan): the segment rule that
+kernels/kda/kda_chunk64_state2.cu's plan_of applies, and the plan its schedule model picks.
+
+The model's times are checked against the device on the benches (validation/kda); here only
+its arithmetic and the choices that follow from it.
+"""
+import unittest
+
+import _package  # noqa: F401  (puts runtime/python on sys.path)
+from kernrt.gen import kda_cp_plan as cp
+
+
+class Segments(unittest.TestCase):
+    def test_first_segment_takes_the_rest(self):
+        self.assertEqual(cp.segments(512, 9, 55), [72] + [55] * 8)
+        self.assertEqual(cp.segments(512, 8, 64), [64] * 8)
+
+    def test_short_sequences_fill_from_the_start(self):
+        self.assertEqual(cp.segments(100, 9, 55), [55, 45])
+        self.assertEqual(cp.segments(27, 4, 4), [15, 4, 4, 4])  # the varlen check's 1699 tokens
+        self.assertEqual(cp.segments(2, 4, 4), [2])
+        self.assertEqual(cp.segments(0, 4, 4), [0])
+
+    def test_segments_cover_the_sequence(self):
+        for chunks in range(0, 300, 7):
+            for segs, L in ((2, 1), (5, 13), (9, 55), (16, 3)):
+                self.assertEqual(sum(cp.segments(chunks, segs, L)), chunks)
+
+
+class Plan(unittest.TestCase):
+    def test_model_calibration(self):
+        # one pass: 512 steps for 16 tiles on 132 SMs
+        self.assertEqual(cp.steps((512,), 16, 1, 0, 0), 512.0)
+        # CP 9 x 55, segment 0 at 72 chunks on 16 SMs: phase 1 is the other 116 SMs' two waves
+        # of 55 x 0.68 steps (224 blocks: segments 1-7, two tiles, 16 heads), then the walk of
+        # 8 segments and phase 3's one wave of 55
+        self.assertAlmostEqual(cp.steps((512,), 16, 1, 9, 55), 2 * 55 * 0.68 + 8 * 1.06 + 55, places=6)
+
+    def test_long_sequence_is_split(self):
+        self.assertEqual(cp.plan((512,), 16, 1), (9, 55))  # the B1 T32768 H16 bench
+        self.assertLess(cp.steps((512,), 16, 1, 9, 55), cp.steps((512,), 16, 1, 8, 64))
+
+    def test_full_gpu_stays_one_pass(self):
+        self.assertEqual(cp.plan((64,) * 8, 16, 1), (0, 0))  # 128 tiles of 64 chunks
+
+
+if __name__ == "__main__":
+    unittest.main()
