@@ -77,35 +77,6 @@ __device__ __forceinline__ bool prep_block_chunk(const Params& p, int hv, int HV
   return true;
 }
 
-// The persistent prep's work (kda_chunk64_prep4.cu: a grid of a few blocks per SM, each
-// taking items w = blockIdx.x, + gridDim.x, ..): item w is the block of the one-block-a-chunk
-// grids in their order, dense (NC, HV, N) chunk fastest, varlen (slots, HV) slot fastest, with
-// the slots bounded by the call's own tokens (every chunk maps below floor(cu[seqs] / 64) +
-// seqs + 1: the generator's varlen_slots at cu[seqs] tokens). 32-bit: 2^31 items index
-// 2^31 / group chunks of k rows (16 KiB each), beyond any device's memory for group <= 128.
-struct PrepWork {
-  int items;
-  int slots;  // items per value head and sequence (dense NC) or per value head (varlen)
-};
-
-template <class Params>
-__device__ __forceinline__ PrepWork prep_work(const Params& p, int HV) {
-  if (p.cu_seqlens == nullptr) return {p.seqs * HV * p.chunks, p.chunks};
-  const int slots = p.cu_seqlens[p.seqs] / kChunkTokens + p.seqs + 1;
-  return {slots * HV, slots};
-}
-
-// Item w's value head and chunk; false: a varlen slot that maps to no chunk (nothing to do).
-template <class Params>
-__device__ __forceinline__ bool prep_item_chunk(const Params& p, const PrepWork& wk, int w, int HV,
-                                                int lane, int& hv, PrepChunk& pc) {
-  const unsigned x = unsigned(w) % unsigned(wk.slots), r = unsigned(w) / unsigned(wk.slots);
-  hv = int(r % unsigned(HV));
-  if (p.cu_seqlens != nullptr) return varlen_prep_chunk(p.cu_seqlens, p.seqs, int(x), hv, HV, lane, pc);
-  pc = dense_prep_chunk(int(r / unsigned(HV)), int(x), p.tokens, p.chunks, hv, HV);
-  return true;
-}
-
 // A per-token scalar (beta, GDN's g) at element i of an fp32 or (bf16 != 0) bf16 array.
 __device__ __forceinline__ float token_scalar(const void* base, int64_t i, int bf16) {
   if (bf16) return __uint_as_float(uint32_t(static_cast<const uint16_t*>(base)[i]) << 16);

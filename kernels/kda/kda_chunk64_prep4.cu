@@ -5,10 +5,8 @@
 // validation/kda/chunk64_model.py tokens64 then prep64 (plan "f16"). A design entry, not the
 // shipped forward and not a serving op.
 //
-// Persistent: two blocks per SM take the chunks of every (value head, sequence) in turn, and a
-// block loads its next chunk's raw inputs while the current one's solve runs (prep64); 256
-// threads, thread = (sub-block I = warp / 2, channel pair cp = tid % 64) as v3. What differs
-// from v3:
+// One block per (chunk, value head, sequence); 256 threads, thread = (sub-block I = warp / 2,
+// channel pair cp = tid % 64) as v3. What differs from v3:
 //   0. the raw stage: q, k, g of the chunk's 64 tokens by cp.async into shared memory (bf16
 //      rows, zero past T), q, k re-read there whenever a pass needs them instead of held in
 //      registers; beta by 64 threads;
@@ -42,8 +40,8 @@
 //
 // Entries: kda_chunk64_prep4_sm90a_f16_k128 (softplus, direct beta), _sigbeta_ (softplus,
 // logits), _lbgate_ (bounded, direct), _lbgate_sigbeta_ (bounded, logits: FlashKDA's inputs),
-// each `const __grid_constant__ Chunk64Prep4Params`, grid (blocks, 1, 1) of any size (the
-// generator's C64_PREP4_BLOCKS: two per SM), 256 threads, __launch_bounds__(256, 2). Not checked here: K = 128; HV a multiple of H; the buffers'
+// each `const __grid_constant__ Chunk64Prep4Params`, grid (NC, HV, N) dense or (slots, HV, 1) varlen, 256 threads,
+// __launch_bounds__(256, 2). Not checked here: K = 128; HV a multiple of H; the buffers'
 // extents; NC = ceil(T / 64); lower_bound in [-5, 0) (the generator's).
 #include <cuda_fp16.h>
 #include <stddef.h>
@@ -187,296 +185,250 @@ __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm,
   }
 }
 
-// One item of the persistent loop: a chunk of one value head, and what its prologue loads
-// beside the raw stage (held in registers until the item starts: the previous item's solve
-// still reads sm.beta).
-struct Item {
-  c64::PrepChunk pc;  // first row, tokens from there, operand slot
-  int hv;
-  float beta;         // thread tid < 64: token tid's beta input (0 past T)
-  float2 dt_bias;     // channels c0, c0 + 1
-  float a_log;
-};
-
-// The first item at or after w (stepping gridDim.x) that maps to a chunk; false: none is left.
-__device__ __forceinline__ bool find_item(const Chunk64Prep4Params& p, const c64::PrepWork& wk, int HV,
-                                          int lane, int& w, Item& it) {
-  for (; w < wk.items; w += gridDim.x)
-    if (c64::prep_item_chunk(p, wk, w, HV, lane, it.hv, it.pc)) return true;
-  return false;
-}
-
-// Step 0 of an item: the cp.async of its q, k, g rows into the raw stage (one commit group; a
-// chunk with tokens past T, block-uniform, takes the masked copy) and its scalars' loads. Needs
-// the raw stage dead (after the previous item's diagonal rounds).
-__device__ __forceinline__ void issue_item(const Chunk64Prep4Params& p, Smem& sm, int tid, int c0,
-                                           int HV, Item& it) {
-  // h = hv / group in fp32 (the integer division was ~28 instructions): (hv + 1/2) / group is
-  // at least 1 / (2 group) from an integer and at most H; __fdividef's error (relative
-  // < 2^-21) moves it by less than H 2^-21 <= 1 / (2 group) while HV = H group <= 2^20, so
-  // the truncation is exact (test_chunk64_prep4_layout)
-  const int hv = it.hv, h = int(__fdividef(float(hv) + 0.5f, float(p.group)));
-  const int live = it.pc.live;
-  const int64_t row0 = it.pc.row0;
-  if (live >= kC) raw_stage<false>(p, sm, tid, row0, h, hv, HV, live);
-  else raw_stage<true>(p, sm, tid, row0, h, hv, HV, live);
-  ptx::cp_async_commit_group();
-  const bool bt = tid < kC && tid < live;
-  it.beta = bt ? c64::token_scalar(p.beta, (row0 + tid) * HV + hv, p.flags & kPrepBetaBf16) : 0.f;
-  it.dt_bias = *reinterpret_cast<const float2*>(p.dt_bias + hv * kK + c0);
-  it.a_log = p.a_log[hv];
-}
-
-// Persistent: block b takes items b, b + gridDim.x, .. (chunk64_seqs.cuh prep_work); the next
-// item's raw stage and scalars are loaded while this one's solve runs, so only the block's
-// first item waits for its loads.
 template <int kGate, bool kBetaSigmoid>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
   const int g = lane >> 2, qd = lane & 3;
-  const int HV = p.heads * p.group;
-  // PDL: the state step may launch now; every input is read after the previous grid completed
-  ptx::griddepcontrol_launch_dependents();
-  ptx::griddepcontrol_wait();
-  const c64::PrepWork wk = c64::prep_work(p, HV);
-  int w = blockIdx.x;
-  Item it;
-  if (!find_item(p, wk, HV, lane, w, it)) return;
-  issue_item(p, sm, tid, c0, HV, it);
-#pragma unroll 1
-  for (;;) {
-    const int live = it.pc.live;
-    const int64_t chunk = it.pc.slot;
-    __half* aqk = p.aqk + chunk * kC * kC;
-    __half* tmb = p.tmb + chunk * kC * kC;
-    if (tid < kC)  // kBetaSigmoid: beta logits, beta = 1 / (1 + 2^(-x log2 e)) (2 MUFU); 0 past T
-      sm.beta[tid] = !kBetaSigmoid ? it.beta
-                                   : (tid < live ? __fdividef(1.f, 1.f + exp2f(-it.beta * kLog2e)) : 0.f);
-    const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)
-    const float2 dtl = scl2(it.dt_bias, kLog2e);
-    const float A = __expf(it.a_log);
-    // gate_alpha's coefficients: z = g gs + gd, outer factor M
-    const float gs = kGate == kLowerBound ? -A * kLog2e : kLog2e;
-    const float2 gd = kGate == kLowerBound ? scl2(dtl, -A) : dtl;
-    const float M = kGate == kLowerBound ? p.lower_bound * kLog2e : -A;
-    ptx::cp_async_wait_group<0>();
-    __syncthreads();
+  const int hv = blockIdx.y, HV = gridDim.y;
+  // h = hv / group in fp32 (the integer division was ~28 instructions): (hv + 1/2) / group is
+  // at least 1 / (2 group) from an integer and at most H; __fdividef's error (relative
+  // < 2^-21) moves it by less than H 2^-21 <= 1 / (2 group) while HV = H group <= 2^20
+  // (gridDim.y <= 65535), so the truncation is exact (test_chunk64_prep4_layout)
+  const int h = int(__fdividef(float(hv) + 0.5f, float(p.group)));
+  // PDL, then the chunk (chunk64_seqs.cuh): live = its tokens before the sequence's end
+  c64::PrepChunk pc;
+  if (!c64::prep_block_chunk(p, hv, HV, lane, pc)) return;
+  const int live = pc.live;
+  const int64_t row0 = pc.row0, chunk = pc.slot;
+  __half* aqk = p.aqk + chunk * kC * kC;
+  __half* tmb = p.tmb + chunk * kC * kC;
 
-    // ---- 1. token code: the l2 scales from the Gram diagonals (chunk64_prep_shared.cuh), then
-    // the gate per element
-    gram_norms(sm, p.scale, I, warp, lane);
-    float2 a[kSub];  // a sub-block past T (warp-uniform) takes the masked copy
-    if (nl >= kSub) token_alphas<kGate, false>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
-    else token_alphas<kGate, true>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
-    {
-      float2 dec = make_float2(1.f, 1.f);
-  #pragma unroll
-      for (int t = 0; t < kSub; ++t) dec = mul2(dec, a[t]);
-      sm.dec[I][cp] = dec;
-    }
-    __syncthreads();
-    const float2* rs = sm.rs + kSub * I;
-    switch (I) {  // warp-uniform: each warp runs the straight-line pass of its sub-block
-      case 0: channel_pass<0>(p, sm, chunk, cp, rs, a); break;
-      case 1: channel_pass<1>(p, sm, chunk, cp, rs, a); break;
-      case 2: channel_pass<2>(p, sm, chunk, cp, rs, a); break;
-      default: channel_pass<3>(p, sm, chunk, cp, rs, a); break;
-    }
-    __syncthreads();
-
-    // ---- 2. off-diagonal pairs: warp p < 6 takes pair p, Aqk and Akk (both 16 x 16) ------------
-    if (warp < 6) {
-      const int pI = pair_i(warp), pJ = pair_j(warp);
-      const __half* Aq = sm.tiles[pI - 1];
-      const __half* B = sm.tiles[6 + warp];
-      float aq[2][4] = {}, ak[2][4] = {};
-      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;        // A: (row, chunk)
-      const int br = 8 * (lane >> 4) + (lane & 7), bch = (lane >> 3) & 1;        // B
-      // k-step ks = 4 u + v reads channel 16 ks + 8 ch of its row at swz_h = row * 128 +
-      // 64 u + ((16 v + 8 ch) ^ 8 (row % 8)): four byte addresses per operand, + 128 u as
-      // immediates (the XOR formed per step was ~1/3 of this phase's instructions)
-      // (16 v and 8 ch are disjoint bits: the column is c0 ^ 16 v, one XOR and one add each)
-      const int ca = (8 * ach) ^ ((ar & 7) << 3), cb = (8 * bch) ^ ((br & 7) << 3);
-      const uint32_t sa = smem_u32(Aq + ar * kK), sb = smem_u32(B + br * kK);
-      uint32_t pa[4], pb[4];
-  #pragma unroll
-      for (int v = 0; v < 4; ++v) {
-        pa[v] = sa + 2 * (ca ^ (16 * v));
-        pb[v] = sb + 2 * (cb ^ (16 * v));
-      }
-      constexpr uint32_t kQk = 3 * kSub * kK * 2;  // bytes from tile q la (I) to tile k la (I)
-      static_assert(kQk == sizeof(sm.tiles[0]) * 3, "tiles 2 + I and I - 1 are 3 tiles apart");
-  #pragma unroll
-      for (int ks = 0; ks < kK / 16; ++ks) {
-        uint32_t fq[4], fk[4], fb[4];
-        const uint32_t u = 128 * (ks >> 2);
-        ptx::ldmatrix_x4(fq[0], fq[1], fq[2], fq[3], pa[ks & 3] + u);
-        ptx::ldmatrix_x4(fk[0], fk[1], fk[2], fk[3], pa[ks & 3] + kQk + u);
-        ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[ks & 3] + u);
-  #pragma unroll
-        for (int nt = 0; nt < 2; ++nt) {
-          ptx::mma_m16n8k16_f16(aq[nt], fq[0], fq[1], fq[2], fq[3], fb[2 * nt], fb[2 * nt + 1]);
-          ptx::mma_m16n8k16_f16(ak[nt], fk[0], fk[1], fk[2], fk[3], fb[2 * nt], fb[2 * nt + 1]);
-        }
-      }
-      const float b0 = sm.beta[kSub * pI + g], b1 = sm.beta[kSub * pI + g + 8];
-  #pragma unroll
-      for (int nt = 0; nt < 2; ++nt) {
-        const int j = 8 * nt + 2 * qd;
-        stg_h2(aqk + (kSub * pI + g) * kC + kSub * pJ + j, aq[nt][0], aq[nt][1]);
-        stg_h2(aqk + (kSub * pI + g + 8) * kC + kSub * pJ + j, aq[nt][2], aq[nt][3]);
-        stg_h2(&sm.akh[warp][g][j], ak[nt][0] * b0, ak[nt][1] * b0);
-        stg_h2(&sm.akh[warp][g + 8][j], ak[nt][2] * b1, ak[nt][3] * b1);
-      }
-    } else {
-      // the upper blocks (I < J) of aqk and tmb are 0 (warps 6, 7)
-      zero_upper(aqk, tmb, warp - 6, lane);
-    }
-    __syncthreads();  // the tiles are dead: the diagonal operands go over them
-
-    // ---- 3. diagonal blocks, sub-blocks 2r, 2r + 1 per round ------------------------------------
-  #pragma unroll 1
-    for (int r = 0; r < 2; ++r) {
-      const bool mine = (I >> 1) == r;
-      constexpr int kRef = 7;
-      const float2 one = make_float2(1.f, 1.f);
-      if (mine) {  // the factors' range decides what the staging holds
-        float2 P = one, F = one;
-  #pragma unroll
-        for (int t = kRef - 1; t >= 0; --t) P = mul2(P, a[t + 1]);
-  #pragma unroll
-        for (int t = kRef + 1; t < kSub; ++t) F = mul2(F, a[t]);
-        const bool ok = P.x >= 1e-30f && P.y >= 1e-30f && F.x >= 1e-30f && F.y >= 1e-30f;
-        const bool wok = __all_sync(0xffffffffu, ok);
-        if (lane == 0) sm.safe[I][warp & 1] = wok;
-      }
-      __syncthreads();
-      if (mine) {
-        float* st = sm.stg[I & 1][0];
-        const int r0 = kSub * I;
-        if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32 q f, k f, k / f, f relative to token 7
-          float2 P = one, F = one;
-          float4 r2;  // rs of the token pair (2 (t / 2), + 1), loaded at the pair's first token
-  #pragma unroll
-          for (int i = 0; i < kSub; ++i) {
-            const int t = i <= kRef ? kRef - i : i;  // 7, 6, .., 0, then 8, .., 15
-            if ((t & 1) == (t <= kRef ? 1 : 0)) r2 = reinterpret_cast<const float4*>(rs)[t / 2];
-            const float2 r = (t & 1) ? make_float2(r2.z, r2.w) : make_float2(r2.x, r2.y);
-            float2 f = one, inv = one;
-            if (t < kRef) {
-              P = mul2(P, a[t + 1]), inv = P;
-              f = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
-            } else if (t > kRef) {
-              F = mul2(F, a[t]), f = F;
-              inv = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
-            }
-            const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x), k = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
-            const int o = swz_f(t, c0);
-            *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rn(q.x * f.x), tf32_rn(q.y * f.y));
-            *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rn(k.x * f.x), tf32_rn(k.y * f.y));
-            *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rn(k.x * inv.x), tf32_rn(k.y * inv.y));
-          }
-        } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
-  #pragma unroll
-          for (int t = 0; t < kSub; ++t) {
-            const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
-            *reinterpret_cast<float2*>(st + t * kK + c0) = q;
-            *reinterpret_cast<float2*>(st + kSub * kK + t * kK + c0) = k;
-            *reinterpret_cast<float2*>(st + 2 * kSub * kK + t * kK + c0) = a[t];
-          }
-        }
-      }
-      __syncthreads();
-      const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
-      if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
-        const bool kk = (warp >> 1) & 1;
-        const int nt = warp & 1;
-        const float* A = sm.stg[sl][kk ? 1 : 0];
-        const float* B = sm.stg[sl][2];
-        const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
-        const int br = 8 * nt + (lane & 7), bch = lane >> 3;
-        // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
-        // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates.
-        // 16 v + 8 h and 4 ch are disjoint bits, so the column is c00 ^ (16 v + 8 h) with c00 that
-        // of (v, h) = (0, 0): one XOR and one add per address
-        const int ca = (4 * ach) ^ ((ar & 7) << 2), cb = (4 * bch) ^ ((br & 7) << 2);
-        const uint32_t a0 = smem_u32(A + ar * kK), b0 = smem_u32(B + br * kK);
-        uint32_t pa[2][2], pb[2];
-  #pragma unroll
-        for (int v = 0; v < 2; ++v) {
-  #pragma unroll
-          for (int h = 0; h < 2; ++h) pa[v][h] = a0 + 4 * (ca ^ (16 * v + 8 * h));
-          pb[v] = b0 + 4 * (cb ^ (16 * v));
-        }
-        float acc[2][4] = {};
-  #pragma unroll
-        for (int s = 0; s < kK / 16; ++s) {
-          uint32_t fb[4], fa0[4], fa1[4];
-          const uint32_t u = 128 * (s >> 1);
-          ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[s & 1] + u);
-          ptx::ldmatrix_x4(fa0[0], fa0[1], fa0[2], fa0[3], pa[s & 1][0] + u);
-          ptx::ldmatrix_x4(fa1[0], fa1[1], fa1[2], fa1[3], pa[s & 1][1] + u);
-          ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
-          ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
-        }
-        const int j = 8 * nt + 2 * qd;
-        float v[4];
-  #pragma unroll
-        for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
-        if (!kk) {
-  #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int i = g + 8 * h;
-            stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
-          }
-        } else {  // Akk rows
-          const float bi[2] = {sm.beta[o + g], sm.beta[o + g + 8]};  // rows g, g + 8
-  #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const int i = g + 8 * (e >> 1), jj = j + (e & 1);
-            sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * bi[e >> 1] : 0.f;
-          }
-        }
-      } else {  // the fp32 pairs from the staged tokens, columns {w, 7 - w, 8 + w, 15 - w}
-        const int w4 = warp & 3;
-  #pragma unroll 1
-        for (int jj = 0; jj < 4; ++jj) {
-          const int j = (jj & 2 ? 8 : 0) + (jj & 1 ? 7 - w4 : w4);
-          const float v = pair_column(sm.stg[sl][0], sm.stg[sl][1], sm.stg[sl][2], j, lane);
-          if (lane < kSub) {
-            aqk[(o + lane) * kC + o + j] = __float2half_rn(lane >= j ? v : 0.f);
-          } else {
-            const int i = lane - kSub;
-            sm.akd[Is][i * kSub + j] = i > j ? v * sm.beta[o + i] : 0.f;
-          }
-        }
-      }
-      __syncthreads();  // the next round (or the solve) writes over the operands
-    }
-
-    // the raw stage is dead: the next item's loads fly during the solve
-    w += gridDim.x;
-    Item nx;
-    const bool more = find_item(p, wk, HV, lane, w, nx);
-    if (more) issue_item(p, sm, tid, c0, HV, nx);
-
-    // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
-    if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
-    __syncthreads();
-    // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
-    if (warp < 6)
-      solve_level<1>(sm, tmb, warp, lane);
-    __syncthreads();
-    if (warp < 4)
-      solve_level<2>(sm, tmb, warp, lane);
-    __syncthreads();
-    if (warp < 2)
-      solve_level<3>(sm, tmb, warp, lane);
-    if (!more) break;
-    __syncthreads();  // the solve's reads of sm.beta and the tiles before the next item's writes
-    it = nx;
+  // ---- 0. raw stage: q, k, g rows (16 chunks of 16 bytes each) by cp.async, zero past T -----
+  // (g through shared memory: 4 cp.async and 16 LDS per thread instead of 16 LDG with a 64-bit
+  // address each); a chunk with tokens past T (block-uniform) takes the masked copy
+  if (live >= kC) raw_stage<false>(p, sm, tid, row0, h, hv, HV, live);
+  else raw_stage<true>(p, sm, tid, row0, h, hv, HV, live);
+  ptx::cp_async_commit_group();
+  if (tid < kC) {  // kBetaSigmoid: beta logits, beta = 1 / (1 + 2^(-x log2 e)) (2 MUFU); 0 past T
+    const int64_t i = (row0 + tid) * HV + hv;
+    const float x = tid < live ? c64::token_scalar(p.beta, i, p.flags & kPrepBetaBf16) : 0.f;
+    sm.beta[tid] = !kBetaSigmoid ? x : (tid < live ? __fdividef(1.f, 1.f + exp2f(-x * kLog2e)) : 0.f);
   }
+  const int nl = live - kSub * I;  // tokens of the sub-block before T (>= 16: all)
+  const float2 dtl = scl2(*reinterpret_cast<const float2*>(p.dt_bias + hv * kK + c0), kLog2e);
+  const float A = __expf(p.a_log[hv]);
+  // gate_alpha's coefficients: z = g gs + gd, outer factor M
+  const float gs = kGate == kLowerBound ? -A * kLog2e : kLog2e;
+  const float2 gd = kGate == kLowerBound ? scl2(dtl, -A) : dtl;
+  const float M = kGate == kLowerBound ? p.lower_bound * kLog2e : -A;
+  ptx::cp_async_wait_group<0>();
+  __syncthreads();
+
+  // ---- 1. token code: the l2 scales from the Gram diagonals (chunk64_prep_shared.cuh), then
+  // the gate per element
+  gram_norms(sm, p.scale, I, warp, lane);
+  float2 a[kSub];  // a sub-block past T (warp-uniform) takes the masked copy
+  if (nl >= kSub) token_alphas<kGate, false>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
+  else token_alphas<kGate, true>(&sm.rg[kSub * I][cp], nl, gs, gd, M, a);
+  {
+    float2 dec = make_float2(1.f, 1.f);
+#pragma unroll
+    for (int t = 0; t < kSub; ++t) dec = mul2(dec, a[t]);
+    sm.dec[I][cp] = dec;
+  }
+  __syncthreads();
+  const float2* rs = sm.rs + kSub * I;
+  switch (I) {  // warp-uniform: each warp runs the straight-line pass of its sub-block
+    case 0: channel_pass<0>(p, sm, chunk, cp, rs, a); break;
+    case 1: channel_pass<1>(p, sm, chunk, cp, rs, a); break;
+    case 2: channel_pass<2>(p, sm, chunk, cp, rs, a); break;
+    default: channel_pass<3>(p, sm, chunk, cp, rs, a); break;
+  }
+  __syncthreads();
+
+  // ---- 2. off-diagonal pairs: warp p < 6 takes pair p, Aqk and Akk (both 16 x 16) ------------
+  if (warp < 6) {
+    const int pI = pair_i(warp), pJ = pair_j(warp);
+    const __half* Aq = sm.tiles[pI - 1];
+    const __half* B = sm.tiles[6 + warp];
+    float aq[2][4] = {}, ak[2][4] = {};
+    const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;        // A: (row, chunk)
+    const int br = 8 * (lane >> 4) + (lane & 7), bch = (lane >> 3) & 1;        // B
+    // k-step ks = 4 u + v reads channel 16 ks + 8 ch of its row at swz_h = row * 128 +
+    // 64 u + ((16 v + 8 ch) ^ 8 (row % 8)): four byte addresses per operand, + 128 u as
+    // immediates (the XOR formed per step was ~1/3 of this phase's instructions)
+    // (16 v and 8 ch are disjoint bits: the column is c0 ^ 16 v, one XOR and one add each)
+    const int ca = (8 * ach) ^ ((ar & 7) << 3), cb = (8 * bch) ^ ((br & 7) << 3);
+    const uint32_t sa = smem_u32(Aq + ar * kK), sb = smem_u32(B + br * kK);
+    uint32_t pa[4], pb[4];
+#pragma unroll
+    for (int v = 0; v < 4; ++v) {
+      pa[v] = sa + 2 * (ca ^ (16 * v));
+      pb[v] = sb + 2 * (cb ^ (16 * v));
+    }
+    constexpr uint32_t kQk = 3 * kSub * kK * 2;  // bytes from tile q la (I) to tile k la (I)
+    static_assert(kQk == sizeof(sm.tiles[0]) * 3, "tiles 2 + I and I - 1 are 3 tiles apart");
+#pragma unroll
+    for (int ks = 0; ks < kK / 16; ++ks) {
+      uint32_t fq[4], fk[4], fb[4];
+      const uint32_t u = 128 * (ks >> 2);
+      ptx::ldmatrix_x4(fq[0], fq[1], fq[2], fq[3], pa[ks & 3] + u);
+      ptx::ldmatrix_x4(fk[0], fk[1], fk[2], fk[3], pa[ks & 3] + kQk + u);
+      ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[ks & 3] + u);
+#pragma unroll
+      for (int nt = 0; nt < 2; ++nt) {
+        ptx::mma_m16n8k16_f16(aq[nt], fq[0], fq[1], fq[2], fq[3], fb[2 * nt], fb[2 * nt + 1]);
+        ptx::mma_m16n8k16_f16(ak[nt], fk[0], fk[1], fk[2], fk[3], fb[2 * nt], fb[2 * nt + 1]);
+      }
+    }
+    const float b0 = sm.beta[kSub * pI + g], b1 = sm.beta[kSub * pI + g + 8];
+#pragma unroll
+    for (int nt = 0; nt < 2; ++nt) {
+      const int j = 8 * nt + 2 * qd;
+      stg_h2(aqk + (kSub * pI + g) * kC + kSub * pJ + j, aq[nt][0], aq[nt][1]);
+      stg_h2(aqk + (kSub * pI + g + 8) * kC + kSub * pJ + j, aq[nt][2], aq[nt][3]);
+      stg_h2(&sm.akh[warp][g][j], ak[nt][0] * b0, ak[nt][1] * b0);
+      stg_h2(&sm.akh[warp][g + 8][j], ak[nt][2] * b1, ak[nt][3] * b1);
+    }
+  } else {
+    // the upper blocks (I < J) of aqk and tmb are 0 (warps 6, 7)
+    zero_upper(aqk, tmb, warp - 6, lane);
+  }
+  __syncthreads();  // the tiles are dead: the diagonal operands go over them
+
+  // ---- 3. diagonal blocks, sub-blocks 2r, 2r + 1 per round ------------------------------------
+#pragma unroll 1
+  for (int r = 0; r < 2; ++r) {
+    const bool mine = (I >> 1) == r;
+    constexpr int kRef = 7;
+    const float2 one = make_float2(1.f, 1.f);
+    if (mine) {  // the factors' range decides what the staging holds
+      float2 P = one, F = one;
+#pragma unroll
+      for (int t = kRef - 1; t >= 0; --t) P = mul2(P, a[t + 1]);
+#pragma unroll
+      for (int t = kRef + 1; t < kSub; ++t) F = mul2(F, a[t]);
+      const bool ok = P.x >= 1e-30f && P.y >= 1e-30f && F.x >= 1e-30f && F.y >= 1e-30f;
+      const bool wok = __all_sync(0xffffffffu, ok);
+      if (lane == 0) sm.safe[I][warp & 1] = wok;
+    }
+    __syncthreads();
+    if (mine) {
+      float* st = sm.stg[I & 1][0];
+      const int r0 = kSub * I;
+      if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32 q f, k f, k / f, f relative to token 7
+        float2 P = one, F = one;
+        float4 r2;  // rs of the token pair (2 (t / 2), + 1), loaded at the pair's first token
+#pragma unroll
+        for (int i = 0; i < kSub; ++i) {
+          const int t = i <= kRef ? kRef - i : i;  // 7, 6, .., 0, then 8, .., 15
+          if ((t & 1) == (t <= kRef ? 1 : 0)) r2 = reinterpret_cast<const float4*>(rs)[t / 2];
+          const float2 r = (t & 1) ? make_float2(r2.z, r2.w) : make_float2(r2.x, r2.y);
+          float2 f = one, inv = one;
+          if (t < kRef) {
+            P = mul2(P, a[t + 1]), inv = P;
+            f = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
+          } else if (t > kRef) {
+            F = mul2(F, a[t]), f = F;
+            inv = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
+          }
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x), k = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
+          const int o = swz_f(t, c0);
+          *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rn(q.x * f.x), tf32_rn(q.y * f.y));
+          *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rn(k.x * f.x), tf32_rn(k.y * f.y));
+          *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rn(k.x * inv.x), tf32_rn(k.y * inv.y));
+        }
+      } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
+#pragma unroll
+        for (int t = 0; t < kSub; ++t) {
+          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
+          *reinterpret_cast<float2*>(st + t * kK + c0) = q;
+          *reinterpret_cast<float2*>(st + kSub * kK + t * kK + c0) = k;
+          *reinterpret_cast<float2*>(st + 2 * kSub * kK + t * kK + c0) = a[t];
+        }
+      }
+    }
+    __syncthreads();
+    const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
+    if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
+      const bool kk = (warp >> 1) & 1;
+      const int nt = warp & 1;
+      const float* A = sm.stg[sl][kk ? 1 : 0];
+      const float* B = sm.stg[sl][2];
+      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
+      const int br = 8 * nt + (lane & 7), bch = lane >> 3;
+      // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
+      // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates.
+      // 16 v + 8 h and 4 ch are disjoint bits, so the column is c00 ^ (16 v + 8 h) with c00 that
+      // of (v, h) = (0, 0): one XOR and one add per address
+      const int ca = (4 * ach) ^ ((ar & 7) << 2), cb = (4 * bch) ^ ((br & 7) << 2);
+      const uint32_t a0 = smem_u32(A + ar * kK), b0 = smem_u32(B + br * kK);
+      uint32_t pa[2][2], pb[2];
+#pragma unroll
+      for (int v = 0; v < 2; ++v) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) pa[v][h] = a0 + 4 * (ca ^ (16 * v + 8 * h));
+        pb[v] = b0 + 4 * (cb ^ (16 * v));
+      }
+      float acc[2][4] = {};
+#pragma unroll
+      for (int s = 0; s < kK / 16; ++s) {
+        uint32_t fb[4], fa0[4], fa1[4];
+        const uint32_t u = 128 * (s >> 1);
+        ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[s & 1] + u);
+        ptx::ldmatrix_x4(fa0[0], fa0[1], fa0[2], fa0[3], pa[s & 1][0] + u);
+        ptx::ldmatrix_x4(fa1[0], fa1[1], fa1[2], fa1[3], pa[s & 1][1] + u);
+        ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
+        ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
+      }
+      const int j = 8 * nt + 2 * qd;
+      float v[4];
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
+      if (!kk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int i = g + 8 * h;
+          stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
+        }
+      } else {  // Akk rows
+        const float bi[2] = {sm.beta[o + g], sm.beta[o + g + 8]};  // rows g, g + 8
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = g + 8 * (e >> 1), jj = j + (e & 1);
+          sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * bi[e >> 1] : 0.f;
+        }
+      }
+    } else {  // the fp32 pairs from the staged tokens, columns {w, 7 - w, 8 + w, 15 - w}
+      const int w4 = warp & 3;
+#pragma unroll 1
+      for (int jj = 0; jj < 4; ++jj) {
+        const int j = (jj & 2 ? 8 : 0) + (jj & 1 ? 7 - w4 : w4);
+        const float v = pair_column(sm.stg[sl][0], sm.stg[sl][1], sm.stg[sl][2], j, lane);
+        if (lane < kSub) {
+          aqk[(o + lane) * kC + o + j] = __float2half_rn(lane >= j ? v : 0.f);
+        } else {
+          const int i = lane - kSub;
+          sm.akd[Is][i * kSub + j] = i > j ? v * sm.beta[o + i] : 0.f;
+        }
+      }
+    }
+    __syncthreads();  // the next round (or the solve) writes over the operands
+  }
+
+  // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
+  if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
+  __syncthreads();
+  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
+  if (warp < 6)
+    solve_level<1>(sm, tmb, warp, lane);
+  __syncthreads();
+  if (warp < 4)
+    solve_level<2>(sm, tmb, warp, lane);
+  __syncthreads();
+  if (warp < 2)
+    solve_level<3>(sm, tmb, warp, lane);
 }
 
 }  // namespace kernrt::kda::c64p4

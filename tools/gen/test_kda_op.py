@@ -172,7 +172,7 @@ class Chunk64StateEntry(unittest.TestCase):
                                              "kind": "input"})
         launch = m["ops"]["prep64"]["impl"]["launches"][0]
         self.assertEqual((launch["module"], launch["entry"], launch["grid"]),
-                         ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", [g64.C64_PREP4_BLOCKS, 1, 1]))
+                         ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", [3, 2, "seqs"]))
 
     def test_deleted_preps_are_refused(self):
         # prep v2 / v3 (prepared fp32 tokens) are on git tag kda6-chunk64-preps-v2-v3 only
@@ -198,14 +198,12 @@ class Chunk64StateEntry(unittest.TestCase):
         m = g64.forward64_manifest(4, 4, 256, 4, prep="prep4", heads=2, tokens=200, scale=0.5)
         launch = m["ops"]["prep64"]["impl"]["launches"][0]
         self.assertEqual((launch["module"], launch["entry"], launch["shared_mem"]), g64.PREPS["prep4"])
-        # persistent: two blocks per SM take the chunks in turn; the pack names the sequences
-        self.assertEqual(launch["grid"], [264, 1, 1])
-        self.assertIn({"at": 120, "var": "seqs"}, launch["args"][0]["pack"]["fields"])
+        self.assertEqual(launch["grid"], [4, 4, "seqs"])
         fields = launch["args"][0]["pack"]["fields"]
         names = [c["buf"] for c in m["programs"]["prep64"]["calls"][0]["args"]]
         self.assertEqual({names[f["param"]]: f["at"] for f in fields if "param" in f},
                          {n: off[n] for n in names})
-        lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f and "var" not in f}
+        lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
         self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
                                 off["group"]: 2, off["chunks"]: 4, off["lower_bound"]: 0.0})
         # the varlen and dtype words after lower_bound stay zero here: dense inputs, f32 beta
@@ -338,7 +336,7 @@ class Chunk64StateEntry(unittest.TestCase):
         names = [c["buf"] for c in m["programs"]["prep64"]["calls"][0]["args"]]
         self.assertEqual({names[f["param"]]: f["at"] for f in fields if "param" in f},
                          {n: off[n] for n in names})
-        lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f and "var" not in f}
+        lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
         self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
                                 off["group"]: 2, off["chunks"]: 4, off["pad"]: 0})
         self.assertEqual(off["flags"] + 4, g64.C64_PREP4_PACK)

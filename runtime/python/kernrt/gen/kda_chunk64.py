@@ -54,8 +54,6 @@ STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64
           "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
 C64_STATE2_PACK = 152     # sizeof(Chunk64State2Params)
 C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_prep_gdn.cu
-# prep v4 is persistent (its blocks loop over the chunks): two blocks per SM on the H200's 132
-C64_PREP4_BLOCKS = 2 * 132
 # the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
 # source's kChunk64Prep4Smem / kChunk64PrepGdnSmem)
 PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968),
@@ -200,9 +198,8 @@ def _prep4_entry(gate, beta, lower_bound):
 
 def prep4_op(value_heads, heads, tokens, chunks, scale=None, gate="softplus", beta="direct",
              lower_bound=None):
-    """Prep v4 over the raw inputs of every chunk of every (sequence, head), persistent: grid
-    C64_PREP4_BLOCKS blocks taking the chunks in turn; the entry of (`gate`, `beta`)
-    (PREP4_ENTRIES)."""
+    """Prep v4 over the raw inputs of every chunk of every (sequence, head): grid (NC, HV, seqs);
+    the entry of (`gate`, `beta`) (PREP4_ENTRIES)."""
     _check(value_heads, 128, chunks)
     _check4(value_heads, heads, tokens, chunks)
     module, _, smem = PREPS["prep4"]
@@ -212,11 +209,10 @@ def prep4_op(value_heads, heads, tokens, chunks, scale=None, gate="softplus", be
     fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP4_BUFS)]
     fields += [{"at": 88, "f32": scale}, {"at": 92, "i32": tokens}, {"at": 96, "i32": heads},
                {"at": 100, "i32": value_heads // heads}, {"at": 104, "i32": chunks},
-               {"at": 108, "f32": 0.0 if lower_bound is None else float(lower_bound)},
-               {"at": 120, "var": "seqs"}]
+               {"at": 108, "f32": 0.0 if lower_bound is None else float(lower_bound)}]
     launch = {"module": module, "entry": entry,
               "params": [f"bytes<{C64_PREP4_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
-              "grid": [C64_PREP4_BLOCKS, 1, 1], "shared_mem": smem,
+              "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
               "args": [{"pack": {"size": C64_PREP4_PACK, "fields": fields}}]}
     return {"params": params, "impl": {"launches": [launch]}}
 

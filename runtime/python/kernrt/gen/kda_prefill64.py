@@ -102,8 +102,6 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     else:
         prep += [{"at": 92, "var": "tokens"}, {"at": 104, **nc}]
     module, smem = PREP_MODULES[p.kind]
-    if p.kind == "kda":  # prep v4 is persistent: its blocks take the chunks of that grid in turn
-        prep_grid = [g64.C64_PREP4_BLOCKS, 1, 1]
     beta = "sigmoid" if p.beta_sigmoid else "direct"
     entry = PREP4_ENTRIES[(p.gate, beta)] if p.kind == "kda" else PREP_GDN_ENTRIES[beta]
     st = [{"at": 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
