@@ -19,7 +19,8 @@
 # Env: OUT (results and logs, default /tmp/kernrt-out); BUDGET_S (seconds for the whole run,
 # default 540: every step runs under `timeout` with what is left, the build keeps 60 s per
 # later step, and each family gets an equal share of what is left at its turn); COMMIT (the sha
-# recorded in results, default git's HEAD or "unknown"); KERNRT_DECODE_BASE (above);
+# recorded in results, default git's HEAD or "unknown"; pass it from the dev machine: the device
+# tool carries the working tree, and the .git it finds there can name an older commit); KERNRT_DECODE_BASE (above);
 # ARGS_<family> (more arguments for that family's script, e.g. ARGS_attention="--variant
 # mine=<entry>"); BUDGET_<family> (its seconds instead of an equal share of what is left);
 # SKIP_BUILD=1 and SKIP_CTEST=1 (a second call on a warm machine whose build-h200 is current).
