@@ -23,6 +23,38 @@ def base(**over):
     return a
 
 
+def spec_of(**a):
+    """The manifest key _spec computes for a chunk_kda call (fla's keyword names)."""
+    spec, why = kda._spec(a["q"], a["k"], a["v"], a["g"], a["beta"], a.get("A_log"), a.get("dt_bias"),
+                          None, None, False, a.get("use_qk_l2norm_in_kernel", False),
+                          a.get("use_gate_in_kernel", False), False, False, None, False, None, None,
+                          {}, step=False)
+    assert spec is not None, why
+    return spec
+
+
+class KdaContextParallel(unittest.TestCase):
+    """The segments a long sequence gets: kernrt.gen.kda_cp_plan's where the 64-token kernels
+    serve (bf16 g), about two blocks an SM of >= 1024-token segments on c16 (f32 g)."""
+
+    def long_call(self, g_dtype):
+        L, Hh = 32768, 16
+        return base(q=fake((1, L, Hh, K)), k=fake((1, L, Hh, K)), v=fake((1, L, Hh, V)),
+                    g=fake((1, L, Hh, K), g_dtype), beta=fake((1, L, Hh), "torch.float32"),
+                    A_log=fake((Hh,), "torch.float32"), dt_bias=fake((Hh * K,), "torch.float32"))
+
+    def test_c64_takes_the_plan(self):
+        cp, seg = spec_of(**self.long_call("torch.bfloat16"))[18:20]
+        self.assertEqual((cp, seg), (9, 4 * 55))
+
+    def test_c16_keeps_its_split(self):
+        cp, seg = spec_of(**self.long_call("torch.float32"))[18:20]
+        self.assertEqual((cp, seg), (16, 4 * 32))
+
+    def test_full_gpu_runs_one_pass(self):
+        self.assertEqual(spec_of(**base())[18:20], (0, 0))
+
+
 class KdaRouting(unittest.TestCase):
     def test_mainline_calls_are_supported(self):
         self.assertEqual(kda.is_supported(**base()), (True, ""))

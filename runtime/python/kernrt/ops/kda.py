@@ -26,6 +26,7 @@ Does not check numerics (validation/kda compares with a float64 reference and fl
 """
 from .. import gen as _gen
 from ..gen import kda as _gk
+from ..gen import kda_prefill64 as _prefill64
 from ..gen.kda_cp_plan import plan as _cp_plan
 from . import _dispatch
 
@@ -108,8 +109,16 @@ def _spec(q, k, v, g, beta, A_log, dt_bias, scale, initial_state, output_final_s
     longest = max(lens) if lens else T
     tiles = N * HV * (V // 128)
     if not step and tiles < SMS and longest >= 4096:  # context parallel where tiles leave SMs idle
-        cp, seg = _cp_plan(tuple(-(-n // 64) for n in (lens or [T] * N)), HV, V // 128, SMS)
-        seg *= 4  # 16-token chunks, whole 64-token ones
+        prof = _gk.Profile(kind, heads=H, value_heads=HV, dim_v=V, g=gd, beta=bd, gate=gate,
+                           lower_bound=None if lower_bound is None else float(lower_bound),
+                           beta_sigmoid=bool(beta_sigmoid), neg_eigval=bool(neg_eigval),
+                           l2norm=bool(l2norm))
+        if _prefill64.unsupported(prof) is None:  # the 64-token kernels (chunk auto): their plan
+            cp, seg = _cp_plan(tuple(-(-n // 64) for n in (lens or [T] * N)), HV, V // 128, SMS)
+            seg *= 4  # 16-token chunks, whole 64-token ones
+        else:  # c16: about two blocks a multiprocessor, segments of >= 1024 tokens
+            cp = min(16, max(2, -(-2 * SMS // tiles)), longest // 1024)
+            seg = 4 * -(-longest // (cp * 64))
     a_log_none = A_log is None
     spec = (kind, B, T, H, HV, V, gd, bd, gate, None if lower_bound is None else float(lower_bound),
             bool(beta_sigmoid), bool(neg_eigval), bool(l2norm),
