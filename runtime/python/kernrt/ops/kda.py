@@ -113,8 +113,10 @@ def _spec(q, k, v, g, beta, A_log, dt_bias, scale, initial_state, output_final_s
                            lower_bound=None if lower_bound is None else float(lower_bound),
                            beta_sigmoid=bool(beta_sigmoid), neg_eigval=bool(neg_eigval),
                            l2norm=bool(l2norm))
-        if _prefill64.unsupported(prof) is None:  # the 64-token kernels (chunk auto): their plan
-            cp, seg = _cp_plan(tuple(-(-n // 64) for n in (lens or [T] * N)), HV, V // 128, SMS)
+        if _prefill64.unsupported(prof) is None:  # the 64-token kernels (chunk auto): their plan,
+            # keyed by the longest sequence so packed calls hit the plan's cache (a miss costs
+            # ~0.1 s of Python; context parallel is exact for any segments)
+            cp, seg = _cp_plan((-(-longest // 64),) * N, HV, V // 128, SMS)
             seg *= 4  # 16-token chunks, whole 64-token ones
         else:  # c16: about two blocks a multiprocessor, segments of >= 1024 tokens
             cp = min(16, max(2, -(-2 * SMS // tiles)), longest // 1024)
