@@ -30,6 +30,11 @@ BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO,
 bench.use_build(BUILD)
 import fixture as fx  # noqa: E402
 import torch  # noqa: E402
+from kernrt.gen import kda_cp_plan  # noqa: E402
+
+# B1 T32768 H16 V128, the bench's long sequence: 512 chunks, and the segments the plan gives it
+LONG_CHUNKS = 32768 // 64
+LONG_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1)
 
 
 def chunk():
@@ -88,13 +93,12 @@ def cp():
     x 64-token chunks (segment 0 takes the chunks the others do not cover), kda_cp_plan's
     choice (9 x 55) first; each line prints the plan model's steps beside the time, so the
     model's calibration (3.83 us a step) can be read off."""
-    from kernrt.gen import kda_cp_plan
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
-    splits = [kda_cp_plan.plan((512,), 16, 1), (8, 64), (9, 50), (9, 60), (10, 50), (7, 70), (16, 32)]
+    splits = [LONG_PLAN, (8, 64), (9, 50), (9, 60), (10, 50), (7, 70), (16, 32)]
     for kind in ("kda", "gdn"):
         c = fx.Case(seed=100, kind=kind, B=1, T=32768, **big)
         for segs, chunks in splits:
-            model = kda_cp_plan.steps((512,), 16, 1, segs, chunks)
+            model = kda_cp_plan.steps((LONG_CHUNKS,), 16, 1, segs, chunks)
             time_prefill(f"{kind} B1 T32768 cp {segs} x {64 * chunks} (model {model:.1f} steps)", c,
                          cp_segs=segs, seg_chunks=4 * chunks, chunk="c64")
 
@@ -108,8 +112,7 @@ def kernels(reps=10):
     beside it: "KERNEL <case> | <name> | <us of the chain> (span <us>) x <launches a call>"."""
     from torch.profiler import ProfilerActivity, profile
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
-    from kernrt.gen import kda_cp_plan
-    segs, L = kda_cp_plan.plan((512,), 16, 1)
+    segs, L = LONG_PLAN
     cpp = dict(cp_segs=segs, seg_chunks=4 * L)
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
              (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
