@@ -96,10 +96,26 @@ def load(manifest, build, **kw):
     return kernrt.load(pin(manifest, cubins), cubins=[cubins], **kw)
 
 
+def swap_entries(m, entries):
+    """Manifest `m` with each launch of entry e taking entries[e] instead: another entry of the
+    same module with the same pack (a template alternative, kda_profile.py's A / B); raises
+    when no launch names one of them."""
+    seen = set()
+    for op in m["ops"].values():
+        for launch in op.get("impl", {}).get("launches", []):
+            if launch.get("entry") in entries:
+                seen.add(launch["entry"])
+                launch["entry"] = entries[launch["entry"]]
+    if seen != set(entries):
+        raise ValueError(f"no launch names {sorted(set(entries) - seen)}")
+    return m
+
+
 class Prefill:
     """Our dense or varlen prefill of one Case shape (program `prefill`)."""
 
-    def __init__(self, case, build, cp_segs=0, seg_chunks=0, final=True, chunk="auto"):
+    def __init__(self, case, build, cp_segs=0, seg_chunks=0, final=True, chunk="auto",
+                 entries=None):
         p = case.profile()
         if case.cu is None:
             m = gk.dense_prefill_manifest(p, case.B, case.T, init=case.init, final=final,
@@ -107,6 +123,8 @@ class Prefill:
         else:
             m = gk.varlen_prefill_manifest(p, case.T, case.N, init=case.init, final=final,
                                            cp_segs=cp_segs, seg_chunks=seg_chunks, chunk=chunk)
+        if entries:
+            swap_entries(m, entries)
         # which kernels run it: c64 (the 64-token chunk kernels) or c16 (kda_chunk.cu)
         self.chunk = "c64" if "kda_chunk64_state2" in m["modules"] else "c16"
         self.case, self.final = case, final

@@ -12,6 +12,9 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
                                                                context-parallel splits, "TIME ...")
   python3 validation/kda/kda_profile.py kernels [BUILD]        (per kernel of the bench's dense and
                                                                context-parallel prefills, "KERNEL ...")
+  python3 validation/kda/kda_profile.py states [BUILD]         (the bench's prefills on each entry of
+                                                               the state step, STATE2_VARIANTS, in
+                                                               turn: "TIME ..." and "DIFF ...")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
@@ -144,5 +147,58 @@ def kernels(reps=10):
         torch.cuda.empty_cache()
 
 
+# the state step's entries (kda_chunk64_state2.cu, one per chunk64_state_step.cuh StepScales)
+STATE2 = "kda_chunk64_state2_sm90a_f16_k128"
+STATE2_VARIANTS = {"warp": None, "chain": "kda_chunk64_state2_chain_sm90a_f16_k128",
+                   "rows": "kda_chunk64_state2_rows_sm90a_f16_k128"}
+
+
+def states(rounds=3, reps=10):
+    """The bench's prefills on each state-step entry (STATE2_VARIANTS; None: the generator's),
+    timed in turn over `rounds` rounds (graph replay, median of `reps` each), so drift hits them
+    alike: "TIME <case> | <variant> | round r: <us>", then per variant its median over the
+    rounds, and "DIFF <case> | <variant>: o <rel rms>, ht <rel rms> (bit-identical: yes|no)"
+    against the generator's entry on the same inputs."""
+    import kda_ref as ref
+    big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
+    segs, L = LONG_PLAN
+    cpp = dict(cp_segs=segs, seg_chunks=4 * L)
+    cases = [("kda B8 T4096 V128", dict(B=8, T=4096, **big), {}),
+             ("kda B8 T4096 V128 lower_bound -5, beta logits", dict(
+                 B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",
+                 g_dtype=torch.bfloat16), {}),
+             ("kda B8 T4096 V256", dict(B=8, T=4096, V=256, **big), {}),
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
+             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), cpp)]
+    for name, kw, pk in cases:
+        c = fx.Case(seed=100, **kw)
+        runs, out = {}, {}
+        for var, entry in STATE2_VARIANTS.items():
+            ours = fx.Prefill(c, BUILD, entries={STATE2: entry} if entry else None, **pk)
+            ours.write()
+            out[var] = ours.run(graph=True)
+            runs[var] = ours
+        o0, h0 = out["warp"]
+        for var, (o, h) in out.items():
+            same = torch.equal(o.view(torch.int16), o0.view(torch.int16)) and torch.equal(
+                h.view(torch.int32), h0.view(torch.int32))
+            print(f"DIFF {name} | {var}: o {ref.rel_rms(o.double(), o0.double()):.2e}, ht "
+                  f"{ref.rel_rms(h.double(), h0.double()):.2e} (bit-identical: "
+                  f"{'yes' if same else 'no'})", flush=True)
+        times = {var: [] for var in runs}
+        for r in range(rounds):
+            for var, ours in runs.items():
+                us = statistics.median(bench.time_calls(ours.enqueue, reps))
+                times[var].append(us)
+                print(f"TIME {name} | {var} | round {r}: {us:.1f} us", flush=True)
+        for var, ts in times.items():
+            print(f"TIME {name} | {var} | median: {statistics.median(ts):.1f} us", flush=True)
+        for ours in runs.values():
+            ours.rt.close()
+        del runs, out
+        torch.cuda.empty_cache()
+
+
 if __name__ == "__main__":
-    {"chunk": chunk, "steps": steps, "times": times, "cp": cp, "kernels": kernels}[sys.argv[1]]()
+    {"chunk": chunk, "steps": steps, "times": times, "cp": cp, "kernels": kernels,
+     "states": states}[sys.argv[1]]()
