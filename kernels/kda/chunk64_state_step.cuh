@@ -44,26 +44,12 @@ __device__ __forceinline__ uint64_t desc_of(const void* tile) {
   return ptx::wgmma_desc_sw128(ptx::smem_u32(tile), 16, 1024);
 }
 
-// The scales of a thread's two rows ra, rb (row 0 / 1 of its fragments: elements 4j, 4j + 1 /
-// 4j + 2, 4j + 3) for X, r and vn: one power of two per warp (kWarp: its 16 value rows, the
-// model's "f16s"; both entries equal) or per value row (kRows: the four lanes of a row reduce,
-// two shuffles instead of five; the model's "f16r"). Every value row of the state evolves on
-// its own (X, r, vn and o are row-wise in the value dimension), so any per-row power of two is
-// undone exactly on the fp32 results. kWarpChain: kWarp's scales from one serial chain of
-// FMNMX (candidate: the shipped form before the tree).
-enum StepScales : int { kWarpChain = 0, kWarp = 1, kRows = 2 };
-struct RowScales {
-  Pow2 r[2];
-  __device__ __forceinline__ const Pow2& operator[](int row) const { return r[row]; }
-};
-
-// max |x| over row `row` (0 or 1) of a 32-element fragment: 16 values as a tree of depth 4
-// (the max is exact in any order, so the result is a serial chain's; the chains of 64, 32 and
-// 32 dependent FMNMX a chunk were ~128 x 4 cycles on the step's critical path)
-__device__ __forceinline__ float frag_row_absmax(const float (&x)[32], int row) {
+// max |x| over a 32-element fragment as a tree of depth 5.
+__device__ __forceinline__ float frag_absmax(const float (&x)[32]) {
   float m[8];
 #pragma unroll
-  for (int j = 0; j < 8; ++j) m[j] = fmaxf(fabsf(x[4 * j + 2 * row]), fabsf(x[4 * j + 2 * row + 1]));
+  for (int j = 0; j < 8; ++j)
+    m[j] = fmaxf(fmaxf(fabsf(x[4 * j]), fabsf(x[4 * j + 1])), fmaxf(fabsf(x[4 * j + 2]), fabsf(x[4 * j + 3])));
 #pragma unroll
   for (int w = 4; w >= 1; w >>= 1)
 #pragma unroll
@@ -71,60 +57,68 @@ __device__ __forceinline__ float frag_row_absmax(const float (&x)[32], int row) 
   return m[0];
 }
 
-// The scales of fragments x (and, when given, its second half xh: X's two key-channel halves).
-template <int kScales>
-__device__ __forceinline__ RowScales scales_of(const float (&x)[32], const float (*xh)[32] = nullptr) {
-  RowScales s;
-  if constexpr (kScales == kWarpChain) {
+// The warp's scale for fragment x (and, when given, its second half xh: X's two key-channel
+// halves): a power of two per 16 value rows (the model's "f16s").
+template <bool kTree>
+__device__ __forceinline__ Pow2 scale_of(const float (&x)[32], const float (*xh)[32] = nullptr) {
+  if constexpr (kTree) {
+    float m = frag_absmax(x);
+    if (xh != nullptr) m = fmaxf(m, frag_absmax(*xh));
+    return pow2_of(m);
+  } else {
     float m = 0.f;
 #pragma unroll
     for (int i = 0; i < 32; ++i) m = fmaxf(m, fabsf(x[i]));
     if (xh != nullptr)
 #pragma unroll
       for (int i = 0; i < 32; ++i) m = fmaxf(m, fabsf((*xh)[i]));
-    s.r[0] = s.r[1] = pow2_of(m);
-    return s;
+    return pow2_of(m);
   }
-  float ma = frag_row_absmax(x, 0), mb = frag_row_absmax(x, 1);
-  if (xh != nullptr) ma = fmaxf(ma, frag_row_absmax(*xh, 0)), mb = fmaxf(mb, frag_row_absmax(*xh, 1));
-  if constexpr (kScales == kRows) {
-    s.r[0] = pow2_over<4>(ma), s.r[1] = pow2_over<4>(mb);
-  } else {
-    s.r[0] = s.r[1] = pow2_of(fmaxf(ma, mb));
-  }
-  return s;
 }
-// The row of element i of a fragment, and of A register i (elements 2i, 2i + 1): kWarp's rows
-// share one scale, so its index is 0 (the same code as one scale a warp).
-template <int kScales>
-__device__ __forceinline__ int row_of_elem(int i) { return kScales == kRows ? (i >> 1) & 1 : 0; }
-template <int kScales>
-__device__ __forceinline__ int row_of_areg(int i) { return kScales == kRows ? i & 1 : 0; }
 
 // acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
 // swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
 // 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
-template <int kScales>
-__device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32],
-                                           const RowScales& s, float (&acc)[32], uint64_t desc) {
+// kPipe: both halves' wgmma in flight together, the second half packed meanwhile (its own 16
+// A registers; the two groups accumulate in order into acc).
+template <bool kPipe>
+__device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
+                                           float (&acc)[32], uint64_t desc) {
+  if constexpr (kPipe) {
+    uint32_t ax[2][16];
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float(&xs)[32] = h ? xh : xl;
-    uint32_t ax[16];
+    for (int h = 0; h < 2; ++h) {
+      const float(&xs)[32] = h ? xh : xl;
 #pragma unroll
-    for (int i = 0; i < 16; ++i) {
-      const float si = s[row_of_areg<kScales>(i)].s;
-      ax[i] = ptx::pack_f16x2(xs[2 * i] * si, xs[2 * i + 1] * si);
+      for (int i = 0; i < 16; ++i) ax[h][i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[h][4 * k], ax[h][4 * k + 1], ax[h][4 * k + 2],
+                                        ax[h][4 * k + 3], desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
+      ptx::wgmma_commit_group();
     }
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
-                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
-    ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(acc);
-    ptx::fence_registers(ax);
+    ptx::fence_registers(ax[0]);
+    ptx::fence_registers(ax[1]);
+  } else {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float(&xs)[32] = h ? xh : xl;
+      uint32_t ax[16];
+#pragma unroll
+      for (int i = 0; i < 16; ++i) ax[i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
+      ptx::wgmma_fence();
+#pragma unroll
+      for (int k = 0; k < 4; ++k)
+        ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
+                                        desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
+      ptx::wgmma_commit_group();
+      ptx::wgmma_wait_group<0>();
+      ptx::fence_registers(acc);
+      ptx::fence_registers(ax);
+    }
   }
 }
 
@@ -155,14 +149,16 @@ struct OutF32 {
 struct NoWait {
   __device__ __forceinline__ void operator()() const {}
 };
-template <class StoreO, bool kOut = true, int kScales = kWarp, class Rest = NoWait>
+// How a step forms its scales and issues its X products (candidates timed in one process,
+// kda_profile.py states): kTree, the largest |x| as trees of FMNMX (else one serial chain, 64 /
+// 32 / 32 dependent FMNMX a chunk; the max is exact in any order, so both give the same bits);
+// kPipe, X's second key-channel half packed while the first half's wgmma run (x_products).
+template <class StoreO, bool kOut = true, bool kTree = true, bool kPipe = false, class Rest = NoWait>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
                                              const StoreO& store_o, int ra, int rb, int q,
                                              const Rest& rest = Rest{}) {
-  const auto E = [](int i) { return row_of_elem<kScales>(i); };  // the scale row of element i
-  const auto A = [](int i) { return row_of_areg<kScales>(i); };  // of A register i
   // ---- D = sx X [k a | q a]^T - [sx v^T | 0] -------------------------------------------
-  const RowScales sx = scales_of<kScales>(xl, &xh);
+  const Pow2 sx = scale_of<kTree>(xl, &xh);
   // ---- r = sx (X (k a)^T - v^T) = sx r' ------------------------------------------------
   // in two halves of 64 key channels (16 A registers live); at most x 64 + one 32-register
   // accumulator (r, then vn' in the same registers, then o) + 2 x 16 A registers are live,
@@ -172,18 +168,18 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   for (int j = 0; j < 8; ++j)
 #pragma unroll
     for (int e = 0; e < 4; ++e)
-      r[4 * j + e] = -sx[E(e)].s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
+      r[4 * j + e] = -sx.s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
   const uint64_t dkq = desc_of(sm.kq);
-  x_products<kScales>(xl, xh, sx, r, dkq);
+  x_products<kPipe>(xl, xh, sx.s, r, dkq);
   rest();
 
   // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
 #pragma unroll
-  for (int i = 0; i < 32; ++i) r[i] *= sx[E(i)].inv;
-  const RowScales sr = scales_of<kScales>(r);
+  for (int i = 0; i < 32; ++i) r[i] *= sx.inv;
+  const Pow2 sr = scale_of<kTree>(r);
   uint32_t ar[16];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) ar[i] = ptx::pack_f16x2(r[2 * i] * sr[A(i)].s, r[2 * i + 1] * sr[A(i)].s);
+  for (int i = 0; i < 16; ++i) ar[i] = ptx::pack_f16x2(r[2 * i] * sr.s, r[2 * i + 1] * sr.s);
   const uint64_t dtm = desc_of(sm.tmb);
   ptx::wgmma_fence();
 #pragma unroll
@@ -195,11 +191,11 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   ptx::fence_registers(r);
   ptx::fence_registers(ar);
 #pragma unroll
-  for (int i = 0; i < 32; ++i) r[i] *= sr[E(i)].inv;
-  const RowScales sv = scales_of<kScales>(r);
+  for (int i = 0; i < 32; ++i) r[i] *= sr.inv;
+  const Pow2 sv = scale_of<kTree>(r);
   uint32_t av[16];
 #pragma unroll
-  for (int i = 0; i < 16; ++i) av[i] = ptx::pack_f16x2(r[2 * i] * sv[A(i)].s, r[2 * i + 1] * sv[A(i)].s);
+  for (int i = 0; i < 16; ++i) av[i] = ptx::pack_f16x2(r[2 * i] * sv.s, r[2 * i + 1] * sv.s);
 
   // ---- o = X (q a)^T - vn' Aqk^T: sv (-vn' Aqk^T), rescaled to sx, + sx X (q a)^T --------
   if constexpr (kOut) {
@@ -214,12 +210,12 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(o);
 #pragma unroll
-    for (int i = 0; i < 32; ++i) o[i] = o[i] * sv[E(i)].inv * sx[E(i)].s;
-    x_products<kScales>(xl, xh, sx, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
+    for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
+    x_products<kPipe>(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
 
     // o is final here: stored before the X update, so that its registers are free for u
 #pragma unroll
-    for (int i = 0; i < 32; ++i) o[i] *= sx[E(i)].inv;
+    for (int i = 0; i < 32; ++i) o[i] *= sx.inv;
     store_o(o);
   }
 
@@ -240,14 +236,13 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(u);
-    const float ia = sv[0].inv, ib = sv[E(2)].inv;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const float2 gm = *reinterpret_cast<const float2*>(&sm.gamma[64 * h + 8 * j + 2 * q]);
-      xs[4 * j] = fmaf(u[4 * j], ia, xs[4 * j] * gm.x);
-      xs[4 * j + 1] = fmaf(u[4 * j + 1], ia, xs[4 * j + 1] * gm.y);
-      xs[4 * j + 2] = fmaf(u[4 * j + 2], ib, xs[4 * j + 2] * gm.x);
-      xs[4 * j + 3] = fmaf(u[4 * j + 3], ib, xs[4 * j + 3] * gm.y);
+      xs[4 * j] = fmaf(u[4 * j], sv.inv, xs[4 * j] * gm.x);
+      xs[4 * j + 1] = fmaf(u[4 * j + 1], sv.inv, xs[4 * j + 1] * gm.y);
+      xs[4 * j + 2] = fmaf(u[4 * j + 2], sv.inv, xs[4 * j + 2] * gm.x);
+      xs[4 * j + 3] = fmaf(u[4 * j + 3], sv.inv, xs[4 * j + 3] * gm.y);
     }
   }
   ptx::fence_registers(av);

@@ -26,19 +26,14 @@ struct Pow2 {
   float s, inv;
 };
 
-// The scale from m reduced over groups of kLanes adjacent lanes (32: the warp; 4: the quad
-// that holds one row of an mma / wgmma accumulator).
-template <int kLanes>
-__device__ __forceinline__ Pow2 pow2_over(float m) {
+__device__ __forceinline__ Pow2 pow2_of(float m) {
 #pragma unroll
-  for (int w = kLanes / 2; w >= 1; w >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, w));
+  for (int w = 16; w >= 1; w >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, w));
   const int e = int((__float_as_uint(m) >> 23) & 0xff);  // biased exponent of the max
   int se = e == 0 || e == 255 ? 127 : 268 - e;             // 2^(14 - (e - 127))
   se = se < 1 ? 1 : (se > 253 ? 253 : se);
   return Pow2{__uint_as_float(uint32_t(se) << 23), __uint_as_float(uint32_t(254 - se) << 23)};
 }
-__device__ __forceinline__ Pow2 pow2_of(float m) { return pow2_over<32>(m); }
-
 // ldmatrix address of lane `lane` for the four 8 x 8 matrices (rows r0 + 0..7 | r0 + 8..15) x
 // (cols c0 + 0..7 | c0 + 8..15) of a row-major f16 tile with `ld` halves per row, in the order
 // (rows lo, cols lo), (rows lo, cols hi), (rows hi, cols lo), (rows hi, cols hi).

@@ -147,10 +147,11 @@ def kernels(reps=10):
         torch.cuda.empty_cache()
 
 
-# the state step's entries (kda_chunk64_state2.cu, one per chunk64_state_step.cuh StepScales)
+# the state step's entries (kda_chunk64_state2.cu, one per form of chunk64_step)
 STATE2 = "kda_chunk64_state2_sm90a_f16_k128"
-STATE2_VARIANTS = {"warp": None, "chain": "kda_chunk64_state2_chain_sm90a_f16_k128",
-                   "rows": "kda_chunk64_state2_rows_sm90a_f16_k128"}
+STATE2_VARIANTS = {"tree": None, "chain": "kda_chunk64_state2_chain_sm90a_f16_k128",
+                   "pipe": "kda_chunk64_state2_pipe_sm90a_f16_k128",
+                   "chainpipe": "kda_chunk64_state2_chainpipe_sm90a_f16_k128"}
 
 
 def states(rounds=3, reps=10):
@@ -178,7 +179,7 @@ def states(rounds=3, reps=10):
             ours.write()
             out[var] = ours.run(graph=True)
             runs[var] = ours
-        o0, h0 = out["warp"]
+        o0, h0 = out["tree"]
         for var, (o, h) in out.items():
             same = torch.equal(o.view(torch.int16), o0.view(torch.int16)) and torch.equal(
                 h.view(torch.int32), h0.view(torch.int32))

@@ -105,10 +105,15 @@ class GpuOpsConv(unittest.TestCase):
         self.assertTrue(torch.equal(hT, fhT))
 
     def test_update_over_fla_cache_matches_reference_and_fla(self):
-        N, D, W = 64, 1024, 4
-        x = torch.randn(N, D, device="cuda").to(torch.bfloat16)
-        w = ((torch.rand(D, W, device="cuda") * 2 - 1) / 2).float()
-        cache = torch.randn(N, D, W, device="cuda").to(torch.bfloat16)
+        # the errors are a few bf16 rounding flips against the rounded reference (~1.6e-5): at
+        # 64 x 1024 outputs (~30 flips) ours / fla's ratio varied by ~20 % between random draws
+        # and crossed the 1.25x gate once (1.72e-5 against 1.59e-5 on the H200); 1M seeded
+        # outputs make the comparison a measurement, with the gate unchanged
+        N, D, W = 256, 4096, 4
+        gen = torch.Generator(device="cuda").manual_seed(N + D + W)
+        x = torch.randn(N, D, device="cuda", generator=gen).to(torch.bfloat16)
+        w = ((torch.rand(D, W, device="cuda", generator=gen) * 2 - 1) / 2).float()
+        cache = torch.randn(N, D, W, device="cuda", generator=gen).to(torch.bfloat16)
         want_cache = torch.cat([cache[..., 1:], x[..., None]], dim=-1)
         ref = (want_cache.double() * w.double()).sum(-1)
         ref = ref * torch.sigmoid(ref)
