@@ -79,46 +79,25 @@ __device__ __forceinline__ Pow2 scale_of(const float (&x)[32], const float (*xh)
 // acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
 // swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
 // 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
-// kPipe: both halves' wgmma in flight together, the second half packed meanwhile (its own 16
-// A registers; the two groups accumulate in order into acc).
-template <bool kPipe>
+// (ptxas packs both halves before the first wgmma; issuing the second half without waiting
+// for the first changed nothing measurable, call 2.)
 __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
                                            float (&acc)[32], uint64_t desc) {
-  if constexpr (kPipe) {
-    uint32_t ax[2][16];
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float(&xs)[32] = h ? xh : xl;
+  for (int h = 0; h < 2; ++h) {
+    const float(&xs)[32] = h ? xh : xl;
+    uint32_t ax[16];
 #pragma unroll
-      for (int i = 0; i < 16; ++i) ax[h][i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
-      ptx::wgmma_fence();
+    for (int i = 0; i < 16; ++i) ax[i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
+    ptx::wgmma_fence();
 #pragma unroll
-      for (int k = 0; k < 4; ++k)
-        ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[h][4 * k], ax[h][4 * k + 1], ax[h][4 * k + 2],
-                                        ax[h][4 * k + 3], desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
-      ptx::wgmma_commit_group();
-    }
+    for (int k = 0; k < 4; ++k)
+      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
+                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
+    ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(acc);
-    ptx::fence_registers(ax[0]);
-    ptx::fence_registers(ax[1]);
-  } else {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const float(&xs)[32] = h ? xh : xl;
-      uint32_t ax[16];
-#pragma unroll
-      for (int i = 0; i < 16; ++i) ax[i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
-      ptx::wgmma_fence();
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
-                                        desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
-      ptx::wgmma_commit_group();
-      ptx::wgmma_wait_group<0>();
-      ptx::fence_registers(acc);
-      ptx::fence_registers(ax);
-    }
+    ptx::fence_registers(ax);
   }
 }
 
@@ -149,11 +128,9 @@ struct OutF32 {
 struct NoWait {
   __device__ __forceinline__ void operator()() const {}
 };
-// How a step forms its scales and issues its X products (candidates timed in one process,
-// kda_profile.py states): kTree, the largest |x| as trees of FMNMX (else one serial chain, 64 /
-// 32 / 32 dependent FMNMX a chunk; the max is exact in any order, so both give the same bits);
-// kPipe, X's second key-channel half packed while the first half's wgmma run (x_products).
-template <class StoreO, bool kOut = true, bool kTree = true, bool kPipe = false, class Rest = NoWait>
+// kTree: the scales' largest |x| as trees of FMNMX, else one serial chain (64 / 32 / 32
+// dependent FMNMX a chunk); the max is exact in any order, so both give the same bits.
+template <class StoreO, bool kOut = true, bool kTree = true, class Rest = NoWait>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
                                              const StoreO& store_o, int ra, int rb, int q,
                                              const Rest& rest = Rest{}) {
@@ -170,7 +147,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     for (int e = 0; e < 4; ++e)
       r[4 * j + e] = -sx.s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
   const uint64_t dkq = desc_of(sm.kq);
-  x_products<kPipe>(xl, xh, sx.s, r, dkq);
+  x_products(xl, xh, sx.s, r, dkq);
   rest();
 
   // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
@@ -211,7 +188,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     ptx::fence_registers(o);
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
-    x_products<kPipe>(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
+    x_products(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
 
     // o is final here: stored before the X update, so that its registers are free for u
 #pragma unroll

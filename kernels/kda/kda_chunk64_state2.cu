@@ -233,7 +233,7 @@ __device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t 
 }
 
 // The consumer's chunks of the plan, with o (kOut) or X's products alone (chunk64_step).
-template <bool kOut, bool kTree, bool kPipe>
+template <bool kOut, bool kTree>
 __device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32], Smem& sm,
                                                const SeqChunks& sc, const Plan& pl, uint16_t* ob,
                                                int64_t ld, int ra, int rb, int q) {
@@ -247,12 +247,12 @@ __device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32],
       ptx::mbarrier_wait_converged(&sm.full[s][1], n & 1);
       ptx::fence_proxy_async_shared();
     };
-    chunk64_step<OutBf16, kOut, kTree, kPipe>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
+    chunk64_step<OutBf16, kOut, kTree>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
 }
 
-template <bool kTree, bool kPipe>
+template <bool kTreeO, bool kTreeNoO>
 __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
@@ -279,9 +279,9 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
   }
   // two loops: one loop branching between the steps a chunk spills 8 bytes at 168 registers
   if (pl.out)
-    consume_chunks<true, kTree, kPipe>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+    consume_chunks<true, kTreeO>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   else  // context parallel's phase 1 past segment 0: only X's end rows are kept
-    consume_chunks<false, kTree, kPipe>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+    consume_chunks<false, kTreeNoO>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
 }
 
@@ -348,7 +348,7 @@ __device__ __forceinline__ void zero_upper_blocks(Smem& sm) {
   ptx::fence_proxy_async_shared();
 }
 
-template <bool kTree, bool kPipe>
+template <bool kTreeO, bool kTreeNoO>
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
   // PDL: launched while the prep drains; every operand and input is read after it completed
   ptx::griddepcontrol_launch_dependents();
@@ -378,35 +378,31 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
       produce<false>(p, sm, sc, pl, v0);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume<kTree, kPipe>(p, sm, sc, pl, v0);
+    consume<kTreeO, kTreeNoO>(p, sm, sc, pl, v0);
   }
 }
 
-template <bool kTree, bool kPipe>
+template <bool kTreeO, bool kTreeNoO>
 __device__ __forceinline__ void entry(const Chunk64State2Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // aligned by an offset from the shared array itself, as kda_chunk64_state.cu
   const uint32_t pad = (1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u;
-  state2_block<kTree, kPipe>(p, *reinterpret_cast<Smem*>(smem_raw + pad));
+  state2_block<kTreeO, kTreeNoO>(p, *reinterpret_cast<Smem*>(smem_raw + pad));
 }
 
 }  // namespace kernrt::kda::c64s2
 
-// One entry per step form (chunk64_step's kTree, kPipe); the generator selects it
+// One entry per step form (chunk64_step's kTree with o, without o); the generator selects it
 // (kernrt.gen.kda_chunk64 STATES).
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
     kda_chunk64_state2_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true, false>(p);), (__trap();))
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true, true>(p);), (__trap();))
 }
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
     kda_chunk64_state2_chain_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
   NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<false, false>(p);), (__trap();))
 }
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
-    kda_chunk64_state2_pipe_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true, true>(p);), (__trap();))
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
-    kda_chunk64_state2_chainpipe_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<false, true>(p);), (__trap();))
+    kda_chunk64_state2_mixed_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true, false>(p);), (__trap();))
 }

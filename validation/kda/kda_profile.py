@@ -150,8 +150,7 @@ def kernels(reps=10):
 # the state step's entries (kda_chunk64_state2.cu, one per form of chunk64_step)
 STATE2 = "kda_chunk64_state2_sm90a_f16_k128"
 STATE2_VARIANTS = {"tree": None, "chain": "kda_chunk64_state2_chain_sm90a_f16_k128",
-                   "pipe": "kda_chunk64_state2_pipe_sm90a_f16_k128",
-                   "chainpipe": "kda_chunk64_state2_chainpipe_sm90a_f16_k128"}
+                   "mixed": "kda_chunk64_state2_mixed_sm90a_f16_k128"}
 
 
 def states(rounds=3, reps=10):
