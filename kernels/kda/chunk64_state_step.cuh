@@ -129,7 +129,8 @@ struct NoWait {
   __device__ __forceinline__ void operator()() const {}
 };
 // kTree: the scales' largest |x| as trees of FMNMX, else one serial chain (64 / 32 / 32
-// dependent FMNMX a chunk); the max is exact in any order, so both give the same bits.
+// dependent FMNMX a chunk); the max is exact in any order, so both give the same bits (which
+// one a caller takes is a timing choice: kda_chunk64_state2.cu's consume).
 template <class StoreO, bool kOut = true, bool kTree = true, class Rest = NoWait>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
                                              const StoreO& store_o, int ra, int rb, int q,

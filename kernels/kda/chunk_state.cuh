@@ -34,6 +34,7 @@ __device__ __forceinline__ Pow2 pow2_of(float m) {
   se = se < 1 ? 1 : (se > 253 ? 253 : se);
   return Pow2{__uint_as_float(uint32_t(se) << 23), __uint_as_float(uint32_t(254 - se) << 23)};
 }
+
 // ldmatrix address of lane `lane` for the four 8 x 8 matrices (rows r0 + 0..7 | r0 + 8..15) x
 // (cols c0 + 0..7 | c0 + 8..15) of a row-major f16 tile with `ld` halves per row, in the order
 // (rows lo, cols lo), (rows lo, cols hi), (rows hi, cols lo), (rows hi, cols hi).

@@ -252,7 +252,6 @@ __device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32],
   }
 }
 
-template <bool kTreeO, bool kTreeNoO>
 __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
@@ -277,11 +276,17 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
       }
     }
   }
-  // two loops: one loop branching between the steps a chunk spills 8 bytes at 168 registers
+  // two loops: one loop branching between the steps a chunk spills 8 bytes at 168 registers.
+  // The scales' max (chunk64_step's kTree): a tree of FMNMX with o, the serial chain without
+  // (the same bits). Timed in one process against the chain everywhere (calls 1-3,
+  // kda_profile.py states): the tree took 2.6-8 us off the dense prefills (B8 T4096 V128
+  // 704.2 -> 699.6 us, V256 933.3 -> 926.0 in call 1) but added 5-9 us at B1 T32768 context
+  // parallel, whose phase 1 runs without o; with the chain there it ran as the chain did
+  // (call 3: 1009.8 and 1010.7 us, the tree everywhere 1015.3).
   if (pl.out)
-    consume_chunks<true, kTreeO>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+    consume_chunks<true, true>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   else  // context parallel's phase 1 past segment 0: only X's end rows are kept
-    consume_chunks<false, kTreeNoO>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+    consume_chunks<false, false>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
 }
 
@@ -348,7 +353,6 @@ __device__ __forceinline__ void zero_upper_blocks(Smem& sm) {
   ptx::fence_proxy_async_shared();
 }
 
-template <bool kTreeO, bool kTreeNoO>
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
   // PDL: launched while the prep drains; every operand and input is read after it completed
   ptx::griddepcontrol_launch_dependents();
@@ -378,31 +382,20 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
       produce<false>(p, sm, sc, pl, v0);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume<kTreeO, kTreeNoO>(p, sm, sc, pl, v0);
+    consume(p, sm, sc, pl, v0);
   }
 }
 
-template <bool kTreeO, bool kTreeNoO>
 __device__ __forceinline__ void entry(const Chunk64State2Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // aligned by an offset from the shared array itself, as kda_chunk64_state.cu
   const uint32_t pad = (1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u;
-  state2_block<kTreeO, kTreeNoO>(p, *reinterpret_cast<Smem*>(smem_raw + pad));
+  state2_block(p, *reinterpret_cast<Smem*>(smem_raw + pad));
 }
 
 }  // namespace kernrt::kda::c64s2
 
-// One entry per step form (chunk64_step's kTree with o, without o); the generator selects it
-// (kernrt.gen.kda_chunk64 STATES).
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
     kda_chunk64_state2_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true, true>(p);), (__trap();))
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
-    kda_chunk64_state2_chain_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<false, false>(p);), (__trap();))
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
-    kda_chunk64_state2_mixed_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true, false>(p);), (__trap();))
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry(p);), (__trap();))
 }

@@ -147,10 +147,11 @@ def kernels(reps=10):
         torch.cuda.empty_cache()
 
 
-# the state step's entries (kda_chunk64_state2.cu, one per form of chunk64_step)
+# entries of the state step timed against each other by `states` (None: the generator's); a
+# candidate form of chunk64_step gets its own entry in kda_chunk64_state2.cu for the A / B (calls
+# 1-3 compared the scales' max as trees and as chains, per-row scales and unwaited halves)
 STATE2 = "kda_chunk64_state2_sm90a_f16_k128"
-STATE2_VARIANTS = {"tree": None, "chain": "kda_chunk64_state2_chain_sm90a_f16_k128",
-                   "mixed": "kda_chunk64_state2_mixed_sm90a_f16_k128"}
+STATE2_VARIANTS = {"shipped": None}
 
 
 def states(rounds=3, reps=10):
@@ -178,7 +179,7 @@ def states(rounds=3, reps=10):
             ours.write()
             out[var] = ours.run(graph=True)
             runs[var] = ours
-        o0, h0 = out["tree"]
+        o0, h0 = out["shipped"]
         for var, (o, h) in out.items():
             same = torch.equal(o.view(torch.int16), o0.view(torch.int16)) and torch.equal(
                 h.view(torch.int32), h0.view(torch.int32))
