@@ -80,7 +80,7 @@ __device__ __forceinline__ Pow2 scale_of(const float (&x)[32], const float (*xh)
 // swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
 // 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
 // (ptxas packs both halves before the first wgmma; issuing the second half without waiting
-// for the first changed nothing measurable, call 2.)
+// for the first changed nothing measurable, call h2.)
 __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
                                            float (&acc)[32], uint64_t desc) {
 #pragma unroll

@@ -185,7 +185,25 @@ __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm,
   }
 }
 
-template <int kGate, bool kBetaSigmoid>
+// The diagonal rounds' range vote (step 3): whether every factor of a sub-block's tf32 path,
+// the products of its alphas from token 7, stays >= 1e-30, per sub-block and warp into sm.safe.
+// It reads alpha alone, so kEarlyVote takes it after the channel pass, before that phase's
+// barrier, and the rounds need no barrier of their own for it (else each round votes first:
+// the candidate). Beside the gate it grew the channel pass by ~200 warp instructions a chunk at
+// 128 registers; after the pass the count is the rounds' own (18,096 against 18,092).
+__device__ __forceinline__ void range_vote(Smem& sm, const float2 (&a)[kSub], int I, int warp, int lane) {
+  constexpr int kRef = 7;
+  float2 P = make_float2(1.f, 1.f), F = P;
+#pragma unroll
+  for (int t = kRef - 1; t >= 0; --t) P = mul2(P, a[t + 1]);
+#pragma unroll
+  for (int t = kRef + 1; t < kSub; ++t) F = mul2(F, a[t]);
+  const bool ok = P.x >= 1e-30f && P.y >= 1e-30f && F.x >= 1e-30f && F.y >= 1e-30f;
+  const bool wok = __all_sync(0xffffffffu, ok);
+  if (lane == 0) sm.safe[I][warp & 1] = wok;
+}
+
+template <int kGate, bool kBetaSigmoid, bool kEarlyVote = true>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -245,6 +263,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     case 2: channel_pass<2>(p, sm, chunk, cp, rs, a); break;
     default: channel_pass<3>(p, sm, chunk, cp, rs, a); break;
   }
+  if (kEarlyVote) range_vote(sm, a, I, warp, lane);
   __syncthreads();
 
   // ---- 2. off-diagonal pairs: warp p < 6 takes pair p, Aqk and Akk (both 16 x 16) ------------
@@ -303,17 +322,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     const bool mine = (I >> 1) == r;
     constexpr int kRef = 7;
     const float2 one = make_float2(1.f, 1.f);
-    if (mine) {  // the factors' range decides what the staging holds
-      float2 P = one, F = one;
-#pragma unroll
-      for (int t = kRef - 1; t >= 0; --t) P = mul2(P, a[t + 1]);
-#pragma unroll
-      for (int t = kRef + 1; t < kSub; ++t) F = mul2(F, a[t]);
-      const bool ok = P.x >= 1e-30f && P.y >= 1e-30f && F.x >= 1e-30f && F.y >= 1e-30f;
-      const bool wok = __all_sync(0xffffffffu, ok);
-      if (lane == 0) sm.safe[I][warp & 1] = wok;
+    if (!kEarlyVote) {  // the factors' range decides what the staging holds
+      if (mine) range_vote(sm, a, I, warp, lane);
+      __syncthreads();
     }
-    __syncthreads();
     if (mine) {
       float* st = sm.stg[I & 1][0];
       const int r0 = kSub * I;
@@ -434,10 +446,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid>
+template <int kGate, bool kBetaSigmoid, bool kEarlyVote = true>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid, kEarlyVote>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -457,4 +469,13 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
+}
+// candidates: the range vote inside each diagonal round (the form before kEarlyVote)
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_latevote_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, false>(p);
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_lbgate_sigbeta_latevote_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, false>(p);
 }

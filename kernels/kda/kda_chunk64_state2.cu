@@ -278,11 +278,11 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
   }
   // two loops: one loop branching between the steps a chunk spills 8 bytes at 168 registers.
   // The scales' max (chunk64_step's kTree): a tree of FMNMX with o, the serial chain without
-  // (the same bits). Timed in one process against the chain everywhere (calls 1-3,
-  // kda_profile.py states): the tree took 2.6-8 us off the dense prefills (B8 T4096 V128
-  // 704.2 -> 699.6 us, V256 933.3 -> 926.0 in call 1) but added 5-9 us at B1 T32768 context
+  // (the same bits). Timed in one process against the chain everywhere (calls h1-h3,
+  // kda_profile.py variants): the tree took 2.6-8 us off the dense prefills (B8 T4096 V128
+  // 704.2 -> 699.6 us, V256 933.3 -> 926.0 in call h1) but added 5-9 us at B1 T32768 context
   // parallel, whose phase 1 runs without o; with the chain there it ran as the chain did
-  // (call 3: 1009.8 and 1010.7 us, the tree everywhere 1015.3).
+  // (call h3: 1009.8 and 1010.7 us, the tree everywhere 1015.3).
   if (pl.out)
     consume_chunks<true, true>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   else  // context parallel's phase 1 past segment 0: only X's end rows are kept

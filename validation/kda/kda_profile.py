@@ -12,8 +12,8 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
                                                                context-parallel splits, "TIME ...")
   python3 validation/kda/kda_profile.py kernels [BUILD]        (per kernel of the bench's dense and
                                                                context-parallel prefills, "KERNEL ...")
-  python3 validation/kda/kda_profile.py states [BUILD]         (the bench's prefills on each entry of
-                                                               the state step, STATE2_VARIANTS, in
+  python3 validation/kda/kda_profile.py variants [BUILD]       (the bench's prefills on each set of
+                                                               candidate entries, VARIANTS, in
                                                                turn: "TIME ..." and "DIFF ...")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
@@ -118,8 +118,7 @@ def kernels(reps=10):
     segs, L = LONG_PLAN
     cpp = dict(cp_segs=segs, seg_chunks=4 * L)
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
-             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
-             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), cpp)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp)]
     for name, kw, pk in cases:
         ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
         ours.write()
@@ -147,15 +146,17 @@ def kernels(reps=10):
         torch.cuda.empty_cache()
 
 
-# entries of the state step timed against each other by `states` (None: the generator's); a
-# candidate form of chunk64_step gets its own entry in kda_chunk64_state2.cu for the A / B (calls
-# 1-3 compared the scales' max as trees and as chains, per-row scales and unwaited halves)
-STATE2 = "kda_chunk64_state2_sm90a_f16_k128"
-STATE2_VARIANTS = {"shipped": None}
+# candidate entries timed against the generator's by `variants`: name -> {entry: candidate}
+# (a candidate form of a kernel gets its own entry for the A / B; calls h1-h3 compared forms of
+# the state step's scales, h6 the prep's range vote inside the diagonal rounds)
+PREP4, PREP4_LB = "kda_chunk64_prep4_sm90a_f16_k128", "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"
+VARIANTS = {"shipped": {},
+            "latevote": {PREP4: "kda_chunk64_prep4_latevote_sm90a_f16_k128",
+                         PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_latevote_sm90a_f16_k128"}}
 
 
-def states(rounds=3, reps=10):
-    """The bench's prefills on each state-step entry (STATE2_VARIANTS; None: the generator's),
+def variants(rounds=3, reps=10):
+    """The bench's prefills on each set of entries (VARIANTS; {}: the generator's),
     timed in turn over `rounds` rounds (graph replay, median of `reps` each), so drift hits them
     alike: "TIME <case> | <variant> | round r: <us>", then per variant its median over the
     rounds, and "DIFF <case> | <variant>: o <rel rms>, ht <rel rms> (bit-identical: yes|no)"
@@ -169,13 +170,12 @@ def states(rounds=3, reps=10):
                  B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",
                  g_dtype=torch.bfloat16), {}),
              ("kda B8 T4096 V256", dict(B=8, T=4096, V=256, **big), {}),
-             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
-             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), cpp)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp)]
     for name, kw, pk in cases:
         c = fx.Case(seed=100, **kw)
         runs, out = {}, {}
-        for var, entry in STATE2_VARIANTS.items():
-            ours = fx.Prefill(c, BUILD, entries={STATE2: entry} if entry else None, **pk)
+        for var, entries in VARIANTS.items():
+            ours = fx.Prefill(c, BUILD, entries=entries or None, **pk)
             ours.write()
             out[var] = ours.run(graph=True)
             runs[var] = ours
@@ -202,4 +202,4 @@ def states(rounds=3, reps=10):
 
 if __name__ == "__main__":
     {"chunk": chunk, "steps": steps, "times": times, "cp": cp, "kernels": kernels,
-     "states": states}[sys.argv[1]]()
+     "variants": variants}[sys.argv[1]]()
