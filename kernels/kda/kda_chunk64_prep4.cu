@@ -187,10 +187,11 @@ __device__ __forceinline__ void raw_stage(const Chunk64Prep4Params& p, Smem& sm,
 
 // The diagonal rounds' range vote (step 3): whether every factor of a sub-block's tf32 path,
 // the products of its alphas from token 7, stays >= 1e-30, per sub-block and warp into sm.safe.
-// It reads alpha alone, so kEarlyVote takes it after the channel pass, before that phase's
-// barrier, and the rounds need no barrier of their own for it (else each round votes first:
-// the candidate). Beside the gate it grew the channel pass by ~200 warp instructions a chunk at
-// 128 registers; after the pass the count is the rounds' own (18,096 against 18,092).
+// It reads alpha alone, so every warp takes it after the channel pass, before that phase's
+// barrier, and the rounds need no barrier of their own for it: one process (call h6), against
+// each round voting first, B8 T4096 V128 707.4 -> 698.7 us, FlashKDA's form 707.2 -> 699.4, V256
+// 926.1 -> 917.2, B1 T32768 CP 999.1 -> 989.8. (Beside the gate it grew the channel pass by ~200
+// warp instructions a chunk at 128 registers; after the pass the count is the rounds' own.)
 __device__ __forceinline__ void range_vote(Smem& sm, const float2 (&a)[kSub], int I, int warp, int lane) {
   constexpr int kRef = 7;
   float2 P = make_float2(1.f, 1.f), F = P;
@@ -203,7 +204,7 @@ __device__ __forceinline__ void range_vote(Smem& sm, const float2 (&a)[kSub], in
   if (lane == 0) sm.safe[I][warp & 1] = wok;
 }
 
-template <int kGate, bool kBetaSigmoid, bool kEarlyVote = true>
+template <int kGate, bool kBetaSigmoid>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -263,7 +264,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     case 2: channel_pass<2>(p, sm, chunk, cp, rs, a); break;
     default: channel_pass<3>(p, sm, chunk, cp, rs, a); break;
   }
-  if (kEarlyVote) range_vote(sm, a, I, warp, lane);
+  range_vote(sm, a, I, warp, lane);
   __syncthreads();
 
   // ---- 2. off-diagonal pairs: warp p < 6 takes pair p, Aqk and Akk (both 16 x 16) ------------
@@ -322,10 +323,6 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     const bool mine = (I >> 1) == r;
     constexpr int kRef = 7;
     const float2 one = make_float2(1.f, 1.f);
-    if (!kEarlyVote) {  // the factors' range decides what the staging holds
-      if (mine) range_vote(sm, a, I, warp, lane);
-      __syncthreads();
-    }
     if (mine) {
       float* st = sm.stg[I & 1][0];
       const int r0 = kSub * I;
@@ -446,10 +443,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid, bool kEarlyVote = true>
+template <int kGate, bool kBetaSigmoid>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid, kEarlyVote>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -469,13 +466,4 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
-}
-// candidates: the range vote inside each diagonal round (the form before kEarlyVote)
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_latevote_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, false>(p);
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_lbgate_sigbeta_latevote_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, false>(p);
 }

@@ -56,8 +56,7 @@ SCOPES = {
         ("// the upper blocks (I < J)", "in", 2),
         ("for (int r = 0; r < 2; ++r)", "open", 16),
         # per round the 4 warps of its two sub-blocks: the staging (the timed case: every
-        # sub-block on the tf32 path); the late-vote candidates' range vote in the round
-        ("if (mine) range_vote(sm, a, I, warp, lane);", "line", 8),
+        # sub-block on the tf32 path; the range vote, on every warp, is the function's scope)
         ("float* st = sm.stg[I & 1][0];", "in", 8),
         ("if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32", "open", 8),
         ("} else {  // fp32 q^, k^, alpha rows", "open", 0),
