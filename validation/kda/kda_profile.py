@@ -118,7 +118,8 @@ def kernels(reps=10):
     segs, L = LONG_PLAN
     cpp = dict(cp_segs=segs, seg_chunks=4 * L)
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
-             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
+             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), cpp)]
     for name, kw, pk in cases:
         ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
         ours.write()
@@ -157,7 +158,8 @@ def variants(rounds=3, reps=10):
     timed in turn over `rounds` rounds (graph replay, median of `reps` each), so drift hits them
     alike: "TIME <case> | <variant> | round r: <us>", then per variant its median over the
     rounds, and "DIFF <case> | <variant>: o <rel rms>, ht <rel rms> (bit-identical: yes|no)"
-    against the generator's entry on the same inputs."""
+    against the generator's entry on the same inputs. KDA cases only (GDN's prep is another
+    module: a GDN candidate adds its case)."""
     import kda_ref as ref
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     segs, L = LONG_PLAN
