@@ -38,6 +38,7 @@ from kernrt.gen import kda_cp_plan  # noqa: E402
 # B1 T32768 H16 V128, the bench's long sequence: 512 chunks, and the segments the plan gives it
 LONG_CHUNKS = 32768 // 64
 LONG_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1)
+LONG_CP = dict(cp_segs=LONG_PLAN[0], seg_chunks=4 * LONG_PLAN[1])  # Prefill's arguments
 
 
 def chunk():
@@ -116,10 +117,9 @@ def kernels(reps=10):
     from torch.profiler import ProfilerActivity, profile
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     segs, L = LONG_PLAN
-    cpp = dict(cp_segs=segs, seg_chunks=4 * L)
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
-             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp),
-             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), cpp)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP),
+             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), LONG_CP)]
     for name, kw, pk in cases:
         ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
         ours.write()
@@ -163,13 +163,12 @@ def variants(rounds=3, reps=10):
     import kda_ref as ref
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     segs, L = LONG_PLAN
-    cpp = dict(cp_segs=segs, seg_chunks=4 * L)
     cases = [("kda B8 T4096 V128", dict(B=8, T=4096, **big), {}),
              ("kda B8 T4096 V128 lower_bound -5, beta logits", dict(
                  B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",
                  g_dtype=torch.bfloat16), {}),
              ("kda B8 T4096 V256", dict(B=8, T=4096, V=256, **big), {}),
-             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), cpp)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP)]
     for name, kw, pk in cases:
         c = fx.Case(seed=100, **kw)
         runs, out = {}, {}
