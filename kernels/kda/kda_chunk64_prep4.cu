@@ -204,7 +204,7 @@ __device__ __forceinline__ void range_vote(Smem& sm, const float2 (&a)[kSub], in
   if (lane == 0) sm.safe[I][warp & 1] = wok;
 }
 
-template <int kGate, bool kBetaSigmoid>
+template <int kGate, bool kBetaSigmoid, bool kWarpLevels = false>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -430,6 +430,23 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
   __syncthreads();
   // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
+  if (kWarpLevels) {
+    // warp w keeps block column J = w / 2 and its 8 columns through the levels, and T_MJ at
+    // those columns is its own earlier levels' (T_JJ the diagonal inverses': the barrier
+    // above), so the levels need only the warp's own order (candidate)
+    if (warp < 6) {
+      solve_level<1>(sm, tmb, warp, lane);
+      if (warp < 4) {
+        __syncwarp();
+        solve_level<2>(sm, tmb, warp, lane);
+        if (warp < 2) {
+          __syncwarp();
+          solve_level<3>(sm, tmb, warp, lane);
+        }
+      }
+    }
+    return;
+  }
   if (warp < 6)
     solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();
@@ -443,10 +460,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid>
+template <int kGate, bool kBetaSigmoid, bool kWarpLevels = false>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid, kWarpLevels>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -466,4 +483,13 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
+}
+// candidates: the solve's levels ordered by each warp alone (kWarpLevels)
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_wlevels_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_lbgate_sigbeta_wlevels_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, true>(p);
 }
