@@ -153,7 +153,9 @@ def kernels(reps=10):
 PREP4, PREP4_LB = "kda_chunk64_prep4_sm90a_f16_k128", "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"
 VARIANTS = {"shipped": {},
             "wlevels": {PREP4: "kda_chunk64_prep4_wlevels_sm90a_f16_k128",
-                        PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_wlevels_sm90a_f16_k128"}}
+                        PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_wlevels_sm90a_f16_k128"},
+            "esolve": {PREP4: "kda_chunk64_prep4_esolve_sm90a_f16_k128",
+                       PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_esolve_sm90a_f16_k128"}}
 
 
 def variants(rounds=3, reps=10):
@@ -171,7 +173,9 @@ def variants(rounds=3, reps=10):
                  B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",
                  g_dtype=torch.bfloat16), {}),
              ("kda B8 T4096 V256", dict(B=8, T=4096, V=256, **big), {}),
-             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP)]
+             (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP),
+             # for the bits: harsh gates put sub-blocks on the fp32 pairs, T = 1000 a tail chunk
+             ("kda B2 T1000 H4 harsh", dict(B=2, T=1000, H=4, gates="harsh", g_dtype=torch.bfloat16), {})]
     for name, kw, pk in cases:
         c = fx.Case(seed=100, **kw)
         runs, out = {}, {}
@@ -184,7 +188,7 @@ def variants(rounds=3, reps=10):
         for var, (o, h) in out.items():
             same = torch.equal(o.view(torch.int16), o0.view(torch.int16)) and torch.equal(
                 h.view(torch.int32), h0.view(torch.int32))
-            print(f"DIFF {name} | {var}: o {ref.rel_rms(o.double(), o0.double()):.2e}, ht "
+            print(f"DIFF {name} ({runs[var].chunk}) | {var}: o {ref.rel_rms(o.double(), o0.double()):.2e}, ht "
                   f"{ref.rel_rms(h.double(), h0.double()):.2e} (bit-identical: "
                   f"{'yes' if same else 'no'})", flush=True)
         times = {var: [] for var in runs}
