@@ -63,6 +63,7 @@
 #include "attention/prefill_shape.cuh"
 #include "common/ptx.cuh"
 #include "common/ptx/tensormap.cuh"
+#include "common/ptx/sync.cuh"
 #include "common/ptx/warpgroup.cuh"
 #include "common/ptx/wgmma.cuh"
 
@@ -308,7 +309,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
       }
       i = __shfl_sync(0xffffffffu, next, 0) + ctas;
     }
-    ptx::named_bar_sync(kBarExit, kExitThreads);
+    ptx::bar_sync(kBarExit, kExitThreads);
     return;
   }
 
@@ -427,7 +428,7 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
                 make_uint4(0, 0, 0, 0);
           }
           ptx::fence_proxy_async_shared();
-          ptx::named_bar_sync(kBarWarpgroup + w, 128);
+          ptx::bar_sync(kBarWarpgroup + w, 128);
         }
         ptx::wgmma_fence();
         issue_pv(o, pa, v_desc + sv * kTileDesc);
@@ -495,13 +496,13 @@ __device__ __forceinline__ void prefill_body(const KernelParams& p) {
     wait_unit<Cfg::kLeanSync>(pending, bank(), ct);
     merge_claims<Cfg::kBatched>(p, pending, bank(), words + 9, ct);
   }
-  ptx::named_bar_sync(kBarExit, kExitThreads);
+  ptx::bar_sync(kBarExit, kExitThreads);
   if (Cfg::kEpoch) return;  // nothing to count or reset
   if (ct == 0) {
     __threadfence();
     words[10] = atomicAdd(counters + kFinishedAt, 1) == ctas - 1;
   }
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
+  ptx::bar_sync(kBarConsumers, kConsumerThreads);
   if (words[10]) {
     __threadfence();
     reset_counters(counters, sched, slots, ct, kConsumerThreads);

@@ -18,6 +18,7 @@
 
 #include "attention/params.h"
 #include "attention/prefill_shape.cuh"
+#include "common/ptx/sync.cuh"
 #include "common/ptx/warpgroup.cuh"
 
 namespace kernrt::attention::prefill {
@@ -183,9 +184,9 @@ template <bool kLean>
 __device__ __forceinline__ bool arrive_chunk(const ItemInfo& it, int* bank, int* word, int ct) {
   int* arrived = bank + kArriveAt + it.unit;
   if constexpr (!kLean) __threadfence();
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
+  ptx::bar_sync(kBarConsumers, kConsumerThreads);
   if (ct == 0) *word = kLean ? ptx::atom_add_acq_rel_gpu(arrived, 1) : atomicAdd(arrived, 1);
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
+  ptx::bar_sync(kBarConsumers, kConsumerThreads);
   return *word == it.nchunks - 1;
 }
 
@@ -201,7 +202,7 @@ __device__ __forceinline__ void wait_unit(const ItemInfo& it, const int* bank, i
       if constexpr (!kLean) __nanosleep(128);
     }
   }
-  ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
+  ptx::bar_sync(kBarConsumers, kConsumerThreads);
   if constexpr (!kLean) __threadfence();
 }
 
@@ -213,9 +214,9 @@ __device__ __forceinline__ void merge_claims(const KernelParams& p, const ItemIn
   const int parts = min(it.nchunks, kMaxParts);
   for (;;) {
     if (ct == 0) *word = atomicAdd(claims, 1);
-    ptx::named_bar_sync(kBarConsumers, kConsumerThreads);
+    ptx::bar_sync(kBarConsumers, kConsumerThreads);
     const int part = *word;
-    ptx::named_bar_sync(kBarConsumers, kConsumerThreads);  // read before the next claim
+    ptx::bar_sync(kBarConsumers, kConsumerThreads);  // read before the next claim
     if (part >= parts) break;
     merge_one<kBatched>(p, it, part, ct);
   }

@@ -97,7 +97,8 @@ __device__ __forceinline__ bool elect_one_sync() {
   return pred != 0;
 }
 
-// bar.sync id, count: a barrier among `count` threads (a multiple of 32) of the CTA.
+// bar.sync id, count: a barrier among `count` threads (a multiple of 32) of the CTA. Not checked:
+// the id is 1-15 (0 is __syncthreads) and not in use with another count at the same time.
 __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }

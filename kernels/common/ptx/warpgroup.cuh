@@ -1,13 +1,12 @@
 // PTX wrappers for warp-specialised kernels (one inline `asm` per instruction, each function
-// named after it): per-warpgroup register reallocation and named barriers with a thread count.
+// named after it): per-warpgroup register reallocation (named barriers with a thread count are
+// sync.cuh's bar_sync / bar_arrive).
 //
-// Owns: setmaxnreg.inc / setmaxnreg.dec (sm_90a and later), bar.sync / bar.arrive with an id
-// and a thread count, an acquire load and an acq_rel add of a global int, and an mbarrier phase wait whose spin
-// loop lives inside one asm block.
+// Owns: setmaxnreg.inc / setmaxnreg.dec (sm_90a and later), an acquire load and an acq_rel add
+// of a global int, and an mbarrier phase wait whose spin loop lives inside one asm block.
 // Deliberately does not check: that every warp of a warpgroup executes setmaxnreg with the
-// same count (.sync.aligned), that the counts of all warpgroups fit the register file (65536
-// per SM), that the barrier id (1-15; 0 is __syncthreads) is not used with another count at
-// the same time, or that the count is a multiple of 32 covering every participating warp.
+// same count (.sync.aligned), or that the counts of all warpgroups fit the register file (65536
+// per SM).
 #pragma once
 
 #include <cstdint>
@@ -29,16 +28,6 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #if defined(__CUDA_ARCH__) && (defined(__CUDA_ARCH_FEAT_SM90_ALL) || __CUDA_ARCH__ >= 1000)
   asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;" ::"n"(N));
 #endif
-}
-
-// bar.sync id, count: waits until `count` threads (whole warps) arrived at barrier `id`.
-__device__ __forceinline__ void named_bar_sync(uint32_t id, uint32_t count) {
-  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
-}
-
-// bar.arrive id, count: arrives at barrier `id` of `count` threads without waiting.
-__device__ __forceinline__ void named_bar_arrive(uint32_t id, uint32_t count) {
-  asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
 // ld.acquire.gpu.global.b32: a load that later loads of this thread cannot pass, seeing what
