@@ -40,6 +40,7 @@ struct Smem {
   union {
     __half tiles[12][kSub * kK];    // phase 1-2: 0..2 q la (I = 1..3), 3..5 k la, 6..11 k lb D (pair)
     float stg[2][3][kSub * kK];     // phase 3: q f, k f, k / f (or fp32 q^, k^, alpha) of two sub-blocks
+    SolveTiles sv;                  // phase 4
   };
   __half akh[6][kSub][kRowB];       // Akk of pair p (I > J), f16
   float akd[4][kSub * kSub + 4];    // Akk diagonal blocks, fp32 (block stride 1040 B: no conflicts)
@@ -48,12 +49,7 @@ struct Smem {
   int32_t safe[4][2];               // per sub-block, per warp: factors in range
   uint32_t rq[kC][kRawW];           // the raw stage: bf16 pairs of q, k, row = token of the chunk
   uint32_t rk[kC][kRawW];
-  // raw g, bf16 pairs (value head hv), row = token of the chunk; dead once the gate has run
-  // (phase 1), so the solve's tiles go over it and the solve may start while a round stages
-  union {
-    uint32_t rg[kC][kK / 2];
-    SolveTiles sv;
-  };
+  uint32_t rg[kC][kK / 2];          // raw g, bf16 pairs (value head hv), row = token of the chunk
   float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
 };
 

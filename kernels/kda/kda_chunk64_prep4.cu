@@ -49,7 +49,6 @@
 
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/mma.cuh"
-#include "common/ptx/sync.cuh"
 #include "kda/chunk64_params.h"
 #include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_prep4_smem.cuh"
@@ -61,8 +60,7 @@ namespace kernrt::kda::c64p4 {
 constexpr int kChunk64Prep4Smem = 111968;
 static_assert(int(sizeof(Smem)) == kChunk64Prep4Smem, "kChunk64Prep4Smem is the layout");
 static_assert(2 * (kChunk64Prep4Smem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
-static_assert(sizeof(SolveTiles) <= sizeof(uint32_t) * kC * kK / 2, "solve tiles fit the g stage");
-static_assert(offsetof(Smem, sv) % 16 == 0, "the solve tiles' STS.128 rows at 16-byte multiples");
+static_assert(sizeof(SolveTiles) <= sizeof(float) * 2 * 3 * kSub * kK, "solve tiles fit the scratch");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
 static_assert(offsetof(Smem, rs) % 16 == 0, "rs is read as float4 (two tokens' scales)");
 static_assert(offsetof(SolveTiles, tt) % 16 == 0 && sizeof(__half) * (kC + 8) % 16 == 0,
@@ -206,19 +204,7 @@ __device__ __forceinline__ void range_vote(Smem& sm, const float2 (&a)[kSub], in
   if (lane == 0) sm.safe[I][warp & 1] = wok;
 }
 
-// The solve's order (template parameter kSolve of prep64; candidates beside the shipped one):
-// kSolveBarriers: the diagonal inverses on warps 0, 1 after the rounds, each level behind a
-//   block barrier;
-// kSolveWarps: the levels ordered by each warp alone (__syncwarp): warp w keeps block column
-//   J = w / 2 and its 8 columns through the levels, and T_MJ at those columns is its own earlier
-//   levels' (T_JJ the diagonal inverses': a block barrier before the levels);
-// kSolveEarly: kSolveWarps with the solve started inside round 1 (the tiles live over the dead g
-//   stage): blocks 0, 1's inverses and T_10 on warps 0, 1 while warps 4..7 stage, blocks 2, 3's
-//   right after the round's mma by a warp of their sub-block (a named barrier of its 4 warps), so
-//   after the rounds one barrier and two levels are left.
-enum Solve : int { kSolveBarriers = 0, kSolveWarps = 1, kSolveEarly = 2 };
-
-template <int kGate, bool kBetaSigmoid, int kSolve = kSolveBarriers>
+template <int kGate, bool kBetaSigmoid>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -372,11 +358,6 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
         }
       }
     }
-    if (kSolve == kSolveEarly && r == 1 && warp < 2) {  // blocks 0, 1 while warps 4..7 stage
-      if (warp == 0) solve_diag(sm, tmb, tid);
-      ptx::bar_sync<1, 2 * 32>();
-      solve_level<1>(sm, tmb, warp, lane);  // T_10
-    }
     __syncthreads();
     const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
     if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
@@ -442,46 +423,13 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
         }
       }
     }
-    if (kSolve == kSolveEarly && r == 1) {  // akd[Is] from its sub-block's 4 warps, then its inverse
-      if (sl) ptx::bar_sync<3, 4 * 32>();
-      else ptx::bar_sync<2, 4 * 32>();
-      if ((warp & 3) == 0 && lane < kSub) solve_diag(sm, tmb, kSub * Is + lane);
-    }
-    __syncthreads();  // the next round writes over the operands (the solve needs akd)
+    __syncthreads();  // the next round (or the solve) writes over the operands
   }
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
-  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
-  if (kSolve == kSolveEarly) {  // T_20, T_30 on warps 0, 1; T_21, T_32, then T_31 on warps 2..5
-    if (warp < 2) {
-      solve_level<2>(sm, tmb, warp, lane);
-      __syncwarp();
-      solve_level<3>(sm, tmb, warp, lane);
-    } else if (warp < 6) {
-      solve_level<1>(sm, tmb, warp, lane);
-      if (warp < 4) {
-        __syncwarp();
-        solve_level<2>(sm, tmb, warp, lane);
-      }
-    }
-    return;
-  }
   if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
   __syncthreads();
-  if (kSolve == kSolveWarps) {
-    if (warp < 6) {
-      solve_level<1>(sm, tmb, warp, lane);
-      if (warp < 4) {
-        __syncwarp();
-        solve_level<2>(sm, tmb, warp, lane);
-        if (warp < 2) {
-          __syncwarp();
-          solve_level<3>(sm, tmb, warp, lane);
-        }
-      }
-    }
-    return;
-  }
+  // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
   if (warp < 6)
     solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();
@@ -495,10 +443,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid, int kSolve = kSolveBarriers>
+template <int kGate, bool kBetaSigmoid>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid, kSolve>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -518,21 +466,4 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
-}
-// candidates: the solve's order (kSolve)
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_wlevels_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, kernrt::kda::c64p4::kSolveWarps>(p);
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_lbgate_sigbeta_wlevels_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, kernrt::kda::c64p4::kSolveWarps>(p);
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_esolve_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, kernrt::kda::c64p4::kSolveEarly>(p);
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_lbgate_sigbeta_esolve_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, kernrt::kda::c64p4::kSolveEarly>(p);
 }

@@ -103,14 +103,6 @@ __device__ __forceinline__ void bar_sync(uint32_t id, uint32_t count) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(count) : "memory");
 }
 
-// The same with the id and count as immediates: ptxas then reserves the barriers named (with a
-// register id it reserves all 16 of the CTA's).
-template <int kId, int kCount>
-__device__ __forceinline__ void bar_sync() {
-  static_assert(kId >= 0 && kId < 16 && kCount % 32 == 0, "bar.sync: id 0..15, whole warps");
-  asm volatile("bar.sync %0, %1;" ::"n"(kId), "n"(kCount) : "memory");
-}
-
 // bar.arrive id, count: arrives at named barrier `id` (of `count` threads) without waiting.
 __device__ __forceinline__ void bar_arrive(uint32_t id, uint32_t count) {
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(count) : "memory");
