@@ -204,7 +204,92 @@ __device__ __forceinline__ void range_vote(Smem& sm, const float2 (&a)[kSub], in
   if (lane == 0) sm.safe[I][warp & 1] = wok;
 }
 
-template <int kGate, bool kBetaSigmoid>
+// One 16 x 8 tile of a diagonal block on tf32 mma: A a 16-row fp32 tile, B an 8-row one (rows
+// of 128 channels, swz_f); v[e] = acc0 + acc1 with channels 16 s .. + 7 in acc0 and 16 s + 8 ..
+// + 15 in acc1 (the rounds' order: the same bits wherever the tiles lie).
+__device__ __forceinline__ void diag_tile(const float* A, const float* B, int lane, float (&v)[4]) {
+  const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
+  const int br = lane & 7, bch = lane >> 3;
+  // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
+  // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates.
+  // 16 v + 8 h and 4 ch are disjoint bits, so the column is c00 ^ (16 v + 8 h) with c00 that
+  // of (v, h) = (0, 0): one XOR and one add per address
+  const int ca = (4 * ach) ^ ((ar & 7) << 2), cb = (4 * bch) ^ (br << 2);
+  const uint32_t a0 = smem_u32(A + ar * kK), b0 = smem_u32(B + br * kK);
+  uint32_t pa[2][2], pb[2];
+#pragma unroll
+  for (int v = 0; v < 2; ++v) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) pa[v][h] = a0 + 4 * (ca ^ (16 * v + 8 * h));
+    pb[v] = b0 + 4 * (cb ^ (16 * v));
+  }
+  float acc[2][4] = {};
+#pragma unroll
+  for (int s = 0; s < kK / 16; ++s) {
+    uint32_t fb[4], fa0[4], fa1[4];
+    const uint32_t u = 128 * (s >> 1);
+    ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[s & 1] + u);
+    ptx::ldmatrix_x4(fa0[0], fa0[1], fa0[2], fa0[3], pa[s & 1][0] + u);
+    ptx::ldmatrix_x4(fa1[0], fa1[1], fa1[2], fa1[3], pa[s & 1][1] + u);
+    ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
+    ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
+  }
+#pragma unroll
+  for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
+}
+
+// The diagonal blocks by token halves (kHalves, candidate; every sub-block on the tf32 path):
+// round h stages tokens 8 h .. 8 h + 7 of every sub-block on all 8 warps (each its own sub-block
+// and channel half) into a 16-row A tile (q f rows 0..7, k f rows 8..15) and an 8-row k / f
+// B tile. Round 0's products are the blocks' upper-left 8 x 8 (tokens 0..7 with 0..7, warps
+// 0..3), round 1's rows 8..15 against columns 0..7 (round 0's B tiles) and 8..15 (warps 0..7):
+// the operands, products and sums of the rounds by sub-block pairs, so the same bits, with 8
+// tokens staged on every warp a round instead of 16 on half of them (that barrier's wait was
+// 9 % of the prep's stall samples, call i1). Tiles: the 4 A tiles and round 0's B tiles over
+// the staging union, round 1's B tiles over the g stage (dead since the gate).
+// stage_half<kH>: tokens t of half kH to rows t % 8 of the tiles qt (q f), kt (k f), it (k / f),
+// f relative to token 7 (the rounds by sub-block pairs pass their 16-row tiles' halves).
+template <int kH>
+__device__ __forceinline__ void stage_half(Smem& sm, int I, int cp, const float2* rs, const float2 (&a)[kSub],
+                                           float* qt, float* kt, float* it) {
+  constexpr int kRef = 7;
+  const int c0 = 2 * cp, r0 = kSub * I;
+  const float2 one = make_float2(1.f, 1.f);
+  float2 P = one;  // the running product: down from token 7 (kH = 0) or up from token 8 (kH = 1)
+  float4 r2;       // rs of the token pair (2 (t / 2), + 1), loaded at the pair's first token
+#pragma unroll
+  for (int i = 0; i < 8; ++i) {
+    const int t = kH == 0 ? kRef - i : 8 + i;
+    if ((t & 1) == (kH == 0 ? 1 : 0)) r2 = reinterpret_cast<const float4*>(rs)[t / 2];
+    const float2 r = (t & 1) ? make_float2(r2.z, r2.w) : make_float2(r2.x, r2.y);
+    float2 f = one, inv = one;
+    if (t < kRef) {
+      P = mul2(P, a[t + 1]), inv = P;
+      f = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
+    } else if (t > kRef) {
+      P = mul2(P, a[t]), f = P;
+      inv = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
+    }
+    const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x), k = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
+    const int o = swz_f(t & 7, c0);
+    *reinterpret_cast<float2*>(qt + o) = make_float2(tf32_rn(q.x * f.x), tf32_rn(q.y * f.y));
+    *reinterpret_cast<float2*>(kt + o) = make_float2(tf32_rn(k.x * f.x), tf32_rn(k.y * f.y));
+    *reinterpret_cast<float2*>(it + o) = make_float2(tf32_rn(k.x * inv.x), tf32_rn(k.y * inv.y));
+  }
+}
+
+// A tile's row g: token i = i0 + g of sub-block Is, q's (v0, v1) to aqk, k's (v2, v3) times
+// beta_i to akd, at columns j0 + 2 qd, + 1 (the lower triangle; aqk's upper part 0).
+__device__ __forceinline__ void halves_store(Smem& sm, __half* aqk, int Is, int i0, int j0, int lane,
+                                             const float (&v)[4]) {
+  const int o = kSub * Is, i = i0 + (lane >> 2), j = j0 + 2 * (lane & 3);
+  stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[0] : 0.f, i >= j + 1 ? v[1] : 0.f);
+  const float b = sm.beta[o + i];
+  sm.akd[Is][i * kSub + j] = i > j ? v[2] * b : 0.f;
+  sm.akd[Is][i * kSub + j + 1] = i > j + 1 ? v[3] * b : 0.f;
+}
+
+template <int kGate, bool kBetaSigmoid, bool kHalves = false>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -317,113 +402,90 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   }
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
 
-  // ---- 3. diagonal blocks, sub-blocks 2r, 2r + 1 per round ------------------------------------
-#pragma unroll 1
-  for (int r = 0; r < 2; ++r) {
-    const bool mine = (I >> 1) == r;
-    constexpr int kRef = 7;
-    const float2 one = make_float2(1.f, 1.f);
-    if (mine) {
-      float* st = sm.stg[I & 1][0];
-      const int r0 = kSub * I;
-      if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32 q f, k f, k / f, f relative to token 7
-        float2 P = one, F = one;
-        float4 r2;  // rs of the token pair (2 (t / 2), + 1), loaded at the pair's first token
+  // ---- 3. diagonal blocks: by token halves (kHalves, every sub-block tf32), else sub-blocks
+  // 2r, 2r + 1 per round
+  bool all_tf32 = kHalves;
 #pragma unroll
-        for (int i = 0; i < kSub; ++i) {
-          const int t = i <= kRef ? kRef - i : i;  // 7, 6, .., 0, then 8, .., 15
-          if ((t & 1) == (t <= kRef ? 1 : 0)) r2 = reinterpret_cast<const float4*>(rs)[t / 2];
-          const float2 r = (t & 1) ? make_float2(r2.z, r2.w) : make_float2(r2.x, r2.y);
-          float2 f = one, inv = one;
-          if (t < kRef) {
-            P = mul2(P, a[t + 1]), inv = P;
-            f = make_float2(__fdividef(1.f, P.x), __fdividef(1.f, P.y));
-          } else if (t > kRef) {
-            F = mul2(F, a[t]), f = F;
-            inv = make_float2(__fdividef(1.f, F.x), __fdividef(1.f, F.y));
+  for (int s = 0; s < 4; ++s) all_tf32 = all_tf32 && sm.safe[s][0] && sm.safe[s][1];
+  if (all_tf32) {
+    float* const aop = sm.stg[0][0];                              // 4 A tiles of 16 rows
+    float* const kinv0 = aop + 4 * kSub * kK;                     // 4 B tiles of 8 rows, round 0
+    float* const kinv1 = reinterpret_cast<float*>(&sm.rg[0][0]);  // round 1 (g is dead)
+    static_assert(sizeof(sm.stg) == sizeof(float) * (4 * kSub + 4 * 8) * kK, "round 0 fits the union");
+    static_assert(sizeof(sm.rg) == sizeof(float) * 4 * 8 * kK, "round 1's B tiles fit the g stage");
+#pragma unroll 1
+    for (int h = 0; h < 2; ++h) {
+      float* const at = aop + kSub * kK * I;
+      if (h == 0) stage_half<0>(sm, I, cp, rs, a, at, at + 8 * kK, kinv0 + 8 * kK * I);
+      else stage_half<1>(sm, I, cp, rs, a, at, at + 8 * kK, kinv1 + 8 * kK * I);
+      __syncthreads();
+      const int Is = h ? warp >> 1 : warp, nt = h ? warp & 1 : 0;
+      if (h || warp < 4) {
+        float v[4];
+        diag_tile(aop + kSub * kK * Is, (nt ? kinv1 : kinv0) + 8 * kK * Is, lane, v);
+        halves_store(sm, aqk, Is, 8 * h, 8 * nt, lane, v);
+      } else if (warp == 4) {  // aqk's diagonal blocks: the upper-right 8 x 8 is 0
+        const int sb = lane >> 3, row = lane & 7;
+        *reinterpret_cast<uint4*>(aqk + (kSub * sb + row) * kC + kSub * sb + 8) = make_uint4(0u, 0u, 0u, 0u);
+      }
+      __syncthreads();  // round 1 stages over the A tiles; the solve writes over the union
+    }
+  } else {
+#pragma unroll 1
+    for (int r = 0; r < 2; ++r) {
+      if ((I >> 1) == r) {  // the round's sub-blocks stage on their own warps
+        float* st = sm.stg[I & 1][0];
+        const int r0 = kSub * I;
+        if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32 q f, k f, k / f, f relative to token 7
+          stage_half<0>(sm, I, cp, rs, a, st, st + kSub * kK, st + 2 * kSub * kK);
+          stage_half<1>(sm, I, cp, rs, a, st + 8 * kK, st + (kSub + 8) * kK, st + (2 * kSub + 8) * kK);
+        } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
+#pragma unroll
+          for (int t = 0; t < kSub; ++t) {
+            const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
+            *reinterpret_cast<float2*>(st + t * kK + c0) = q;
+            *reinterpret_cast<float2*>(st + kSub * kK + t * kK + c0) = k;
+            *reinterpret_cast<float2*>(st + 2 * kSub * kK + t * kK + c0) = a[t];
           }
-          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), r.x), k = scl2(bf2(sm.rk[r0 + t][cp]), r.y);
-          const int o = swz_f(t, c0);
-          *reinterpret_cast<float2*>(st + o) = make_float2(tf32_rn(q.x * f.x), tf32_rn(q.y * f.y));
-          *reinterpret_cast<float2*>(st + kSub * kK + o) = make_float2(tf32_rn(k.x * f.x), tf32_rn(k.y * f.y));
-          *reinterpret_cast<float2*>(st + 2 * kSub * kK + o) = make_float2(tf32_rn(k.x * inv.x), tf32_rn(k.y * inv.y));
-        }
-      } else {  // fp32 q^, k^, alpha rows (row stride K, unswizzled) for the pairs
-#pragma unroll
-        for (int t = 0; t < kSub; ++t) {
-          const float2 q = scl2(bf2(sm.rq[r0 + t][cp]), rs[t].x), k = scl2(bf2(sm.rk[r0 + t][cp]), rs[t].y);
-          *reinterpret_cast<float2*>(st + t * kK + c0) = q;
-          *reinterpret_cast<float2*>(st + kSub * kK + t * kK + c0) = k;
-          *reinterpret_cast<float2*>(st + 2 * kSub * kK + t * kK + c0) = a[t];
         }
       }
-    }
-    __syncthreads();
-    const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
-    if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
-      const bool kk = (warp >> 1) & 1;
-      const int nt = warp & 1;
-      const float* A = sm.stg[sl][kk ? 1 : 0];
-      const float* B = sm.stg[sl][2];
-      const int ar = 8 * ((lane >> 3) & 1) + (lane & 7), ach = lane >> 4;
-      const int br = 8 * nt + (lane & 7), bch = lane >> 3;
-      // step s = 2 u + v reads channels 16 s + 4 ch (+ 8) at swz_f = row * 128 + 32 u +
-      // ((16 v + 4 ch) ^ 4 (row % 8)): byte addresses per (v, half), + 128 u as immediates.
-      // 16 v + 8 h and 4 ch are disjoint bits, so the column is c00 ^ (16 v + 8 h) with c00 that
-      // of (v, h) = (0, 0): one XOR and one add per address
-      const int ca = (4 * ach) ^ ((ar & 7) << 2), cb = (4 * bch) ^ ((br & 7) << 2);
-      const uint32_t a0 = smem_u32(A + ar * kK), b0 = smem_u32(B + br * kK);
-      uint32_t pa[2][2], pb[2];
+      __syncthreads();
+      const int sl = warp >> 2, Is = 2 * r + sl, o = kSub * Is;
+      if (sm.safe[Is][0] && sm.safe[Is][1]) {  // uniform over the 4 warps of sub-block Is
+        const bool kk = (warp >> 1) & 1;
+        const int nt = warp & 1, j = 8 * nt + 2 * qd;
+        float v[4];
+        diag_tile(sm.stg[sl][kk ? 1 : 0], sm.stg[sl][2] + 8 * nt * kK, lane, v);
+        if (!kk) {
 #pragma unroll
-      for (int v = 0; v < 2; ++v) {
+          for (int h = 0; h < 2; ++h) {
+            const int i = g + 8 * h;
+            stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
+          }
+        } else {  // Akk rows
+          const float bi[2] = {sm.beta[o + g], sm.beta[o + g + 8]};  // rows g, g + 8
 #pragma unroll
-        for (int h = 0; h < 2; ++h) pa[v][h] = a0 + 4 * (ca ^ (16 * v + 8 * h));
-        pb[v] = b0 + 4 * (cb ^ (16 * v));
-      }
-      float acc[2][4] = {};
-#pragma unroll
-      for (int s = 0; s < kK / 16; ++s) {
-        uint32_t fb[4], fa0[4], fa1[4];
-        const uint32_t u = 128 * (s >> 1);
-        ptx::ldmatrix_x4(fb[0], fb[1], fb[2], fb[3], pb[s & 1] + u);
-        ptx::ldmatrix_x4(fa0[0], fa0[1], fa0[2], fa0[3], pa[s & 1][0] + u);
-        ptx::ldmatrix_x4(fa1[0], fa1[1], fa1[2], fa1[3], pa[s & 1][1] + u);
-        ptx::mma_m16n8k8_tf32(acc[0], fa0[0], fa0[1], fa0[2], fa0[3], fb[0], fb[1]);
-        ptx::mma_m16n8k8_tf32(acc[1], fa1[0], fa1[1], fa1[2], fa1[3], fb[2], fb[3]);
-      }
-      const int j = 8 * nt + 2 * qd;
-      float v[4];
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
-      if (!kk) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int i = g + 8 * h;
-          stg_h2(aqk + (o + i) * kC + o + j, i >= j ? v[2 * h] : 0.f, i >= j + 1 ? v[2 * h + 1] : 0.f);
+          for (int e = 0; e < 4; ++e) {
+            const int i = g + 8 * (e >> 1), jj = j + (e & 1);
+            sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * bi[e >> 1] : 0.f;
+          }
         }
-      } else {  // Akk rows
-        const float bi[2] = {sm.beta[o + g], sm.beta[o + g + 8]};  // rows g, g + 8
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int i = g + 8 * (e >> 1), jj = j + (e & 1);
-          sm.akd[Is][i * kSub + jj] = i > jj ? v[e] * bi[e >> 1] : 0.f;
-        }
-      }
-    } else {  // the fp32 pairs from the staged tokens, columns {w, 7 - w, 8 + w, 15 - w}
-      const int w4 = warp & 3;
+      } else {  // the fp32 pairs from the staged tokens, columns {w, 7 - w, 8 + w, 15 - w}
+        const int w4 = warp & 3;
 #pragma unroll 1
-      for (int jj = 0; jj < 4; ++jj) {
-        const int j = (jj & 2 ? 8 : 0) + (jj & 1 ? 7 - w4 : w4);
-        const float v = pair_column(sm.stg[sl][0], sm.stg[sl][1], sm.stg[sl][2], j, lane);
-        if (lane < kSub) {
-          aqk[(o + lane) * kC + o + j] = __float2half_rn(lane >= j ? v : 0.f);
-        } else {
-          const int i = lane - kSub;
-          sm.akd[Is][i * kSub + j] = i > j ? v * sm.beta[o + i] : 0.f;
+        for (int jj = 0; jj < 4; ++jj) {
+          const int j = (jj & 2 ? 8 : 0) + (jj & 1 ? 7 - w4 : w4);
+          const float v = pair_column(sm.stg[sl][0], sm.stg[sl][1], sm.stg[sl][2], j, lane);
+          if (lane < kSub) {
+            aqk[(o + lane) * kC + o + j] = __float2half_rn(lane >= j ? v : 0.f);
+          } else {
+            const int i = lane - kSub;
+            sm.akd[Is][i * kSub + j] = i > j ? v * sm.beta[o + i] : 0.f;
+          }
         }
       }
+      __syncthreads();  // the next round (or the solve) writes over the operands
     }
-    __syncthreads();  // the next round (or the solve) writes over the operands
   }
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
@@ -443,10 +505,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid>
+template <int kGate, bool kBetaSigmoid, bool kHalves = false>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid, kHalves>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -466,4 +528,13 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
+}
+// candidates: the diagonal blocks by token halves (kHalves)
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_halves_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, true>(p);
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
+    kda_chunk64_prep4_lbgate_sigbeta_halves_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, true>(p);
 }

@@ -152,7 +152,9 @@ def kernels(reps=10):
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
 # order)
 PREP4, PREP4_LB = "kda_chunk64_prep4_sm90a_f16_k128", "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"
-VARIANTS = {"shipped": {}}
+VARIANTS = {"shipped": {},
+            "halves": {PREP4: "kda_chunk64_prep4_halves_sm90a_f16_k128",
+                       PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_halves_sm90a_f16_k128"}}
 
 
 def variants(rounds=3, reps=10):
