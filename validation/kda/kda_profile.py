@@ -4,7 +4,7 @@ place the chunk forward's time without counters (grid size, T, gate form, GDN).
 
 Usage (after the build, from the repository root, PYTHONPATH as tools/device/run.sh sets it):
   ncu --clock-control none -k regex:kda_chunk_sm90a -c 1 --set full --import-source yes \
-      -o chunk python3 validation/kda/kda_profile.py chunk [BUILD]
+      -o chunk python3 validation/kda/kda_profile.py chunk [BUILD [VARIANT]]
   ncu --clock-control none -k 'regex:kda_(decode|verify|commit)' --filter-mode per-launch-config \
       -c 1 --set full -o steps python3 validation/kda/kda_profile.py steps [BUILD]
   python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
@@ -15,7 +15,8 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
   python3 validation/kda/kda_profile.py variants [BUILD]       (the bench's prefills on each set of
                                                                candidate entries, VARIANTS, in
                                                                turn: "TIME ..." and "DIFF ...")
-  chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case);
+  chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case), the shipped entries or
+         those of VARIANT;
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
 """
@@ -42,8 +43,10 @@ LONG_CP = dict(cp_segs=LONG_PLAN[0], seg_chunks=4 * LONG_PLAN[1])  # Prefill's a
 
 
 def chunk():
+    # a third argument names a VARIANTS entry set (the candidate's kernels under ncu)
+    entries = VARIANTS[sys.argv[3]] if len(sys.argv) > 3 else {}
     c = fx.Case(seed=100, B=8, T=4096, H=16, gates="init", g_dtype=torch.bfloat16)
-    ours = fx.Prefill(c, BUILD)
+    ours = fx.Prefill(c, BUILD, entries=entries or None)
     ours.write()
     ours.run(graph=False)
 
