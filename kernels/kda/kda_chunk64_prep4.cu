@@ -238,7 +238,7 @@ __device__ __forceinline__ void diag_tile(const float* A, const float* B, int la
   for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
 }
 
-// The diagonal blocks by token halves (kHalves, candidate; every sub-block on the tf32 path):
+// The diagonal blocks by token halves (kHalves; every sub-block on the tf32 path):
 // round h stages tokens 8 h .. 8 h + 7 of every sub-block on all 8 warps (each its own sub-block
 // and channel half) into a 16-row A tile (q f rows 0..7, k f rows 8..15) and an 8-row k / f
 // B tile. Round 0's products are the blocks' upper-left 8 x 8 (tokens 0..7 with 0..7, warps
@@ -289,7 +289,7 @@ __device__ __forceinline__ void halves_store(Smem& sm, __half* aqk, int Is, int 
   sm.akd[Is][i * kSub + j + 1] = i > j + 1 ? v[3] * b : 0.f;
 }
 
-template <int kGate, bool kBetaSigmoid, bool kHalves = false>
+template <int kGate, bool kBetaSigmoid, bool kHalves = true>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -505,7 +505,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid, bool kHalves = false>
+template <int kGate, bool kBetaSigmoid, bool kHalves = true>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   prep64<kGate, kBetaSigmoid, kHalves>(p, *reinterpret_cast<Smem*>(smem_raw));
@@ -529,12 +529,12 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
 }
-// candidates: the diagonal blocks by token halves (kHalves)
+// candidates: the diagonal blocks by sub-block pairs alone (kHalves = false; the form before)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_halves_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, true>(p);
+    kda_chunk64_prep4_pairs_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, false>(p);
 }
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_lbgate_sigbeta_halves_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, true>(p);
+    kda_chunk64_prep4_lbgate_sigbeta_pairs_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
+  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, false>(p);
 }

@@ -156,8 +156,8 @@ def kernels(reps=10):
 # order)
 PREP4, PREP4_LB = "kda_chunk64_prep4_sm90a_f16_k128", "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"
 VARIANTS = {"shipped": {},
-            "halves": {PREP4: "kda_chunk64_prep4_halves_sm90a_f16_k128",
-                       PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_halves_sm90a_f16_k128"}}
+            "pairs": {PREP4: "kda_chunk64_prep4_pairs_sm90a_f16_k128",
+                      PREP4_LB: "kda_chunk64_prep4_lbgate_sigbeta_pairs_sm90a_f16_k128"}}
 
 
 def variants(rounds=3, reps=10):
