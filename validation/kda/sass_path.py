@@ -54,15 +54,21 @@ SCOPES = {
         ("default: channel_pass<3>", "line", 2),
         ("const int pI = pair_i(warp)", "in", 6),
         ("// the upper blocks (I < J)", "in", 2),
-        ("for (int r = 0; r < 2; ++r)", "open", 16),
-        # per round the 4 warps of its two sub-blocks: the staging (the timed case: every
-        # sub-block on the tf32 path; the range vote, on every warp, is the function's scope)
-        ("float* st = sm.stg[I & 1][0];", "in", 8),
-        ("if (sm.safe[I][0] && sm.safe[I][1]) {  // tf32", "open", 8),
+        # the timed case: every sub-block on the tf32 path, so the diagonal blocks by token
+        # halves: two rounds on every warp, a half's staging each (stage_half, inlined: its
+        # frame is the call line), the mma on 4 warps in round 0 and 8 in round 1
+        ("float* const at = aop + kSub * kK * I;", "in", 16),
+        ("if (h == 0) stage_half<0>(", "line", 8),
+        ("else stage_half<1>(sm, I, cp, rs, a, at,", "line", 8),
+        ("if (h || warp < 4) {", "open", 12),
+        ("} else if (warp == 4) {  // aqk's", "open", 1),
+        # the rounds by sub-block pairs (a chunk with a sub-block off the tf32 path): not timed
+        ("for (int r = 0; r < 2; ++r)", "open", 0),
+        ("if ((I >> 1) == r) {", "open", 0),
         ("} else {  // fp32 q^, k^, alpha rows", "open", 0),
-        ("const bool kk = (warp >> 1) & 1;", "in", 16),
-        ("if (!kk) {", "open", 8),
-        ("} else {  // Akk rows", "open", 8),
+        ("const bool kk = (warp >> 1) & 1;", "in", 0),
+        ("if (!kk) {", "open", 0),
+        ("} else {  // Akk rows", "open", 0),
         ("const int w4 = warp & 3;", "in", 0),
         ("if (tid < 4 * kSub) solve_diag(sm, tmb, tid);", "line", 2),
         # the solve's levels (solve_level<L>, inlined: its frame in prep64 is the call line)
