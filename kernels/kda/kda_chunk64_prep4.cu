@@ -238,7 +238,7 @@ __device__ __forceinline__ void diag_tile(const float* A, const float* B, int la
   for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
 }
 
-// The diagonal blocks by token halves (kHalves; every sub-block on the tf32 path):
+// The diagonal blocks by token halves (every sub-block on the tf32 path; call i2: 4 % of a prefill):
 // round h stages tokens 8 h .. 8 h + 7 of every sub-block on all 8 warps (each its own sub-block
 // and channel half) into a 16-row A tile (q f rows 0..7, k f rows 8..15) and an 8-row k / f
 // B tile. Round 0's products are the blocks' upper-left 8 x 8 (tokens 0..7 with 0..7, warps
@@ -289,7 +289,7 @@ __device__ __forceinline__ void halves_store(Smem& sm, __half* aqk, int Is, int 
   sm.akd[Is][i * kSub + j + 1] = i > j + 1 ? v[3] * b : 0.f;
 }
 
-template <int kGate, bool kBetaSigmoid, bool kHalves = true>
+template <int kGate, bool kBetaSigmoid>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -402,9 +402,9 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   }
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
 
-  // ---- 3. diagonal blocks: by token halves (kHalves, every sub-block tf32), else sub-blocks
+  // ---- 3. diagonal blocks: by token halves (every sub-block tf32), else sub-blocks
   // 2r, 2r + 1 per round
-  bool all_tf32 = kHalves;
+  bool all_tf32 = true;
 #pragma unroll
   for (int s = 0; s < 4; ++s) all_tf32 = all_tf32 && sm.safe[s][0] && sm.safe[s][1];
   if (all_tf32) {
@@ -505,10 +505,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid, bool kHalves = true>
+template <int kGate, bool kBetaSigmoid>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid, kHalves>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -528,13 +528,4 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
-}
-// candidates: the diagonal blocks by sub-block pairs alone (kHalves = false; the form before)
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_pairs_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, false>(p);
-}
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_lbgate_sigbeta_pairs_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true, false>(p);
 }
