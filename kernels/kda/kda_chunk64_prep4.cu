@@ -238,15 +238,6 @@ __device__ __forceinline__ void diag_tile(const float* A, const float* B, int la
   for (int e = 0; e < 4; ++e) v[e] = acc[0][e] + acc[1][e];
 }
 
-// The diagonal blocks by token halves (every sub-block on the tf32 path; call i2: 4 % of a prefill):
-// round h stages tokens 8 h .. 8 h + 7 of every sub-block on all 8 warps (each its own sub-block
-// and channel half) into a 16-row A tile (q f rows 0..7, k f rows 8..15) and an 8-row k / f
-// B tile. Round 0's products are the blocks' upper-left 8 x 8 (tokens 0..7 with 0..7, warps
-// 0..3), round 1's rows 8..15 against columns 0..7 (round 0's B tiles) and 8..15 (warps 0..7):
-// the operands, products and sums of the rounds by sub-block pairs, so the same bits, with 8
-// tokens staged on every warp a round instead of 16 on half of them (that barrier's wait was
-// 9 % of the prep's stall samples, call i1). Tiles: the 4 A tiles and round 0's B tiles over
-// the staging union, round 1's B tiles over the g stage (dead since the gate).
 // stage_half<kH>: tokens t of half kH to rows t % 8 of the tiles qt (q f), kt (k f), it (k / f),
 // f relative to token 7 (the rounds by sub-block pairs pass their 16-row tiles' halves).
 template <int kH>
@@ -403,7 +394,15 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
 
   // ---- 3. diagonal blocks: by token halves (every sub-block tf32), else sub-blocks
-  // 2r, 2r + 1 per round
+  // 2r, 2r + 1 per round. By token halves (call i2: 4 % of a prefill), round h stages tokens 8 h
+  // .. 8 h + 7 of every sub-block on all 8 warps (each its own sub-block and channel half) into
+  // a 16-row A tile (q f rows 0..7, k f rows 8..15) and an 8-row k / f B tile. Round 0's
+  // products are the blocks' upper-left 8 x 8 (tokens 0..7 with 0..7, warps 0..3), round 1's
+  // rows 8..15 against columns 0..7 (round 0's B tiles) and 8..15 (warps 0..7): the operands,
+  // products and sums of the rounds by sub-block pairs, so the same bits, with 8 tokens staged
+  // on every warp a round instead of 16 on half of them (that barrier's wait was 9 % of the
+  // prep's stall samples, call i1). Tiles: the 4 A tiles and round 0's B tiles over the staging
+  // union, round 1's B tiles over the g stage (dead since the gate).
   bool all_tf32 = true;
 #pragma unroll
   for (int s = 0; s < 4; ++s) all_tf32 = all_tf32 && sm.safe[s][0] && sm.safe[s][1];

@@ -154,7 +154,6 @@ def kernels(reps=10):
 # (a candidate form of a kernel gets its own entry for the A / B; calls h1-h3 compared forms of
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
 # order, i2 the diagonal blocks by token halves)
-PREP4, PREP4_LB = "kda_chunk64_prep4_sm90a_f16_k128", "kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128"
 VARIANTS = {"shipped": {}}
 
 
