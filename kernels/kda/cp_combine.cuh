@@ -7,13 +7,16 @@
 // segment's I, and phase 3 writes the final state). fp32 FMA, each output summed over j = 0 .. K-1
 // in order from B_s (the same order, so the same bits, as the one-row-a-warp loop it replaced).
 //
-// Block kCombineThreads = 4 warps: warp w owns rows 4w .. 4w+3 of the block's 16, lane l the
-// columns 4l .. 4l+3 (16 accumulators a thread, each M element loaded once for 4 rows); grid
-// (V / 16, HV, seqs). The transitions stream through shared memory: a segment's M (64 KiB,
-// contiguous) arrives by one cp.async.bulk into one of two buffers while the previous segment
-// is multiplied, so a step costs the FMA work instead of 128 dependent L2 loads. On the H200
-// the loop it replaced (one row a warp, M read from global memory by every warp) took ~22 us
-// a segment at B1 T32768 H16 (validation/kda/notes.md).
+// Block kCombineThreads = 8 warps: warp w owns rows 2w, 2w+1 of the block's 16, lane l the
+// columns 4l .. 4l+3 (8 accumulators a thread, each M element loaded once for 2 rows); grid
+// (V / 16, HV, seqs), one block per SM (the shared memory). The transitions stream through
+// shared memory: a segment's M (64 KiB, contiguous) arrives by one cp.async.bulk into one of
+// two buffers while the previous segment is multiplied, and the next segment's B rows are
+// loaded into registers meanwhile, so a step costs the FMA work instead of 128 dependent L2
+// loads. On the H200 the loop before that (one row a warp, M read from global memory by every
+// warp) took ~22 us a segment at B1 T32768 H16; the 4-warp form (rows 4w .. 4w+3, B loaded
+// at each segment's start) ran 36.2 us for that call's 7 products under ncu (call j1): one
+// warp per scheduler at 3.58 cycles an instruction (validation/kda/notes.md).
 //
 // Not checked here: V % 16 (the generator allows V 128 / 256), the dynamic shared memory
 // being sizeof(CombineSmem) (the generator's COMBINE_SMEM), 16-byte alignment of the scratch.
@@ -49,7 +52,7 @@ __device__ __forceinline__ CpScratch cp_scratch(const KdaChunkParams& p, int seg
                    base + units * (p.dim_v + kHeadDim) * kHeadDim};
 }
 
-constexpr int kCombineRows = 16, kCombineThreads = 128;
+constexpr int kCombineRows = 16, kCombineThreads = 256;
 
 struct CombineSmem {
   float m[2][kHeadDim * kHeadDim];   // M_s of two segments in turn
@@ -58,10 +61,30 @@ struct CombineSmem {
 };
 static_assert(sizeof(CombineSmem) == 139280, "the generator's COMBINE_SMEM");
 
+// kR consecutive floats of srow[j] (rows r0 .. r0 + kR - 1) in one LDS (broadcast to the warp)
+template <int kR>
+__device__ __forceinline__ void srow_rows(const float* p, float (&x)[kR]) {
+  if constexpr (kR == 4) {
+    const float4 v = *reinterpret_cast<const float4*>(p);
+    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
+  } else if constexpr (kR == 2) {
+    const float2 v = *reinterpret_cast<const float2*>(p);
+    x[0] = v.x, x[1] = v.y;
+  } else {
+    x[0] = *p;
+  }
+}
+
+// kThreads / 32 warps share the block's 16 rows (warp w rows kR w .. kR w + kR - 1, lane l
+// columns 4l .. 4l + 3); kPrefetchB: the next segment's B rows are loaded into registers while
+// this segment's product runs (otherwise each segment's first FMA waits for its B load).
+template <int kThreads, bool kPrefetchB>
 __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem& sm) {
   constexpr int K = kHeadDim;
+  constexpr int kR = kCombineRows / (kThreads / 32);  // rows a thread
+  static_assert(kR == 1 || kR == 2 || kR == 4, "16 rows over 4, 8 or 16 warps");
   constexpr uint32_t kMBytes = K * K * sizeof(float);
-  const int hv = blockIdx.y, n = blockIdx.z, r0 = 4 * (threadIdx.x >> 5), c = 4 * (threadIdx.x & 31);
+  const int hv = blockIdx.y, n = blockIdx.z, r0 = kR * (threadIdx.x >> 5), c = 4 * (threadIdx.x & 31);
   const int v0 = blockIdx.x * kCombineRows + r0;  // this thread's first row
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(&sm.full[0], 1);
@@ -91,32 +114,43 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   const int nmul = last_in_phase3 ? nseg - 1 : nseg;  // segments 1 .. nmul - 1 are multiplied
   if (threadIdx.x == 0)
     for (int sg = 1; sg < nmul && sg < 3; ++sg) ask(sg);
-  float4 acc[4];
+  float4 acc[kR], nb[kR];
 #pragma unroll
-  for (int i = 0; i < 4; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
+  for (int i = 0; i < kR; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
+  if (kPrefetchB && nmul > 1)
+#pragma unroll
+    for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, 1, i));
   for (int sg = 1; sg < nseg; ++sg) {
     const int buf = (sg - 1) & 1;
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kR; ++i)
       *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
     if (sg == nmul) break;  // the last segment's initial state is written; phase 3 runs it
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
+    for (int i = 0; i < kR; ++i) {
       sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
       sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
     }
+    if constexpr (kPrefetchB) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, sg, i));
+      for (int i = 0; i < kR; ++i) acc[i] = nb[i];
+      if (sg + 1 < nmul)
+#pragma unroll
+        for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, sg + 1, i));
+    } else {
+#pragma unroll
+      for (int i = 0; i < kR; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, sg, i));
+    }
     __syncthreads();
     ptx::mbarrier_wait(&sm.full[buf], ((sg - 1) >> 1) & 1);
     const float* m = sm.m[buf] + c;
 #pragma unroll 4
     for (int j = 0; j < K; ++j) {
-      const float4 x = *reinterpret_cast<const float4*>(&sm.srow[j][r0]);
+      float xs[kR];
+      srow_rows<kR>(&sm.srow[j][r0], xs);
       const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
-      const float xs[4] = {x.x, x.y, x.z, x.w};
 #pragma unroll
-      for (int i = 0; i < 4; ++i) {
+      for (int i = 0; i < kR; ++i) {
         acc[i].x = fmaf(xs[i], mj.x, acc[i].x), acc[i].y = fmaf(xs[i], mj.y, acc[i].y);
         acc[i].z = fmaf(xs[i], mj.z, acc[i].z), acc[i].w = fmaf(xs[i], mj.w, acc[i].w);
       }
@@ -127,7 +161,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
   if (p.ht != nullptr && !last_in_phase3 && (p.ht_lines == nullptr || l1 != 0))
 #pragma unroll
-    for (int i = 0; i < 4; ++i)
+    for (int i = 0; i < kR; ++i)
       *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v0 + i) + c) = acc[i];
   ptx::griddepcontrol_launch_dependents();
 }

@@ -193,7 +193,7 @@ class Packs(unittest.TestCase):
         self.assertEqual((f[co["cu_seqlens"]]["param"], f[co["seg_chunks"]]["i32"],
                           f[co["cp_segs"]]["i32"], f[co["cp_scratch"]]["scratch"]), (8, 16, 4, "cp"))
         self.assertEqual(comb["grid"], [16, 4, "seqs"])  # 16 value rows a block
-        self.assertEqual((comb["block"][0], comb["shared_mem"]), (128, 139280))
+        self.assertEqual((comb["block"][0], comb["shared_mem"]), (256, 139280))
         self.assertEqual(op["impl"]["scratch"]["cp"],
                          {"dtype": "f32", "shape": ["seqs", 4 * 4 * (2 * 256 + 128) * 128]})
 

@@ -164,8 +164,10 @@ def kernels(reps=10):
 # candidate entries timed against the generator's by `variants`: name -> {entry: candidate}
 # (a candidate form of a kernel gets its own entry for the A / B; calls h1-h3 compared forms of
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
-# order, i2 the diagonal blocks by token halves)
-VARIANTS = {"shipped": {}}
+# order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block)
+VARIANTS = {"shipped": {},
+            "combine_t128": {"kda_cp_combine_sm90a_f32_k128": ("kda_cp_combine_t128_sm90a_f32_k128", 128)},
+            "combine_t512": {"kda_cp_combine_sm90a_f32_k128": ("kda_cp_combine_t512_sm90a_f32_k128", 512)}}
 
 
 def variants(rounds=3, reps=10):
@@ -173,8 +175,9 @@ def variants(rounds=3, reps=10):
     timed in turn over `rounds` rounds (graph replay, median of `reps` each), so drift hits them
     alike: "TIME <case> | <variant> | round r: <us>", then per variant its median over the
     rounds, and "DIFF <case> | <variant>: o <rel rms>, ht <rel rms> (bit-identical: yes|no)"
-    against the generator's entry on the same inputs. KDA cases only (GDN's prep is another
-    module: a GDN candidate adds its case)."""
+    against the generator's entry on the same inputs; a case none of whose launches names a
+    candidate's entries skips it (SKIP). GDN's one case is its context-parallel bench (GDN's prep
+    is another module: a GDN prep candidate adds its cases)."""
     import kda_ref as ref
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     segs, L = LONG_PLAN
@@ -184,16 +187,27 @@ def variants(rounds=3, reps=10):
                  g_dtype=torch.bfloat16), {}),
              ("kda B8 T4096 V256", dict(B=8, T=4096, V=256, **big), {}),
              (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP),
-             # for the bits: harsh gates put sub-blocks on the fp32 pairs, T = 1000 a tail chunk
-             ("kda B2 T1000 H4 harsh", dict(B=2, T=1000, H=4, gates="harsh", g_dtype=torch.bfloat16), {})]
+             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), LONG_CP),
+             # for the bits: harsh gates put sub-blocks on the fp32 pairs, T = 1000 a tail chunk;
+             # T = 5000 in 3 segments of 20 chunks (segment 0 takes 39) for the combine's
+             ("kda B2 T1000 H4 harsh", dict(B=2, T=1000, H=4, gates="harsh", g_dtype=torch.bfloat16), {}),
+             ("kda B2 T5000 H4 harsh cp 3 x 20", dict(B=2, T=5000, H=4, gates="harsh", g_dtype=torch.bfloat16),
+              dict(cp_segs=3, seg_chunks=4 * 20))]
     for name, kw, pk in cases:
         c = fx.Case(seed=100, **kw)
         runs, out = {}, {}
         for var, entries in VARIANTS.items():
-            ours = fx.Prefill(c, BUILD, entries=entries or None, **pk)
+            try:
+                ours = fx.Prefill(c, BUILD, entries=entries or None, **pk)
+            except ValueError as e:  # no launch of this case names the candidate's entries
+                print(f"SKIP {name} | {var}: {e}", flush=True)
+                continue
             ours.write()
             out[var] = ours.run(graph=True)
             runs[var] = ours
+        if len(runs) == 1 and len(VARIANTS) > 1:  # every candidate skipped: nothing to compare
+            runs["shipped"].rt.close()
+            continue
         o0, h0 = out["shipped"]
         for var, (o, h) in out.items():
             same = torch.equal(o.view(torch.int16), o0.view(torch.int16)) and torch.equal(
