@@ -16,7 +16,9 @@
 // loads. On the H200 the loop before that (one row a warp, M read from global memory by every
 // warp) took ~22 us a segment at B1 T32768 H16; the 4-warp form (rows 4w .. 4w+3, B loaded
 // at each segment's start) ran 36.2 us for that call's 7 products under ncu (call j1): one
-// warp per scheduler at 3.58 cycles an instruction (validation/kda/notes.md).
+// warp per scheduler at 3.58 cycles an instruction; in one process (call j2, bit-identical)
+// B1 T32768 H16 KDA / GDN 965.9 / 848.9 us with it, 956.3 / 843.7 with 8 warps and the B
+// prefetch, 979.5 / 865.3 with 16 warps (validation/kda/notes.md).
 //
 // Not checked here: V % 16 (the generator allows V 128 / 256), the dynamic shared memory
 // being sizeof(CombineSmem) (the generator's COMBINE_SMEM), 16-byte alignment of the scratch.
@@ -61,28 +63,25 @@ struct CombineSmem {
 };
 static_assert(sizeof(CombineSmem) == 139280, "the generator's COMBINE_SMEM");
 
-// kR consecutive floats of srow[j] (rows r0 .. r0 + kR - 1) in one LDS (broadcast to the warp)
-template <int kR>
-__device__ __forceinline__ void srow_rows(const float* p, float (&x)[kR]) {
-  if constexpr (kR == 4) {
-    const float4 v = *reinterpret_cast<const float4*>(p);
-    x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
-  } else if constexpr (kR == 2) {
-    const float2 v = *reinterpret_cast<const float2*>(p);
-    x[0] = v.x, x[1] = v.y;
-  } else {
-    x[0] = *p;
-  }
+constexpr int kCombineWarpRows = kCombineRows / (kCombineThreads / 32);  // 2: rows a thread
+static_assert(kCombineWarpRows == 2, "the srow pairs below are two rows");
+
+// srow[j]'s column of the row pair (r, r + 1) (r even). kSwizzle: pair r / 2 XOR (j / 4) % 8, so
+// the transposed write of a segment's S (lane l: keys j = 4l .. 4l + 3, its pair as one float2)
+// spreads a warp's 32 lanes over 16 banks instead of one bank; the product's read of srow[j]
+// (one float2, the same address for every lane: a broadcast) is unchanged.
+template <bool kSwizzle>
+__device__ __forceinline__ int srow_col(int j, int r) {
+  return kSwizzle ? 2 * ((r >> 1) ^ ((j >> 2) & 7)) : r;
 }
 
-// kThreads / 32 warps share the block's 16 rows (warp w rows kR w .. kR w + kR - 1, lane l
-// columns 4l .. 4l + 3); kPrefetchB: the next segment's B rows are loaded into registers while
-// this segment's product runs (otherwise each segment's first FMA waits for its B load).
-template <int kThreads, bool kPrefetchB>
+// warp w rows 2w, 2w + 1, lane l columns 4l .. 4l + 3; the next segment's B rows are loaded into
+// registers while this segment's product runs (the form before waited for them at each
+// segment's first FMA).
+template <bool kSwizzle>
 __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem& sm) {
   constexpr int K = kHeadDim;
-  constexpr int kR = kCombineRows / (kThreads / 32);  // rows a thread
-  static_assert(kR == 1 || kR == 2 || kR == 4, "16 rows over 4, 8 or 16 warps");
+  constexpr int kR = kCombineWarpRows;
   constexpr uint32_t kMBytes = K * K * sizeof(float);
   const int hv = blockIdx.y, n = blockIdx.z, r0 = kR * (threadIdx.x >> 5), c = 4 * (threadIdx.x & 31);
   const int v0 = blockIdx.x * kCombineRows + r0;  // this thread's first row
@@ -117,7 +116,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   float4 acc[kR], nb[kR];
 #pragma unroll
   for (int i = 0; i < kR; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
-  if (kPrefetchB && nmul > 1)
+  if (nmul > 1)
 #pragma unroll
     for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, 1, i));
   for (int sg = 1; sg < nseg; ++sg) {
@@ -126,28 +125,31 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
     for (int i = 0; i < kR; ++i)
       *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
     if (sg == nmul) break;  // the last segment's initial state is written; phase 3 runs it
-#pragma unroll
-    for (int i = 0; i < kR; ++i) {
-      sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
-      sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
-    }
-    if constexpr (kPrefetchB) {
-#pragma unroll
-      for (int i = 0; i < kR; ++i) acc[i] = nb[i];
-      if (sg + 1 < nmul)
-#pragma unroll
-        for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, sg + 1, i));
+    if constexpr (kSwizzle) {
+      const int col = srow_col<true>(c, r0);  // the same for c .. c + 3
+      *reinterpret_cast<float2*>(&sm.srow[c][col]) = make_float2(acc[0].x, acc[1].x);
+      *reinterpret_cast<float2*>(&sm.srow[c + 1][col]) = make_float2(acc[0].y, acc[1].y);
+      *reinterpret_cast<float2*>(&sm.srow[c + 2][col]) = make_float2(acc[0].z, acc[1].z);
+      *reinterpret_cast<float2*>(&sm.srow[c + 3][col]) = make_float2(acc[0].w, acc[1].w);
     } else {
 #pragma unroll
-      for (int i = 0; i < kR; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, sg, i));
+      for (int i = 0; i < kR; ++i) {
+        sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
+        sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
+      }
     }
+#pragma unroll
+    for (int i = 0; i < kR; ++i) acc[i] = nb[i];
+    if (sg + 1 < nmul)
+#pragma unroll
+      for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, sg + 1, i));
     __syncthreads();
     ptx::mbarrier_wait(&sm.full[buf], ((sg - 1) >> 1) & 1);
     const float* m = sm.m[buf] + c;
 #pragma unroll 4
     for (int j = 0; j < K; ++j) {
-      float xs[kR];
-      srow_rows<kR>(&sm.srow[j][r0], xs);
+      const float2 x2 = *reinterpret_cast<const float2*>(&sm.srow[j][srow_col<kSwizzle>(j, r0)]);
+      const float xs[kR] = {x2.x, x2.y};
       const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
 #pragma unroll
       for (int i = 0; i < kR; ++i) {

@@ -275,15 +275,13 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::kChunkThreads, 1)
   kernrt::kda::kda_chunk<false>(p);
 }
 
-// Shared by KDA and GDN (the transitions already hold the decays). The _t128 / _t512 entries
-// are the candidates of call j2 (block 128 without the B prefetch: the form before; 512).
-#define KERNRT_KDA_CP_COMBINE_ENTRY(name, threads, prefetch)                                  \
-  extern "C" __global__ void __launch_bounds__(threads)                                       \
+// Shared by KDA and GDN (the transitions already hold the decays). The _plain entry (srow
+// unswizzled: 32-way conflicted transposed writes) is the candidate of call j3, the form of j2.
+#define KERNRT_KDA_CP_COMBINE_ENTRY(name, swizzle)                                             \
+  extern "C" __global__ void __launch_bounds__(kernrt::kda::kCombineThreads)                  \
       name(const __grid_constant__ kernrt::kda::KdaChunkParams p) {                           \
     extern __shared__ __align__(128) unsigned char smem_raw[];                                \
-    kernrt::kda::cp_combine<threads, prefetch>(                                               \
-        p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw));                           \
+    kernrt::kda::cp_combine<swizzle>(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw)); \
   }
-KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_sm90a_f32_k128, kernrt::kda::kCombineThreads, true)
-KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_t128_sm90a_f32_k128, 128, false)
-KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_t512_sm90a_f32_k128, 512, true)
+KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_sm90a_f32_k128, true)
+KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_plain_sm90a_f32_k128, false)

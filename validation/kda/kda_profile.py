@@ -164,10 +164,10 @@ def kernels(reps=10):
 # candidate entries timed against the generator's by `variants`: name -> {entry: candidate}
 # (a candidate form of a kernel gets its own entry for the A / B; calls h1-h3 compared forms of
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
-# order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block)
+# order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block,
+# j3 its transposed rows swizzled)
 VARIANTS = {"shipped": {},
-            "combine_t128": {"kda_cp_combine_sm90a_f32_k128": ("kda_cp_combine_t128_sm90a_f32_k128", 128)},
-            "combine_t512": {"kda_cp_combine_sm90a_f32_k128": ("kda_cp_combine_t512_sm90a_f32_k128", 512)}}
+            "combine_plain": {"kda_cp_combine_sm90a_f32_k128": "kda_cp_combine_plain_sm90a_f32_k128"}}
 
 
 def variants(rounds=3, reps=10):
