@@ -66,19 +66,17 @@ static_assert(sizeof(CombineSmem) == 139280, "the generator's COMBINE_SMEM");
 constexpr int kCombineWarpRows = kCombineRows / (kCombineThreads / 32);  // 2: rows a thread
 static_assert(kCombineWarpRows == 2, "the srow pairs below are two rows");
 
-// srow[j]'s column of the row pair (r, r + 1) (r even). kSwizzle: pair r / 2 XOR (j / 4) % 8, so
-// the transposed write of a segment's S (lane l: keys j = 4l .. 4l + 3, its pair as one float2)
-// spreads a warp's 32 lanes over 16 banks instead of one bank; the product's read of srow[j]
-// (one float2, the same address for every lane: a broadcast) is unchanged.
-template <bool kSwizzle>
-__device__ __forceinline__ int srow_col(int j, int r) {
-  return kSwizzle ? 2 * ((r >> 1) ^ ((j >> 2) & 7)) : r;
-}
+// srow[j]'s column of the row pair (r, r + 1) (r even): pair r / 2 XOR (j / 4) % 8, so the
+// transposed write of a segment's S (lane l: keys j = 4l .. 4l + 3, its pair as one float2)
+// spreads a warp's 32 lanes over 16 banks instead of one (the unswizzled scalar writes were
+// 32-way conflicted: call j3, one process, bit-identical, B1 T32768 H16 KDA / GDN 963.3 /
+// 847.5 -> 960.4 / 845.1 us); the product's read of srow[j] (one float2, the same address for
+// every lane: a broadcast) is unchanged.
+__device__ __forceinline__ int srow_col(int j, int r) { return 2 * ((r >> 1) ^ ((j >> 2) & 7)); }
 
 // warp w rows 2w, 2w + 1, lane l columns 4l .. 4l + 3; the next segment's B rows are loaded into
 // registers while this segment's product runs (the form before waited for them at each
 // segment's first FMA).
-template <bool kSwizzle>
 __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem& sm) {
   constexpr int K = kHeadDim;
   constexpr int kR = kCombineWarpRows;
@@ -125,18 +123,12 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
     for (int i = 0; i < kR; ++i)
       *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
     if (sg == nmul) break;  // the last segment's initial state is written; phase 3 runs it
-    if constexpr (kSwizzle) {
-      const int col = srow_col<true>(c, r0);  // the same for c .. c + 3
+    {
+      const int col = srow_col(c, r0);  // the same for c .. c + 3
       *reinterpret_cast<float2*>(&sm.srow[c][col]) = make_float2(acc[0].x, acc[1].x);
       *reinterpret_cast<float2*>(&sm.srow[c + 1][col]) = make_float2(acc[0].y, acc[1].y);
       *reinterpret_cast<float2*>(&sm.srow[c + 2][col]) = make_float2(acc[0].z, acc[1].z);
       *reinterpret_cast<float2*>(&sm.srow[c + 3][col]) = make_float2(acc[0].w, acc[1].w);
-    } else {
-#pragma unroll
-      for (int i = 0; i < kR; ++i) {
-        sm.srow[c][r0 + i] = acc[i].x, sm.srow[c + 1][r0 + i] = acc[i].y;
-        sm.srow[c + 2][r0 + i] = acc[i].z, sm.srow[c + 3][r0 + i] = acc[i].w;
-      }
     }
 #pragma unroll
     for (int i = 0; i < kR; ++i) acc[i] = nb[i];
@@ -148,7 +140,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
     const float* m = sm.m[buf] + c;
 #pragma unroll 4
     for (int j = 0; j < K; ++j) {
-      const float2 x2 = *reinterpret_cast<const float2*>(&sm.srow[j][srow_col<kSwizzle>(j, r0)]);
+      const float2 x2 = *reinterpret_cast<const float2*>(&sm.srow[j][srow_col(j, r0)]);
       const float xs[kR] = {x2.x, x2.y};
       const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
 #pragma unroll

@@ -275,13 +275,9 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::kChunkThreads, 1)
   kernrt::kda::kda_chunk<false>(p);
 }
 
-// Shared by KDA and GDN (the transitions already hold the decays). The _plain entry (srow
-// unswizzled: 32-way conflicted transposed writes) is the candidate of call j3, the form of j2.
-#define KERNRT_KDA_CP_COMBINE_ENTRY(name, swizzle)                                             \
-  extern "C" __global__ void __launch_bounds__(kernrt::kda::kCombineThreads)                  \
-      name(const __grid_constant__ kernrt::kda::KdaChunkParams p) {                           \
-    extern __shared__ __align__(128) unsigned char smem_raw[];                                \
-    kernrt::kda::cp_combine<swizzle>(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw)); \
-  }
-KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_sm90a_f32_k128, true)
-KERNRT_KDA_CP_COMBINE_ENTRY(kda_cp_combine_plain_sm90a_f32_k128, false)
+// Shared by KDA and GDN (the transitions already hold the decays).
+extern "C" __global__ void __launch_bounds__(kernrt::kda::kCombineThreads)
+    kda_cp_combine_sm90a_f32_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  kernrt::kda::cp_combine(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw));
+}

@@ -34,7 +34,7 @@ class Plan(unittest.TestCase):
         # CP 9 x 55, segment 0 at 72 chunks on 16 SMs: phase 1 is the other 116 SMs' two waves
         # of 55 x 0.68 steps (224 blocks: segments 1-7, two tiles, 16 heads), then the walk of
         # 8 segments and phase 3's one wave of 55
-        self.assertAlmostEqual(cp.steps((512,), 16, 1, 9, 55), 2 * 55 * 0.68 + 8 * 1.06 + 55, places=6)
+        self.assertAlmostEqual(cp.steps((512,), 16, 1, 9, 55), 2 * 55 * 0.68 + 8 * 0.79 + 55, places=6)
 
     def test_long_sequence_is_split(self):
         self.assertEqual(cp.plan((512,), 16, 1), (9, 55))  # the B1 T32768 H16 bench

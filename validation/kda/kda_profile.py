@@ -166,8 +166,7 @@ def kernels(reps=10):
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
 # order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block,
 # j3 its transposed rows swizzled)
-VARIANTS = {"shipped": {},
-            "combine_plain": {"kda_cp_combine_sm90a_f32_k128": "kda_cp_combine_plain_sm90a_f32_k128"}}
+VARIANTS = {"shipped": {}}
 
 
 def variants(rounds=3, reps=10):

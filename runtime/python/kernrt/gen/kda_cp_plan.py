@@ -14,15 +14,17 @@ the middle segments from zero and from X = I (a step without o: PHASE1_STEP of o
 the combine walks the segments serially (COMBINE_STEP each); phase 3 runs segments 1.. with
 o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
 the dense one pass's step 245 us for 64 chunks, so phase 1's 333 us over two waves of 64-chunk
-blocks is 0.68 a step; the combine 32.5 us for 8 segments is 1.06 steps a segment. The model
-then gives 159.5 steps for CP 8 x 64 in the old layout (measured 610.5 us / 3.83 = 159.4).
+blocks is 0.68 a step; the model then gave 159.5 steps for CP 8 x 64 in the old layout
+(measured 610.5 us / 3.83 = 159.4). The combine: 24.3 us for CP 9 x 55's 8 segments in call
+j3 (its 8-warp form; the 4-warp one's 32.5 us for 8 in f6 was 1.06 steps), 0.79 steps a
+segment; the plans at the bench shapes did not move with it.
 """
 
 import functools
 import heapq
 
 PHASE1_STEP = 0.68   # a phase-1 block's chunk step (no o) against a phase-3 block's
-COMBINE_STEP = 1.06  # the combine's time a segment, in chunk steps
+COMBINE_STEP = 0.79  # the combine's time a segment, in chunk steps (call j3)
 SMS = 132            # H200 multiprocessors
 
 
