@@ -6,7 +6,7 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
   ncu --clock-control none -k regex:kda_chunk_sm90a -c 1 --set full --import-source yes \
       -o chunk python3 validation/kda/kda_profile.py chunk [BUILD [VARIANT]]
   ncu --clock-control none -k 'regex:kda_(cp_combine|chunk64_state2)' -c 3 --section SpeedOfLight \
-      -o cp python3 validation/kda/kda_profile.py cpchunk [BUILD]
+      -o cp python3 validation/kda/kda_profile.py cpchunk [BUILD [VARIANT]]
   ncu --clock-control none -k 'regex:kda_(decode|verify|commit)' --filter-mode per-launch-config \
       -c 1 --set full -o steps python3 validation/kda/kda_profile.py steps [BUILD]
   python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
@@ -19,7 +19,7 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
                                                                turn: "TIME ..." and "DIFF ...")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case), the shipped entries or
          those of VARIANT;
-  cpchunk: one eager prefill, KDA B1 T32768 H16 V128 with kda_cp_plan's context parallel (the
+  cpchunk: the same for KDA B1 T32768 H16 V128 with kda_cp_plan's context parallel (the
          bench's long sequence: phase 1, the combine, phase 3);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
 BUILD defaults to build-h200. Every launch goes through the product path (fixture.py).
@@ -46,20 +46,17 @@ LONG_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1)
 LONG_CP = dict(cp_segs=LONG_PLAN[0], seg_chunks=4 * LONG_PLAN[1])  # Prefill's arguments
 
 
-def chunk():
+def chunk(B=8, T=4096, **prefill_kw):
     # a third argument names a VARIANTS entry set (the candidate's kernels under ncu)
     entries = VARIANTS[sys.argv[3]] if len(sys.argv) > 3 else {}
-    c = fx.Case(seed=100, B=8, T=4096, H=16, gates="init", g_dtype=torch.bfloat16)
-    ours = fx.Prefill(c, BUILD, entries=entries or None)
+    c = fx.Case(seed=100, B=B, T=T, H=16, gates="init", g_dtype=torch.bfloat16)
+    ours = fx.Prefill(c, BUILD, entries=entries or None, **prefill_kw)
     ours.write()
     ours.run(graph=False)
 
 
 def cpchunk():
-    c = fx.Case(seed=100, B=1, T=32768, H=16, gates="init", g_dtype=torch.bfloat16)
-    ours = fx.Prefill(c, BUILD, **LONG_CP)
-    ours.write()
-    ours.run(graph=False)
+    chunk(B=1, T=32768, **LONG_CP)
 
 
 def steps(B=64):
