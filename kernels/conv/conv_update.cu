@@ -253,85 +253,6 @@ __device__ __forceinline__ void conv_update(const ConvUpdateParams& p) {
   }
 }
 
-
-// The walk: one sequence at a time per thread, the block taking sequences blockIdx.y,
-// blockIdx.y + gridDim.y, ... of the same channels, the next sequence's x row and state chunk
-// loaded before the current one's stores (its line index one step further ahead), so a
-// thread keeps loads in flight while it stores. Before the wait, threads 0 .. kPrefetch-1
-// ask L2 for the block's first kPrefetch sequences. Our lines, one token.
-template <typename E, int W, int N, int kPrefetch>
-__device__ __forceinline__ void conv_update_walk(const ConvUpdateParams& p) {
-  constexpr int L = W - 1;
-  const E tag{};
-  const int g = gridDim.y;
-  {
-    const int k = threadIdx.x, n = blockIdx.y + k * g;
-    if (k < kPrefetch && n < p.seqs) {
-      const int cb = blockIdx.x * blockDim.x * N;
-      const uint32_t ch = static_cast<uint32_t>(min(static_cast<int>(blockDim.x) * N, p.dim - cb));
-      ptx::bulk_prefetch_l2(static_cast<const uint16_t*>(p.x) + n * p.x_stride_seq + cb, 2u * ch);
-      const int32_t l = p.lines != nullptr ? ptx::ld_global_cg_s32(p.lines + n) : n;
-      if (l != 0 || p.lines == nullptr)
-        ptx::bulk_prefetch_l2(static_cast<const char*>(p.state) + l * p.state_stride + 2 * cb * L, 2u * L * ch);
-    }
-  }
-  ptx::griddepcontrol_launch_dependents();
-  const int c0 = (blockIdx.x * blockDim.x + threadIdx.x) * N;
-  int n = blockIdx.y;
-  if (c0 >= p.dim || n >= p.seqs) return;
-  float w[W][N], b[N];
-  load_weights<W, N>(p.weight, p.bias, (p.flags & kFlagWeightF32) != 0, c0, w, b);
-  const bool silu = (p.flags & kFlagSilu) != 0;
-  ptx::griddepcontrol_wait();
-
-  auto line_of = [&](int m) -> int32_t {  // -1: past the end, or the null line
-    if (m >= p.seqs) return -1;
-    const int32_t l = p.lines != nullptr ? p.lines[m] : m;
-    return l != 0 || p.lines == nullptr ? l : -1;
-  };
-  auto load = [&](int m, int32_t l, Vec<N>& x, Chunk<N, L>& s) {
-    x = ld_nc<N>(static_cast<const uint16_t*>(p.x) + m * p.x_stride_seq + c0);
-    if (l >= 0) {
-      load_chunk(s, static_cast<const char*>(p.state) + l * p.state_stride + 2 * c0 * L);
-    } else {
-#pragma unroll
-      for (int i = 0; i < Chunk<N, L>::kWords; ++i) s.w[i] = 0;
-    }
-  };
-  int32_t line = line_of(n), line_next = line_of(n + g);
-  Vec<N> x;
-  Chunk<N, L> s;
-  load(n, line, x, s);
-  for (;;) {
-    const int m = n + g;
-    const int32_t line_after = line_of(m + g);
-    Vec<N> x2{};
-    Chunk<N, L> s2;
-    if (m < p.seqs) load(m, line_next, x2, s2);
-
-    const Vec<N> xt[1] = {x};
-    float out[N];
-#pragma unroll
-    for (int c = 0; c < N; ++c) {
-      float v[W];
-#pragma unroll
-      for (int j = 0; j < L; ++j) v[j] = to_f32(tag, slot16(s, c * L + j));
-      v[W - 1] = to_f32(tag, elem16<N, 1>(xt, c));
-      out[c] = activate(dot_update<W, N>(w, v, b, c), silu);
-    }
-    if (p.residual != nullptr) {
-      const Vec<N> rv[1] = {ld_nc<N>(static_cast<const uint16_t*>(p.residual) + n * p.res_stride_seq + c0)};
-#pragma unroll
-      for (int c = 0; c < N; ++c) out[c] += to_f32(tag, elem16<N, 1>(rv, c));
-    }
-    st<N>(static_cast<uint16_t*>(p.y) + n * p.y_stride_seq + c0, pack(tag, out));
-    slide(s, x);
-    if (line >= 0) store_chunk(s, static_cast<char*>(p.state) + line * p.state_stride + 2 * c0 * L);
-    if (m >= p.seqs) break;
-    n = m, line = line_next, line_next = line_after, x = x2, s = s2;
-  }
-}
-
 }  // namespace kernrt::conv
 
 // ---- entries -----------------------------------------------------------------------------
@@ -344,12 +265,6 @@ __device__ __forceinline__ void conv_update_walk(const ConvUpdateParams& p) {
           const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
     kernrt::conv::conv_update<kernrt::conv::tag, w, n, 1, seqs, full, true>(p);                  \
   }
-#define KERNRT_CONV_WALK_ENTRY(loader, prefetch, dtype, tag, w)                                \
-  extern "C" __global__ void __launch_bounds__(128)                                             \
-      conv_update_##loader##_sm90a_##dtype##_w##w(                                               \
-          const __grid_constant__ kernrt::conv::ConvUpdateParams p) {                            \
-    kernrt::conv::conv_update_walk<kernrt::conv::tag, w, 4, prefetch>(p);                        \
-  }
 #define KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)                                                      \
   extern "C" __global__ void __launch_bounds__(kernrt::conv::kVerifyThreads)                        \
       conv_verify_sm90a_##dtype##_w##w(                                                              \
@@ -359,10 +274,6 @@ __device__ __forceinline__ void conv_update_walk(const ConvUpdateParams& p) {
 #define KERNRT_CONV_UPDATE_ENTRIES(dtype, tag, w)                        \
   KERNRT_CONV_UPDATE_ENTRY(c4s2p, 4, 2, 128, , false, dtype, tag, w)     \
   KERNRT_CONV_UPDATE_ENTRY(c4p, 4, 1, 128, _fla, true, dtype, tag, w)    \
-  KERNRT_CONV_WALK_ENTRY(c4w2, 2, dtype, tag, w)                         \
-  KERNRT_CONV_WALK_ENTRY(c4w4, 4, dtype, tag, w)                         \
-  KERNRT_CONV_WALK_ENTRY(c4w8, 8, dtype, tag, w)                         \
-  KERNRT_CONV_WALK_ENTRY(c4w8h, 2, dtype, tag, w)                        \
   KERNRT_CONV_VERIFY_ENTRY(dtype, tag, w)
 
 KERNRT_CONV_UPDATE_ENTRIES(bf16, Bf16, 2)

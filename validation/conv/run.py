@@ -45,7 +45,7 @@ REPO = os.path.dirname(os.path.dirname(HERE))
 FWD_SHAPES = [(8, 4096, 2048), (8, 4096, 4096), (16, 8192, 2048), (1, 32768, 4096)]
 UPDATE_SHAPES = [(64, 4096), (256, 8192)]
 FWD_LOADERS = ["ring8x4h"]   # the loaders checked and timed: kernrt.gen.conv's FWD_KERNELS
-UPDATE_LOADERS = {"lines": ["c4s2p", "c4w2", "c4w4", "c4w8", "c4w8h"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
+UPDATE_LOADERS = {"lines": ["c4s2p"], "fla": ["c4p"]}  # and UPDATE_KERNELS, per state layout
 
 
 def fwd_candidates(g):

@@ -47,9 +47,7 @@ FWD_SPAN_CYCLE = {"ring8x4h": (72, 3)}
 FWD_PRODUCER_THREADS = 32  # the forward block's last warp streams x and owns no channels
 # loader -> (sequences per thread, block.x, channels per thread, the state layout it
 # serves): the fastest over each layout at B64 D4096 and B256 D8192 (notes.md)
-UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla"),
-                  "c4w2": (2, 128, 4, "lines"), "c4w4": (4, 128, 4, "lines"),
-                  "c4w8": (8, 128, 4, "lines"), "c4w8h": (8, 128, 4, "lines")}
+UPDATE_KERNELS = {"c4s2p": (2, 128, 4, "lines"), "c4p": (1, 128, 4, "fla")}
 FWD_KERNEL = "ring8x4h"  # what the shipped manifests and the drop-ins launch
 UPDATE_KERNEL = {"lines": "c4s2p", "fla": "c4p"}  # per state layout
 VERIFY_THREADS = 128
