@@ -99,14 +99,18 @@ def load(manifest, build, **kw):
 def swap_entries(m, entries):
     """Manifest `m` with each launch of entry e in `entries` taking entries[e] instead: another
     entry of the same module with the same pack (a template alternative, kda_profile.py's A /
-    B), a name or (name, block threads) where the candidate's block differs; raises when no
-    launch names any of them."""
+    B), a name or (name, block threads) where the candidate's block differs, or a dict of the
+    launch's fields to replace (e.g. {"shared_mem": bytes}: the same entry at fewer blocks per
+    SM, kda_profile.py's occupancy); raises when no launch names any of them."""
     seen = set()
     for op in m["ops"].values():
         for launch in op.get("impl", {}).get("launches", []):
             if launch.get("entry") in entries:
                 seen.add(launch["entry"])
                 alt = entries[launch["entry"]]
+                if isinstance(alt, dict):
+                    launch.update(alt)
+                    continue
                 name, threads = (alt, None) if isinstance(alt, str) else alt
                 launch["entry"] = name
                 if threads is not None:

@@ -14,11 +14,13 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
                                                                context-parallel splits, "TIME ...")
   python3 validation/kda/kda_profile.py kernels [BUILD]        (per kernel of the bench's dense and
                                                                context-parallel prefills, "KERNEL ...")
+  python3 validation/kda/kda_profile.py occupancy [BUILD]      (the dense KDA / GDN preps at fewer
+                                                               blocks per SM, "OCC ...")
   python3 validation/kda/kda_profile.py variants [BUILD]       (the bench's prefills on each set of
                                                                candidate entries, VARIANTS, in
                                                                turn: "TIME ..." and "DIFF ...")
   chunk: one eager prefill, KDA B8 T4096 H16 V128 (the first bench case), the shipped entries or
-         those of VARIANT;
+         those of VARIANT; gdnchunk: the same for GDN;
   cpchunk: the same for KDA B1 T32768 H16 V128 with kda_cp_plan's context parallel (the
          bench's long sequence: phase 1, the combine, phase 3);
   steps: one decode, verify and commit at B64 (the step benches' shapes).
@@ -46,13 +48,17 @@ LONG_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1)
 LONG_CP = dict(cp_segs=LONG_PLAN[0], seg_chunks=4 * LONG_PLAN[1])  # Prefill's arguments
 
 
-def chunk(B=8, T=4096, **prefill_kw):
+def chunk(B=8, T=4096, kind="kda", **prefill_kw):
     # a third argument names a VARIANTS entry set (the candidate's kernels under ncu)
     entries = VARIANTS[sys.argv[3]] if len(sys.argv) > 3 else {}
-    c = fx.Case(seed=100, B=B, T=T, H=16, gates="init", g_dtype=torch.bfloat16)
+    c = fx.Case(seed=100, kind=kind, B=B, T=T, H=16, gates="init", g_dtype=torch.bfloat16)
     ours = fx.Prefill(c, BUILD, entries=entries or None, **prefill_kw)
     ours.write()
     ours.run(graph=False)
+
+
+def gdnchunk():
+    chunk(kind="gdn")
 
 
 def cpchunk():
@@ -125,7 +131,6 @@ def kernels(reps=10):
     before it (griddepcontrol.wait): the figure printed is its share of the serial chain, end
     minus the previous kernel's end (or its start, if later), mean over the calls, and its span
     beside it: "KERNEL <case> | <name> | <us of the chain> (span <us>) x <launches a call>"."""
-    from torch.profiler import ProfilerActivity, profile
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     segs, L = LONG_PLAN
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
@@ -135,27 +140,75 @@ def kernels(reps=10):
         ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
         ours.write()
         ours.run()
-        torch.cuda.synchronize()
-        with profile(activities=[ProfilerActivity.CUDA]) as prof:
-            for _ in range(reps):
-                ours.rt.enqueue("prefill", graph=False, vars=ours.vars)
-                torch.cuda.synchronize()  # calls apart: the first kernel's share is its span
-        evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
-                      and e.time_range.elapsed_us() > 0), key=lambda e: e.time_range.start)
-        share, span, count, prev_end = {}, {}, {}, None
-        for e in evs:
-            t0, t1 = e.time_range.start, e.time_range.end
-            lo = t0 if prev_end is None else max(t0, prev_end)
-            share[e.name] = share.get(e.name, 0.0) + (t1 - lo)
-            span[e.name] = span.get(e.name, 0.0) + (t1 - t0)
-            count[e.name] = count.get(e.name, 0) + 1
-            prev_end = t1
+        share, span, count = kernel_shares(ours, reps)
         for k in share:
-            print(f"KERNEL {name} | {k[:80]} | {share[k] / reps:.1f} us (span {span[k] / reps:.1f})"
-                  f" x {count[k] / reps:g}", flush=True)
-        print(f"KERNEL {name} | all | {sum(share.values()) / reps:.1f} us", flush=True)
+            print(f"KERNEL {name} | {k[:80]} | {share[k]:.1f} us (span {span[k]:.1f})"
+                  f" x {count[k]:g}", flush=True)
+        print(f"KERNEL {name} | all | {sum(share.values()):.1f} us", flush=True)
         ours.rt.close()
         torch.cuda.empty_cache()
+
+
+def kernel_shares(ours, reps):
+    """({kernel: its share of the serial chain}, {kernel: its span}, {kernel: launches}) of
+    `ours`'s prefill, us a call: `reps` eager calls apart under torch.profiler (kernels())."""
+    from torch.profiler import ProfilerActivity, profile
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(reps):
+            ours.rt.enqueue("prefill", graph=False, vars=ours.vars)
+            torch.cuda.synchronize()  # calls apart: the first kernel's share is its span
+    evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+                  and e.time_range.elapsed_us() > 0), key=lambda e: e.time_range.start)
+    share, span, count, prev_end = {}, {}, {}, None
+    for e in evs:
+        t0, t1 = e.time_range.start, e.time_range.end
+        lo = t0 if prev_end is None else max(t0, prev_end)
+        share[e.name] = share.get(e.name, 0.0) + (t1 - lo) / reps
+        span[e.name] = span.get(e.name, 0.0) + (t1 - t0) / reps
+        count[e.name] = count.get(e.name, 0) + 1 / reps
+        prev_end = t1
+    return share, span, count
+
+
+# The preps' entries of the bench's dense cases and their blocks per SM as shipped (prep4: 128
+# registers x 256 threads and 111,968 bytes, 2; GDN's: 80 registers and 60,480 bytes, 3)
+PREP_NATIVE = {"kda_chunk64_prep4_sm90a_f16_k128": 2, "kda_chunk64_prep_gdn_sm90a_f16_k128": 3}
+SM_SHARED = 233472  # bytes of shared memory per H200 SM, 1 KiB of it reserved per block
+
+
+def occupancy(reps=10):
+    """What a prep achieves at fewer blocks per SM (the fused kernel's question, chunk64.md
+    step 3: one prep block beside the state warpgroups on each SM): the bench's dense KDA and
+    GDN B8 T4096 H16 V128 with the prep launched at n blocks per SM (its dynamic shared memory
+    padded so that n + 1 do not fit; the same entry, the same bits), per kernel as kernels()
+    times them: "OCC <case> | prep n/SM | prep <us> | state <us> | prep per chunk and SM <us>"
+    (the fused kernel's state step takes ~3.8 us a chunk: a prep slower than that at one block
+    per SM bounds the fused kernel by the prep)."""
+    big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
+    for name, kw, entry in (("kda B8 T4096", dict(B=8, T=4096, **big), "kda_chunk64_prep4_sm90a_f16_k128"),
+                            ("gdn B8 T4096", dict(kind="gdn", B=8, T=4096, **big),
+                             "kda_chunk64_prep_gdn_sm90a_f16_k128")):
+        c = fx.Case(seed=100, **kw)
+        chunks = c.B * (c.T // 64) * c.HV
+        base = None
+        for n in range(PREP_NATIVE[entry], 0, -1):
+            pad = None if n == PREP_NATIVE[entry] else SM_SHARED // (n + 1) - 1023
+            ours = fx.Prefill(c, BUILD, entries={entry: {"shared_mem": pad}} if pad else None)
+            ours.write()
+            o, h = ours.run()
+            if base is None:
+                base = (o, h)
+            same = torch.equal(o.view(torch.int16), base[0].view(torch.int16)) and torch.equal(
+                h.view(torch.int32), base[1].view(torch.int32))
+            share, span, _ = kernel_shares(ours, reps)
+            prep = sum(v for k, v in span.items() if "prep" in k)
+            state = sum(v for k, v in share.items() if "state2" in k)
+            print(f"OCC {name} | prep {n}/SM | prep {prep:.1f} us | state {state:.1f} us | prep per "
+                  f"chunk and SM {prep * 132 / chunks:.2f} us | bit-identical {'yes' if same else 'no'}",
+                  flush=True)
+            ours.rt.close()
+            torch.cuda.empty_cache()
 
 
 # candidate entries timed against the generator's by `variants`: name -> {entry: candidate}
@@ -226,5 +279,5 @@ def variants(rounds=3, reps=10):
 
 
 if __name__ == "__main__":
-    {"chunk": chunk, "cpchunk": cpchunk, "steps": steps, "times": times, "cp": cp, "kernels": kernels,
-     "variants": variants}[sys.argv[1]]()
+    {"chunk": chunk, "gdnchunk": gdnchunk, "cpchunk": cpchunk, "steps": steps, "times": times, "cp": cp, "kernels": kernels,
+     "variants": variants, "occupancy": occupancy}[sys.argv[1]]()
