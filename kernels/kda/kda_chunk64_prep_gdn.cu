@@ -67,6 +67,20 @@ static_assert(offsetof(SmemGdn, rs) % 16 == 0 && offsetof(SmemGdn, G) % 8 == 0,
               "rs read as float4 (two tokens' scales), G as float2");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
 
+// kStageKbt: (k b)^T of the chunk staged in shared memory behind SmemGdn (kbt's 128 rows of 128
+// bytes, 16-byte chunk j of row c at j ^ ((c / 2) % 8): a warp's stores of rows 2 cp fall on 8
+// distinct chunks), written to global by warps 2..7 as whole 512-byte runs while warps 0, 1 take
+// the diagonal inverses, instead of 16-byte pieces of 32 rows per store instruction.
+struct KbtStage {
+  uint4 w[kK][kC / 8];
+};
+constexpr int kChunk64PrepGdnKbtSmem = kChunk64PrepGdnSmem + int(sizeof(KbtStage));
+static_assert(kChunk64PrepGdnKbtSmem == 76864, "kda_profile.py's kbts shared_mem");
+__device__ __forceinline__ KbtStage* kbt_stage(SmemGdn& sm) {  // right behind SmemGdn
+  return reinterpret_cast<KbtStage*>(reinterpret_cast<unsigned char*>(&sm) + kChunk64PrepGdnSmem);
+}
+static_assert(kChunk64PrepGdnSmem % 16 == 0 && sizeof(KbtStage) == 16384, "the stage behind SmemGdn, 16-byte aligned");
+
 // The gate of the chunk by one warp: lane l takes tokens 2l, 2l + 1 (lg 0 past T), an inclusive
 // scan of the pair sums, G_{2l+1} = the scan, G_{2l} = the scan - lg_{2l+1}; then 2^G, 2^(G_63 -
 // G) to shared memory and gamma (2^G_63 on the 128 key channels, a float4 per lane) to global.
@@ -98,7 +112,8 @@ __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn
 
 // Step 2, thread (sub-block I, channel pair cp): k a = k^ 2^G_t and q a rows (tokens 16 I ..) of
 // kq, (k b)^T = (k^ 2^(G_63 - G_t))^T rows c0, c0 + 1 of kbt (f16 pairs along t, 2 STG.128 each).
-__device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, const SmemGdn& sm, int64_t chunk,
+template <bool kStageKbt>
+__device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGdn& sm, int64_t chunk,
                                            int I, int cp) {
   const int c0 = 2 * cp, r0 = kSub * I;
   __half* kq = p.kq + chunk * 2 * kC * kK + r0 * kK + c0;
@@ -119,11 +134,32 @@ __device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, const 
     kbx[t / 2] = ptx::pack_f16x2(kb[0].x, kb[1].x);
     kby[t / 2] = ptx::pack_f16x2(kb[0].y, kb[1].y);
   }
-  uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + r0);
-  kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
-  kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
-  kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
-  kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+  if constexpr (kStageKbt) {  // rows c0, c0 + 1, chunks 2 I, 2 I + 1, swizzled by cp % 8
+    const int x = cp & 7;
+    KbtStage* ks = kbt_stage(sm);
+    ks->w[c0][(2 * I) ^ x] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
+    ks->w[c0][(2 * I + 1) ^ x] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
+    ks->w[c0 + 1][(2 * I) ^ x] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
+    ks->w[c0 + 1][(2 * I + 1) ^ x] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+  } else {
+    uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + r0);
+    kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
+    kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
+    kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
+    kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+  }
+}
+
+// The staged (k b)^T to global by threads t0 .. t0 + n - 1 (the chunk's kbt is 16 KiB contiguous):
+// 16-byte word i = 8 c + j of row c from its swizzled place.
+__device__ __forceinline__ void kbt_out(const Chunk64PrepGdnParams& p, SmemGdn& sm, int64_t chunk,
+                                        int t, int n) {
+  const KbtStage& ks = *kbt_stage(sm);
+  uint4* dst = reinterpret_cast<uint4*>(p.kbt + chunk * kK * kC);
+  for (int i = t; i < kK * kC / 8; i += n) {
+    const int c = i >> 3, j = i & 7;
+    dst[i] = ks.w[c][j ^ ((c >> 1) & 7)];
+  }
 }
 
 // Step 3, block u of the 10 with I >= J (u < 4: the diagonal block (u, u); else pair p = u - 4,
@@ -185,7 +221,7 @@ __device__ __forceinline__ void gram_block(SmemGdn& sm, __half* aqk, int u, int 
   }
 }
 
-template <bool kBetaSigmoid>
+template <bool kBetaSigmoid, bool kStageKbt>
 __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1);
@@ -217,7 +253,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   __syncthreads();
 
   // ---- 2. the state operands; 3. the Gram blocks (warps 0, 1 take two), the zero blocks -------
-  state_rows(p, sm, chunk, I, cp);
+  state_rows<kStageKbt>(p, sm, chunk, I, cp);
   gram_block(sm, aqk, warp, lane);
   if (warp < 2) gram_block(sm, aqk, warp + 8, lane);
   else if (warp >= 6) zero_upper(aqk, tmb, warp - 6, lane);
@@ -225,6 +261,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
   if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
+  else if (kStageKbt) kbt_out(p, sm, chunk, tid - 4 * kSub, kThreads - 4 * kSub);
   __syncthreads();
   if (warp < 6) solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();
@@ -233,10 +270,10 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   if (warp < 2) solve_level<3>(sm, tmb, warp, lane);
 }
 
-template <bool kBetaSigmoid>
+template <bool kBetaSigmoid, bool kStageKbt = false>
 __device__ __forceinline__ void entry(const Chunk64PrepGdnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep_gdn<kBetaSigmoid>(p, *reinterpret_cast<SmemGdn*>(smem_raw));
+  prep_gdn<kBetaSigmoid, kStageKbt>(p, *reinterpret_cast<SmemGdn*>(smem_raw));
 }
 
 }  // namespace kernrt::kda::c64p4::gdn
@@ -249,4 +286,11 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
     kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepGdnParams p) {
   kernrt::kda::c64p4::gdn::entry<true>(p);
+}
+// Candidate (kda_profile.py variants "kbts"): (k b)^T staged (KbtStage), kChunk64PrepGdnKbtSmem
+// bytes: two blocks per SM (held to the entries' 80 registers: at (256, 2) ptxas took 128 and
+// spilled 28 bytes).
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
+    kda_chunk64_prep_gdn_kbts_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepGdnParams p) {
+  kernrt::kda::c64p4::gdn::entry<false, true>(p);
 }
