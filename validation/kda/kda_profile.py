@@ -241,7 +241,10 @@ def variants(rounds=3, reps=10):
              (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), LONG_CP),
              # for the bits: harsh gates put sub-blocks on the fp32 pairs, T = 1000 a tail chunk;
              # T = 5000 in 3 segments of 20 chunks (segment 0 takes 39) for the combine's
+             ("gdn B8 T4096 V128", dict(kind="gdn", B=8, T=4096, **big), {}),
              ("kda B2 T1000 H4 harsh", dict(B=2, T=1000, H=4, gates="harsh", g_dtype=torch.bfloat16), {}),
+             ("gdn B2 T1000 H4 harsh", dict(kind="gdn", B=2, T=1000, H=4, gates="harsh",
+                                            g_dtype=torch.bfloat16), {}),
              ("kda B2 T5000 H4 harsh cp 3 x 20", dict(B=2, T=5000, H=4, gates="harsh", g_dtype=torch.bfloat16),
               dict(cp_segs=3, seg_chunks=4 * 20))]
     for name, kw, pk in cases:
