@@ -67,19 +67,14 @@ static_assert(offsetof(SmemGdn, rs) % 16 == 0 && offsetof(SmemGdn, G) % 8 == 0,
               "rs read as float4 (two tokens' scales), G as float2");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
 
-// kStageKbt: (k b)^T of the chunk staged in shared memory behind SmemGdn (kbt's 128 rows of 128
-// bytes, 16-byte chunk j of row c at j ^ ((c / 2) % 8): a warp's stores of rows 2 cp fall on 8
-// distinct chunks), written to global by warps 2..7 as whole 512-byte runs while warps 0, 1 take
-// the diagonal inverses, instead of 16-byte pieces of 32 rows per store instruction.
-struct KbtStage {
-  uint4 w[kK][kC / 8];
-};
+// kStageKbt: (k b)^T staged behind SmemGdn (chunk64_prep_shared.cuh's KbtStage) and written by
+// warps 2..7 while warps 0, 1 take the diagonal inverses.
 constexpr int kChunk64PrepGdnKbtSmem = kChunk64PrepGdnSmem + int(sizeof(KbtStage));
-static_assert(kChunk64PrepGdnKbtSmem == 76864, "kda_profile.py's kbts shared_mem");
-__device__ __forceinline__ KbtStage* kbt_stage(SmemGdn& sm) {  // right behind SmemGdn
+static_assert(kChunk64PrepGdnSmem % 16 == 0 && kChunk64PrepGdnKbtSmem == 76864,
+              "the stage 16-byte aligned behind SmemGdn; kernrt.gen.kda_chunk64 reads the literal");
+__device__ __forceinline__ KbtStage* kbt_stage(SmemGdn& sm) {
   return reinterpret_cast<KbtStage*>(reinterpret_cast<unsigned char*>(&sm) + kChunk64PrepGdnSmem);
 }
-static_assert(kChunk64PrepGdnSmem % 16 == 0 && sizeof(KbtStage) == 16384, "the stage behind SmemGdn, 16-byte aligned");
 
 // The gate of the chunk by one warp: lane l takes tokens 2l, 2l + 1 (lg 0 past T), an inclusive
 // scan of the pair sums, G_{2l+1} = the scan, G_{2l} = the scan - lg_{2l+1}; then 2^G, 2^(G_63 -
@@ -134,32 +129,7 @@ __device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGd
     kbx[t / 2] = ptx::pack_f16x2(kb[0].x, kb[1].x);
     kby[t / 2] = ptx::pack_f16x2(kb[0].y, kb[1].y);
   }
-  if constexpr (kStageKbt) {  // rows c0, c0 + 1, chunks 2 I, 2 I + 1, swizzled by cp % 8
-    const int x = cp & 7;
-    KbtStage* ks = kbt_stage(sm);
-    ks->w[c0][(2 * I) ^ x] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
-    ks->w[c0][(2 * I + 1) ^ x] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
-    ks->w[c0 + 1][(2 * I) ^ x] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
-    ks->w[c0 + 1][(2 * I + 1) ^ x] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
-  } else {
-    uint4* kbt = reinterpret_cast<uint4*>(p.kbt + (chunk * kK + c0) * kC + r0);
-    kbt[0] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
-    kbt[1] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
-    kbt[kC / 8] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
-    kbt[kC / 8 + 1] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
-  }
-}
-
-// The staged (k b)^T to global by threads t0 .. t0 + n - 1 (the chunk's kbt is 16 KiB contiguous):
-// 16-byte word i = 8 c + j of row c from its swizzled place.
-__device__ __forceinline__ void kbt_out(const Chunk64PrepGdnParams& p, SmemGdn& sm, int64_t chunk,
-                                        int t, int n) {
-  const KbtStage& ks = *kbt_stage(sm);
-  uint4* dst = reinterpret_cast<uint4*>(p.kbt + chunk * kK * kC);
-  for (int i = t; i < kK * kC / 8; i += n) {
-    const int c = i >> 3, j = i & 7;
-    dst[i] = ks.w[c][j ^ ((c >> 1) & 7)];
-  }
+  kbt_rows<kStageKbt>(p.kbt + chunk * kK * kC, kbt_stage(sm), c0, I, cp, kbx, kby);
 }
 
 // Step 3, block u of the 10 with I >= J (u < 4: the diagonal block (u, u); else pair p = u - 4,
@@ -261,7 +231,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
   if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
-  else if (kStageKbt) kbt_out(p, sm, chunk, tid - 4 * kSub, kThreads - 4 * kSub);
+  else if (kStageKbt) kbt_out(p.kbt + chunk * kK * kC, *kbt_stage(sm), tid - 4 * kSub, kThreads - 4 * kSub);
   __syncthreads();
   if (warp < 6) solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();

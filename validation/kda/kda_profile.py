@@ -218,7 +218,8 @@ def occupancy(reps=10):
 # j3 its transposed rows swizzled)
 VARIANTS = {"shipped": {},
             "kbts": {"kda_chunk64_prep_gdn_sm90a_f16_k128": {
-                "entry": "kda_chunk64_prep_gdn_kbts_sm90a_f16_k128", "shared_mem": 60480 + 16384}}}
+                "entry": "kda_chunk64_prep_gdn_kbts_sm90a_f16_k128", "shared_mem": 60480 + 16384},
+                     "kda_chunk64_prep4_sm90a_f16_k128": "kda_chunk64_prep4_kbts_sm90a_f16_k128"}}
 
 
 def variants(rounds=3, reps=10):
