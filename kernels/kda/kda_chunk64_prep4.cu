@@ -100,9 +100,9 @@ __device__ __forceinline__ void token_alphas(const uint32_t* gw, int nl, float g
   }
 }
 
-// kStageKbt: (k b)^T staged over the g stage (dead after the gate; 16 KiB, KbtStage) and written
-// by warps 6, 7 beside the zero blocks while warps 0..5 take the off-diagonal pairs (before
-// round 1 of the diagonal blocks puts its B tiles there).
+// (k b)^T staged over the g stage (dead after the gate; 16 KiB, KbtStage: chunk64_prep_shared.cuh)
+// and written by warps 6, 7 beside the zero blocks while warps 0..5 take the off-diagonal pairs
+// (before round 1 of the diagonal blocks puts its B tiles there).
 __device__ __forceinline__ KbtStage* kbt_over_g(Smem& sm) {
   static_assert(sizeof(sm.rg) == sizeof(KbtStage), "(k b)^T fits the g stage");
   return reinterpret_cast<KbtStage*>(&sm.rg[0][0]);
@@ -113,7 +113,7 @@ __device__ __forceinline__ KbtStage* kbt_over_g(Smem& sm) {
 // rows of kbt in f16x2 packs to global memory; q la, k la (kI >= 1) and k lb D (kI <= 2, the
 // pairs with J = kI) into the tiles. q^, k^ are formed per token from the raw stage and the
 // scales rs (the forward pass for la, the backward pass re-forms k^ for lb).
-template <int kI, bool kStageKbt>
+template <int kI>
 __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& sm, int64_t chunk,
                                              int cp, const float2* rs, const float2 (&a)[kSub]) {
   const int c0 = 2 * cp, r0 = kSub * kI;
@@ -161,7 +161,7 @@ __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& 
     if (kI == 1) stg_h2(&sm.tiles[6 + 4][o], klb.x * d2.x, klb.y * d2.y);
     if (t > 0) run = mul2(run, a[t]);
   }
-  kbt_rows<kStageKbt>(p.kbt + chunk * kK * kC, kbt_over_g(sm), c0, kI, cp, kbx, kby);
+  kbt_rows(*kbt_over_g(sm), c0, kI, cp, kbx, kby);
 }
 
 // Step 0: the cp.async of the chunk's q, k (head h) and g (value head hv) rows into the raw
@@ -284,7 +284,7 @@ __device__ __forceinline__ void halves_store(Smem& sm, __half* aqk, int Is, int 
   sm.akd[Is][i * kSub + j + 1] = i > j + 1 ? v[3] * b : 0.f;
 }
 
-template <int kGate, bool kBetaSigmoid, bool kStageKbt>
+template <int kGate, bool kBetaSigmoid>
 __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1), c0 = 2 * cp;
@@ -339,10 +339,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   __syncthreads();
   const float2* rs = sm.rs + kSub * I;
   switch (I) {  // warp-uniform: each warp runs the straight-line pass of its sub-block
-    case 0: channel_pass<0, kStageKbt>(p, sm, chunk, cp, rs, a); break;
-    case 1: channel_pass<1, kStageKbt>(p, sm, chunk, cp, rs, a); break;
-    case 2: channel_pass<2, kStageKbt>(p, sm, chunk, cp, rs, a); break;
-    default: channel_pass<3, kStageKbt>(p, sm, chunk, cp, rs, a); break;
+    case 0: channel_pass<0>(p, sm, chunk, cp, rs, a); break;
+    case 1: channel_pass<1>(p, sm, chunk, cp, rs, a); break;
+    case 2: channel_pass<2>(p, sm, chunk, cp, rs, a); break;
+    default: channel_pass<3>(p, sm, chunk, cp, rs, a); break;
   }
   range_vote(sm, a, I, warp, lane);
   __syncthreads();
@@ -394,7 +394,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   } else {
     // the upper blocks (I < J) of aqk and tmb are 0 (warps 6, 7)
     zero_upper(aqk, tmb, warp - 6, lane);
-    if constexpr (kStageKbt) kbt_out(p.kbt + chunk * kK * kC, *kbt_over_g(sm), tid - 6 * 32, 2 * 32);
+    kbt_out(p.kbt + chunk * kK * kC, *kbt_over_g(sm), tid - 6 * 32, 2 * 32);
   }
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
 
@@ -509,10 +509,10 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
 }  // namespace kernrt::kda::c64p4
 
 namespace kernrt::kda::c64p4 {
-template <int kGate, bool kBetaSigmoid, bool kStageKbt = false>
+template <int kGate, bool kBetaSigmoid>
 __device__ __forceinline__ void entry(const Chunk64Prep4Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep64<kGate, kBetaSigmoid, kStageKbt>(p, *reinterpret_cast<Smem*>(smem_raw));
+  prep64<kGate, kBetaSigmoid>(p, *reinterpret_cast<Smem*>(smem_raw));
 }
 }  // namespace kernrt::kda::c64p4
 
@@ -532,9 +532,4 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
     kda_chunk64_prep4_lbgate_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
   kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kLowerBound, true>(p);
-}
-// Candidate (kda_profile.py variants "kbts"): (k b)^T staged over the g stage (kStageKbt).
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 2)
-    kda_chunk64_prep4_kbts_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64Prep4Params p) {
-  kernrt::kda::c64p4::entry<kernrt::kda::c64p4::kSoftplus, false, true>(p);
 }

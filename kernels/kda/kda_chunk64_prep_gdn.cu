@@ -15,7 +15,11 @@
 //      G by a warp scan over token pairs, 2^G_t, 2^(G_63 - G_t) and gamma = 2^G_63;
 //   1. the l2 scales from the Gram diagonals (prep v4's gram_norms);
 //   2. thread (sub-block I = warp / 2, channel pair cp): q^, k^ of its 16 tokens from the raw
-//      stage and the scales; k a, q a rows of kq, (k b)^T rows of kbt as f16x2 packs;
+//      stage and the scales; k a, q a rows of kq, (k b)^T rows of kbt as f16x2 packs (kbt staged
+//      in shared memory and written by warps 2..7 during the diagonal inverses: with 16-byte
+//      pieces of 32 rows per store instruction the prep ran at 82 % of L2 throughput with DRAM
+//      at 53 %, ncu; staged, one process: B1 T32768 CP 841.1 -> 826.7 us, B8 T4096 549.4 ->
+//      525.9, at two blocks per SM instead of three);
 //   3. the 10 blocks I >= J of both Gram matrices on mma m16n8k16 bf16 (raw rows: the products
 //      exact in fp32, fp32 sums), block (I, J) by one warp for q k^T and k k^T together (the
 //      k_J fragments shared): Aqk = S_qk (scale / |q_i|) (E_ij / |k_j|), Akk = S_kk (beta_i /
@@ -28,7 +32,8 @@
 //
 // Entries: kda_chunk64_prep_gdn_sm90a_f16_k128 (beta effective) and _sigbeta_ (beta logits,
 // sigmoid here), `const __grid_constant__ Chunk64PrepGdnParams`, grid as prep v4, 256 threads,
-// 60480 bytes of dynamic shared memory, __launch_bounds__(256, 3): three blocks per SM.
+// 76864 bytes of dynamic shared memory: two blocks per SM, held to 80 registers by
+// __launch_bounds__(256, 3) (at (256, 2) ptxas took 128 and spilled 28 bytes; at 80 it keeps 4).
 // Not checked here: K = 128; HV a multiple of H; the buffers' extents; NC = ceil(T / 64).
 #include <cuda_fp16.h>
 #include <stddef.h>
@@ -54,11 +59,12 @@ struct SmemGdn {
   uint32_t rq[kC][kRawW];           // the raw stage (prep v4's rows)
   uint32_t rk[kC][kRawW];
   float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
+  KbtStage kbt;                     // (k b)^T of the chunk, to global in phase 4 (kbt_out)
 };
 
-constexpr int kChunk64PrepGdnSmem = 60480;
+constexpr int kChunk64PrepGdnSmem = 76864;
 static_assert(int(sizeof(SmemGdn)) == kChunk64PrepGdnSmem, "kChunk64PrepGdnSmem is the layout");
-static_assert(3 * (kChunk64PrepGdnSmem + 1024) <= 228 * 1024, "three blocks per SM (1 KiB reserved each)");
+static_assert(2 * (kChunk64PrepGdnSmem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
 static_assert(offsetof(SmemGdn, akh) % 16 == 0 && offsetof(SmemGdn, akd) % 16 == 0,
               "ldmatrix rows of akh, float4 rows of akd");
 static_assert(offsetof(SmemGdn, rq) % 16 == 0 && offsetof(SmemGdn, rk) % 16 == 0,
@@ -66,15 +72,6 @@ static_assert(offsetof(SmemGdn, rq) % 16 == 0 && offsetof(SmemGdn, rk) % 16 == 0
 static_assert(offsetof(SmemGdn, rs) % 16 == 0 && offsetof(SmemGdn, G) % 8 == 0,
               "rs read as float4 (two tokens' scales), G as float2");
 static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
-
-// kStageKbt: (k b)^T staged behind SmemGdn (chunk64_prep_shared.cuh's KbtStage) and written by
-// warps 2..7 while warps 0, 1 take the diagonal inverses.
-constexpr int kChunk64PrepGdnKbtSmem = kChunk64PrepGdnSmem + int(sizeof(KbtStage));
-static_assert(kChunk64PrepGdnSmem % 16 == 0 && kChunk64PrepGdnKbtSmem == 76864,
-              "the stage 16-byte aligned behind SmemGdn; kernrt.gen.kda_chunk64 reads the literal");
-__device__ __forceinline__ KbtStage* kbt_stage(SmemGdn& sm) {
-  return reinterpret_cast<KbtStage*>(reinterpret_cast<unsigned char*>(&sm) + kChunk64PrepGdnSmem);
-}
 
 // The gate of the chunk by one warp: lane l takes tokens 2l, 2l + 1 (lg 0 past T), an inclusive
 // scan of the pair sums, G_{2l+1} = the scan, G_{2l} = the scan - lg_{2l+1}; then 2^G, 2^(G_63 -
@@ -107,7 +104,6 @@ __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn
 
 // Step 2, thread (sub-block I, channel pair cp): k a = k^ 2^G_t and q a rows (tokens 16 I ..) of
 // kq, (k b)^T = (k^ 2^(G_63 - G_t))^T rows c0, c0 + 1 of kbt (f16 pairs along t, 2 STG.128 each).
-template <bool kStageKbt>
 __device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGdn& sm, int64_t chunk,
                                            int I, int cp) {
   const int c0 = 2 * cp, r0 = kSub * I;
@@ -129,7 +125,7 @@ __device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGd
     kbx[t / 2] = ptx::pack_f16x2(kb[0].x, kb[1].x);
     kby[t / 2] = ptx::pack_f16x2(kb[0].y, kb[1].y);
   }
-  kbt_rows<kStageKbt>(p.kbt + chunk * kK * kC, kbt_stage(sm), c0, I, cp, kbx, kby);
+  kbt_rows(sm.kbt, c0, I, cp, kbx, kby);
 }
 
 // Step 3, block u of the 10 with I >= J (u < 4: the diagonal block (u, u); else pair p = u - 4,
@@ -191,7 +187,7 @@ __device__ __forceinline__ void gram_block(SmemGdn& sm, __half* aqk, int u, int 
   }
 }
 
-template <bool kBetaSigmoid, bool kStageKbt>
+template <bool kBetaSigmoid>
 __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1);
@@ -223,7 +219,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   __syncthreads();
 
   // ---- 2. the state operands; 3. the Gram blocks (warps 0, 1 take two), the zero blocks -------
-  state_rows<kStageKbt>(p, sm, chunk, I, cp);
+  state_rows(p, sm, chunk, I, cp);
   gram_block(sm, aqk, warp, lane);
   if (warp < 2) gram_block(sm, aqk, warp + 8, lane);
   else if (warp >= 6) zero_upper(aqk, tmb, warp - 6, lane);
@@ -231,7 +227,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
   if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
-  else if (kStageKbt) kbt_out(p.kbt + chunk * kK * kC, *kbt_stage(sm), tid - 4 * kSub, kThreads - 4 * kSub);
+  else kbt_out(p.kbt + chunk * kK * kC, sm.kbt, tid - 4 * kSub, kThreads - 4 * kSub);
   __syncthreads();
   if (warp < 6) solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();
@@ -240,10 +236,10 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   if (warp < 2) solve_level<3>(sm, tmb, warp, lane);
 }
 
-template <bool kBetaSigmoid, bool kStageKbt = false>
+template <bool kBetaSigmoid>
 __device__ __forceinline__ void entry(const Chunk64PrepGdnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  prep_gdn<kBetaSigmoid, kStageKbt>(p, *reinterpret_cast<SmemGdn*>(smem_raw));
+  prep_gdn<kBetaSigmoid>(p, *reinterpret_cast<SmemGdn*>(smem_raw));
 }
 
 }  // namespace kernrt::kda::c64p4::gdn
@@ -256,11 +252,4 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
     kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepGdnParams p) {
   kernrt::kda::c64p4::gdn::entry<true>(p);
-}
-// Candidate (kda_profile.py variants "kbts"): (k b)^T staged (KbtStage), kChunk64PrepGdnKbtSmem
-// bytes: two blocks per SM (held to the entries' 80 registers: at (256, 2) ptxas took 128 and
-// spilled 28 bytes).
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
-    kda_chunk64_prep_gdn_kbts_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepGdnParams p) {
-  kernrt::kda::c64p4::gdn::entry<false, true>(p);
 }
