@@ -50,43 +50,6 @@ __device__ __forceinline__ void kbt_out(__half* kbt, const KbtStage& ks, int t, 
   }
 }
 
-// A 64 x 64 f16 tile of a chunk (aqk, tmb) as the pieces below write it: in global memory
-// (GlobalTile, prep v4), or staged in shared memory (StagedTile over a TileStage: 16-byte chunk
-// j of row r at j ^ (r % 8), so the mma fragments' 8 rows of one 16-byte column fall on 8 chunks)
-// and written out whole by tile_out (GDN's prep: see kda_chunk64_prep_gdn.cu).
-struct GlobalTile {
-  __half* p;
-  __device__ __forceinline__ void h2(int r, int c, float lo, float hi) const { stg_h2(p + r * kC + c, lo, hi); }
-  __device__ __forceinline__ void u16(int r, int c, uint16_t v) const {
-    *reinterpret_cast<uint16_t*>(p + r * kC + c) = v;
-  }
-  __device__ __forceinline__ void zero8(int r, int c) const {  // c a multiple of 8
-    *reinterpret_cast<uint4*>(p + r * kC + c) = make_uint4(0u, 0u, 0u, 0u);
-  }
-};
-struct TileStage {
-  uint4 w[kC][kC / 8];
-};
-static_assert(sizeof(TileStage) == 8192, "one 64 x 64 f16 tile");
-struct StagedTile {
-  TileStage* t;
-  __device__ __forceinline__ uint16_t* at(int r, int c) const {
-    return reinterpret_cast<uint16_t*>(&t->w[r][(c >> 3) ^ (r & 7)]) + (c & 7);
-  }
-  __device__ __forceinline__ void h2(int r, int c, float lo, float hi) const {
-    *reinterpret_cast<uint32_t*>(at(r, c)) = ptx::pack_f16x2(lo, hi);
-  }
-  __device__ __forceinline__ void u16(int r, int c, uint16_t v) const { *at(r, c) = v; }
-  __device__ __forceinline__ void zero8(int r, int c) const {
-    t->w[r][(c >> 3) ^ (r & 7)] = make_uint4(0u, 0u, 0u, 0u);
-  }
-};
-// A staged tile to its 8 KiB in global memory by threads t .. of n (whole 512-byte runs).
-__device__ __forceinline__ void tile_out(__half* dst, const TileStage& ts, int t, int n) {
-  uint4* d = reinterpret_cast<uint4*>(dst);
-  for (int i = t; i < kC * kC / 8; i += n) d[i] = ts.w[i >> 3][(i & 7) ^ ((i >> 3) & 7)];
-}
-
 // The raw stage's copy j of one row (cp.async, 16 bytes at +64 j on both sides) of q and k:
 // thread row t, 16-byte chunk c / 8 + 4 j; a masked row (ok false) reads no byte: its source
 // is the tensor's start plus the offset, size 0 (zero fill).
@@ -153,21 +116,22 @@ __device__ __forceinline__ void gram_norms(S& sm, float scale, int I, int warp, 
 // The upper blocks (I < J) of aqk and tmb are 0: 6 blocks x 16 rows x 2 uint4 each, by two
 // warps w = 0, 1, lane (r = row, h = half): block row w, blocks (w, 1 + w), (w, 2 + w) at offsets
 // off, off + 16, and (0, 3) (w = 0) or (2, 3) (w = 1) as the third (no per-store decode).
-template <class T>
-__device__ __forceinline__ void zero_upper(const T& aqk, const T& tmb, int w, int lane) {
-  const int r = kSub * w + (lane >> 1), c = kSub * (1 + w) + 8 * (lane & 1);
-  const int r3 = w ? r + kSub : r, c3 = w ? c + kSub : c + 2 * kSub;
-  aqk.zero8(r, c), tmb.zero8(r, c);
-  aqk.zero8(r, c + kSub), tmb.zero8(r, c + kSub);
-  aqk.zero8(r3, c3), tmb.zero8(r3, c3);
+__device__ __forceinline__ void zero_upper(__half* aqk, __half* tmb, int w, int lane) {
+  const int r = lane >> 1, h = lane & 1;
+  const int off = (kSub * w + r) * kC + kSub * (1 + w) + 8 * h;
+  const int off3 = w ? off + kSub * kC + kSub : off + 2 * kSub;
+  const uint4 z = make_uint4(0u, 0u, 0u, 0u);
+  *reinterpret_cast<uint4*>(aqk + off) = z, *reinterpret_cast<uint4*>(tmb + off) = z;
+  *reinterpret_cast<uint4*>(aqk + off + kSub) = z, *reinterpret_cast<uint4*>(tmb + off + kSub) = z;
+  *reinterpret_cast<uint4*>(aqk + off3) = z, *reinterpret_cast<uint4*>(tmb + off3) = z;
 }
 
 // Tm's diagonal blocks: thread tid < 64, block bI = tid / 16, column j = tid % 16, forward
 // substitution of (I + A_II)^-1 in fp32 from sm.akd (fp32 strictly lower blocks, beta in); the
 // column in f16 to tt (transposed, the levels' B operand), th (row-major, A operand) and times
 // beta_j to tmb. Needs akd and beta visible (a barrier before).
-template <class S, class T>
-__device__ __forceinline__ void solve_diag(S& sm, const T& tmb, int tid) {
+template <class S>
+__device__ __forceinline__ void solve_diag(S& sm, __half* tmb, int tid) {
   SolveTiles& sv = sm.sv;
   const int bI = tid >> 4, j = tid & (kSub - 1), o = kSub * bI;
   const float* A = sm.akd[bI];
@@ -202,7 +166,7 @@ __device__ __forceinline__ void solve_diag(S& sm, const T& tmb, int tid) {
   for (int i = 0; i < kSub; ++i) {
     const int sh = 16 * (i & 1);
     *reinterpret_cast<uint16_t*>(&sv.th[bI][i][j]) = uint16_t(hp[i / 2] >> sh);
-    tmb.u16(o + i, o + j, uint16_t(bp[i / 2] >> sh));
+    *reinterpret_cast<uint16_t*>(tmb + (o + i) * kC + o + j) = uint16_t(bp[i / 2] >> sh);
   }
 }
 
@@ -211,8 +175,8 @@ __device__ __forceinline__ void solve_diag(S& sm, const T& tmb, int tid) {
 // operand (v2's order). A template per level: the M loop unrolled (M = J + m, I - M = kL - m
 // known), so the pair's tile is J plus a constant and every address an immediate from the
 // level's base (the loop over L and M with pair_of per trip was ~16 index instructions a trip).
-template <int kL, class S, class T>
-__device__ __forceinline__ void solve_level(S& sm, const T& tmb, int warp, int lane) {
+template <int kL, class S>
+__device__ __forceinline__ void solve_level(S& sm, __half* tmb, int warp, int lane) {
   SolveTiles& sv = sm.sv;
   const int g = lane >> 2, qd = lane & 3;
   const int J = warp >> 1, nh = warp & 1, bI = J + kL, n0 = kSub * J + 8 * nh;
@@ -242,7 +206,7 @@ __device__ __forceinline__ void solve_level(S& sm, const T& tmb, int warp, int l
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int i = kSub * bI + g + 8 * h;
-    tmb.h2(i, j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
+    stg_h2(tmb + i * kC + j, -t[2 * h] * bj0, -t[2 * h + 1] * bj1);
     sv.tt[j][i] = __float2half_rn(-t[2 * h]);
     sv.tt[j + 1][i] = __float2half_rn(-t[2 * h + 1]);
   }

@@ -393,7 +393,7 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
     }
   } else {
     // the upper blocks (I < J) of aqk and tmb are 0 (warps 6, 7)
-    zero_upper(GlobalTile{aqk}, GlobalTile{tmb}, warp - 6, lane);
+    zero_upper(aqk, tmb, warp - 6, lane);
     kbt_out(p.kbt + chunk * kK * kC, *kbt_over_g(sm), tid - 6 * 32, 2 * 32);
   }
   __syncthreads();  // the tiles are dead: the diagonal operands go over them
@@ -493,18 +493,17 @@ __device__ void prep64(const Chunk64Prep4Params& p, Smem& sm) {
   }
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
-  const GlobalTile tm{tmb};
-  if (tid < 4 * kSub) solve_diag(sm, tm, tid);
+  if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
   __syncthreads();
   // T_IJ = -T_II sum_{M=J..I-1} A_IM T_MJ (I - J = L): level L on warps 0 .. 2 (4 - L) - 1
   if (warp < 6)
-    solve_level<1>(sm, tm, warp, lane);
+    solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();
   if (warp < 4)
-    solve_level<2>(sm, tm, warp, lane);
+    solve_level<2>(sm, tmb, warp, lane);
   __syncthreads();
   if (warp < 2)
-    solve_level<3>(sm, tm, warp, lane);
+    solve_level<3>(sm, tmb, warp, lane);
 }
 
 }  // namespace kernrt::kda::c64p4

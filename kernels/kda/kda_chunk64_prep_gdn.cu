@@ -39,8 +39,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include <type_traits>
-
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/mma.cuh"
 #include "kda/chunk64_params.h"
@@ -62,10 +60,9 @@ struct SmemGdn {
   uint32_t rk[kC][kRawW];
   float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
   KbtStage kbt;                     // (k b)^T of the chunk, to global in phase 4 (kbt_out)
-  TileStage aqk, tmb;               // kStageTiles: the chunk's Aqk and Tm Diag(beta) (tile_out)
 };
 
-constexpr int kChunk64PrepGdnSmem = 93248;
+constexpr int kChunk64PrepGdnSmem = 76864;
 static_assert(int(sizeof(SmemGdn)) == kChunk64PrepGdnSmem, "kChunk64PrepGdnSmem is the layout");
 static_assert(2 * (kChunk64PrepGdnSmem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
 static_assert(offsetof(SmemGdn, akh) % 16 == 0 && offsetof(SmemGdn, akd) % 16 == 0,
@@ -131,21 +128,12 @@ __device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGd
   kbt_rows(sm.kbt, c0, I, cp, kbx, kby);
 }
 
-// The chunk's tile as the prep writes it: global (`g`) or staged (`st`).
-template <class T>
-__device__ __forceinline__ T tile_of(__half* g, TileStage& st);
-template <>
-__device__ __forceinline__ GlobalTile tile_of<GlobalTile>(__half* g, TileStage&) { return GlobalTile{g}; }
-template <>
-__device__ __forceinline__ StagedTile tile_of<StagedTile>(__half*, TileStage& st) { return StagedTile{&st}; }
-
 // Step 3, block u of the 10 with I >= J (u < 4: the diagonal block (u, u); else pair p = u - 4,
 // (pair_i(p), pair_j(p))): S_qk = q_I k_J^T and S_kk = k_I k_J^T of the raw bf16 rows (gram_norms'
 // fragment map: A from rows 16 I + .., B from rows 16 J + ..), 8 k-steps x 4 mma, then the
 // scales and E per element of the accumulators (rows i = 16 I + g, + 8; columns j = 16 J +
 // 8 nt + 2 qd, + 1).
-template <class T>
-__device__ __forceinline__ void gram_block(SmemGdn& sm, const T& aqk, int u, int lane) {
+__device__ __forceinline__ void gram_block(SmemGdn& sm, __half* aqk, int u, int lane) {
   const int g = lane >> 2, qd = lane & 3, p = u - 4;
   const bool diag = u < 4;
   const int bI = diag ? u : pair_i(p), bJ = diag ? u : pair_j(p);
@@ -187,8 +175,8 @@ __device__ __forceinline__ void gram_block(SmemGdn& sm, const T& aqk, int u, int
         vk[e] = il > jl + c ? vk[e] : 0.f;
       }
     }
-    aqk.h2(i0, j, vq[0], vq[1]);
-    aqk.h2(i0 + 8, j, vq[2], vq[3]);
+    stg_h2(aqk + i0 * kC + j, vq[0], vq[1]);
+    stg_h2(aqk + (i0 + 8) * kC + j, vq[2], vq[3]);
     if (diag) {
       *reinterpret_cast<float2*>(&sm.akd[bI][g * kSub + jl]) = make_float2(vk[0], vk[1]);
       *reinterpret_cast<float2*>(&sm.akd[bI][(g + 8) * kSub + jl]) = make_float2(vk[2], vk[3]);
@@ -199,7 +187,7 @@ __device__ __forceinline__ void gram_block(SmemGdn& sm, const T& aqk, int u, int
   }
 }
 
-template <bool kBetaSigmoid, bool kStageTiles, class T>
+template <bool kBetaSigmoid>
 __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
   const int I = warp >> 1, cp = tid & (kC - 1);
@@ -232,36 +220,26 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
 
   // ---- 2. the state operands; 3. the Gram blocks (warps 0, 1 take two), the zero blocks -------
   state_rows(p, sm, chunk, I, cp);
-  const T aq = tile_of<T>(aqk, sm.aqk), tm = tile_of<T>(tmb, sm.tmb);
-  gram_block(sm, aq, warp, lane);
-  if (warp < 2) gram_block(sm, aq, warp + 8, lane);
-  else if (warp >= 6) zero_upper(aq, tm, warp - 6, lane);
+  gram_block(sm, aqk, warp, lane);
+  if (warp < 2) gram_block(sm, aqk, warp + 8, lane);
+  else if (warp >= 6) zero_upper(aqk, tmb, warp - 6, lane);
   __syncthreads();
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
-  if (tid < 4 * kSub) {
-    solve_diag(sm, tm, tid);
-  } else {
-    kbt_out(p.kbt + chunk * kK * kC, sm.kbt, tid - 4 * kSub, kThreads - 4 * kSub);
-    if (kStageTiles) tile_out(aqk, sm.aqk, tid - 4 * kSub, kThreads - 4 * kSub);
-  }
+  if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
+  else kbt_out(p.kbt + chunk * kK * kC, sm.kbt, tid - 4 * kSub, kThreads - 4 * kSub);
   __syncthreads();
-  if (warp < 6) solve_level<1>(sm, tm, warp, lane);
+  if (warp < 6) solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();
-  if (warp < 4) solve_level<2>(sm, tm, warp, lane);
+  if (warp < 4) solve_level<2>(sm, tmb, warp, lane);
   __syncthreads();
-  if (warp < 2) solve_level<3>(sm, tm, warp, lane);
-  if (kStageTiles) {
-    __syncthreads();
-    tile_out(tmb, sm.tmb, tid, kThreads);
-  }
+  if (warp < 2) solve_level<3>(sm, tmb, warp, lane);
 }
 
-template <bool kBetaSigmoid, bool kStageTiles = false>
+template <bool kBetaSigmoid>
 __device__ __forceinline__ void entry(const Chunk64PrepGdnParams& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  using T = std::conditional_t<kStageTiles, StagedTile, GlobalTile>;
-  prep_gdn<kBetaSigmoid, kStageTiles, T>(p, *reinterpret_cast<SmemGdn*>(smem_raw));
+  prep_gdn<kBetaSigmoid>(p, *reinterpret_cast<SmemGdn*>(smem_raw));
 }
 
 }  // namespace kernrt::kda::c64p4::gdn
@@ -274,9 +252,4 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
     kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepGdnParams p) {
   kernrt::kda::c64p4::gdn::entry<true>(p);
-}
-// Candidate (kda_profile.py variants "tiles"): Aqk and Tm Diag(beta) staged too (kStageTiles).
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64p4::kThreads, 3)
-    kda_chunk64_prep_gdn_tiles_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64PrepGdnParams p) {
-  kernrt::kda::c64p4::gdn::entry<false, true>(p);
 }

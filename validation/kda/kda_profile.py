@@ -216,8 +216,7 @@ def occupancy(reps=10):
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
 # order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block,
 # j3 its transposed rows swizzled)
-VARIANTS = {"shipped": {},
-            "tiles": {"kda_chunk64_prep_gdn_sm90a_f16_k128": "kda_chunk64_prep_gdn_tiles_sm90a_f16_k128"}}
+VARIANTS = {"shipped": {}}
 
 
 def variants(rounds=3, reps=10):

@@ -57,7 +57,7 @@ C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_pre
 # the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
 # source's kChunk64Prep4Smem / kChunk64PrepGdnSmem)
 PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968),
-         "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 93248)}
+         "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 76864)}
 # the deleted preps over prepared fp32 tokens, refused by name (kernels/kda/chunk64.md "History")
 RETIRED_PREPS = {"prep": "prep v2 (kda_chunk64_prep.cu)", "prep3": "prep v3 (kda_chunk64_prep3.cu)"}
 C64_PREP4_PACK = 128      # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
