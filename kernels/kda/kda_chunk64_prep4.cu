@@ -109,9 +109,9 @@ __device__ __forceinline__ KbtStage* kbt_over_g(Smem& sm) {
 }
 
 // Step 1 after the exchanges, for sub-block kI (a template: no per-token conditions, no
-// factors of 1): gamma (kI = 0), a = A_I la and b = B_I lb; k a, q a rows of kq and (k b)^T
-// rows of kbt in f16x2 packs to global memory; q la, k la (kI >= 1) and k lb D (kI <= 2, the
-// pairs with J = kI) into the tiles. q^, k^ are formed per token from the raw stage and the
+// factors of 1): gamma (kI = 0), a = A_I la and b = B_I lb; k a, q a rows of kq (to global) and
+// (k b)^T rows of kbt (staged: kbt_rows) in f16x2 packs; q la, k la (kI >= 1) and k lb D (kI <=
+// 2, the pairs with J = kI) into the tiles. q^, k^ are formed per token from the raw stage and the
 // scales rs (the forward pass for la, the backward pass re-forms k^ for lb).
 template <int kI>
 __device__ __forceinline__ void channel_pass(const Chunk64Prep4Params& p, Smem& sm, int64_t chunk,

@@ -103,7 +103,7 @@ __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn
 }
 
 // Step 2, thread (sub-block I, channel pair cp): k a = k^ 2^G_t and q a rows (tokens 16 I ..) of
-// kq, (k b)^T = (k^ 2^(G_63 - G_t))^T rows c0, c0 + 1 of kbt (f16 pairs along t, 2 STG.128 each).
+// kq, (k b)^T = (k^ 2^(G_63 - G_t))^T rows c0, c0 + 1 of kbt (f16 pairs along t, staged: kbt_rows).
 __device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGdn& sm, int64_t chunk,
                                            int I, int cp) {
   const int c0 = 2 * cp, r0 = kSub * I;
