@@ -83,6 +83,11 @@ struct Chunk64State2Params {
   int32_t cp_segs;
   int32_t seg_chunks;         // 64-token chunks per segment
   int32_t seqs;               // the call's sequences (the scratch's extent)
+  // Decay-bounded context parallel (GDN; null: every segment exact, as KDA's): per chunk slot
+  // log2 of a bound on the norm of the chunk's transition (Chunk64PrepGdnParams::bound). A
+  // segment whose trailing chunks' bounds sum below kWarmLog2 (kda_chunk64_state2.cu) runs in
+  // phase 1 from zero over those chunks alone, its transition written as zeros.
+  const float* bound;
 };
 
 static_assert(offsetof(Chunk64State2Params, kq) == 0, "pack layout");
@@ -107,7 +112,8 @@ static_assert(offsetof(Chunk64State2Params, cp_phase) == 136, "pack layout");
 static_assert(offsetof(Chunk64State2Params, cp_segs) == 140, "pack layout");
 static_assert(offsetof(Chunk64State2Params, seg_chunks) == 144, "pack layout");
 static_assert(offsetof(Chunk64State2Params, seqs) == 148, "pack layout");
-static_assert(sizeof(Chunk64State2Params) == 152, "pack size");
+static_assert(offsetof(Chunk64State2Params, bound) == 152, "pack layout");
+static_assert(sizeof(Chunk64State2Params) == 160, "pack size");
 
 // Where the operands of chunk c of sequence n, value head hv live (the preps write them, the
 // state step reads them), in units of one chunk's operand block (kq 128 x K, kbt K x 64, ...):
@@ -201,6 +207,11 @@ struct Chunk64PrepGdnParams {
   const int32_t* cu_seqlens;  // varlen: [seqs + 1] (grid.x = the slots); null: dense (grid (NC, HV, N))
   int32_t seqs;              // varlen: sequences
   int32_t flags;            // kPrepBetaBf16 | kPrepGBf16
+  // per chunk slot log2 of a bound on the norm of the chunk's transition, or null (not
+  // written): sum over its tokens of log2 decay + log2 max(1, |1 - beta|). With unit k
+  // (l2norm) a token maps the state S to decay S (I - beta k k^T), whose norm is at most
+  // decay max(1, |1 - beta|) |S|.
+  float* bound;
 };
 
 static_assert(offsetof(Chunk64PrepGdnParams, q) == 0, "pack layout");
@@ -223,6 +234,7 @@ static_assert(offsetof(Chunk64PrepGdnParams, pad) == 108, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, cu_seqlens) == 112, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, seqs) == 120, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, flags) == 124, "pack layout");
-static_assert(sizeof(Chunk64PrepGdnParams) == 128, "pack size");
+static_assert(offsetof(Chunk64PrepGdnParams, bound) == 128, "pack layout");
+static_assert(sizeof(Chunk64PrepGdnParams) == 136, "pack size");
 
 }  // namespace kernrt::kda

@@ -12,7 +12,8 @@
 //   0. the raw stage: q, k rows by cp.async (prep v4's copy, zero past T); beta by 64 threads;
 //      the gate by warp 2 meanwhile: lg_t = max(-A log2(1 + 2^((g + dt_bias) log2 e)), -64)
 //      (A = exp(A_log): -A softplus(g + dt_bias) in log2 units, 3 MUFU; 0 past T), its prefix
-//      G by a warp scan over token pairs, 2^G_t, 2^(G_63 - G_t) and gamma = 2^G_63;
+//      G by a warp scan over token pairs, 2^G_t, 2^(G_63 - G_t) and gamma = 2^G_63 (and the
+//      chunk's transition bound for decay-bounded context parallel, when asked: gate_scan);
 //   1. the l2 scales from the Gram diagonals (prep v4's gram_norms);
 //   2. thread (sub-block I = warp / 2, channel pair cp): q^, k^ of its 16 tokens from the raw
 //      stage and the scales; k a, q a rows of kq, (k b)^T rows of kbt as f16x2 packs (kbt staged
@@ -75,7 +76,12 @@ static_assert(kThreads == 4 * kC, "thread = (sub-block, channel pair)");
 
 // The gate of the chunk by one warp: lane l takes tokens 2l, 2l + 1 (lg 0 past T), an inclusive
 // scan of the pair sums, G_{2l+1} = the scan, G_{2l} = the scan - lg_{2l+1}; then 2^G, 2^(G_63 -
-// G) to shared memory and gamma (2^G_63 on the 128 key channels, a float4 per lane) to global.
+// G) to shared memory and gamma (2^G_63 on the 128 key channels, a float4 per lane) to global;
+// with p.bound, G_63 + sum log2 max(1, |1 - beta|) over the live tokens (the chunk's transition
+// bound, Chunk64PrepGdnParams::bound; the clamp below only raises it; a NaN beta makes it NaN,
+// which no segment's sum passes: that segment stays exact). Beta logits give beta in (0, 1):
+// no term.
+template <bool kBetaSigmoid>
 __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn& sm, int lane,
                                           int64_t row0, int hv, int HV, int live, int64_t chunk) {
   const float A = __expf(p.a_log[hv]), dtl = p.dt_bias[hv] * kLog2e;
@@ -100,6 +106,21 @@ __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn
   *reinterpret_cast<float2*>(&sm.eb[2 * lane]) = make_float2(exp2f(Gend - G0), exp2f(Gend - s));
   const float gm = exp2f(Gend);
   reinterpret_cast<float4*>(p.gamma + chunk * kK)[lane] = make_float4(gm, gm, gm, gm);
+  if (p.bound == nullptr) return;
+  float e = 0.f;
+  if (!kBetaSigmoid) {
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int t = 2 * lane + u;
+      const float d = t < live ? fabsf(1.f - c64::token_scalar(p.beta, (row0 + t) * HV + hv,
+                                                                p.flags & kPrepBetaBf16))
+                               : 0.f;
+      e += d <= 1.f ? 0.f : __log2f(d);  // NaN: log2 of NaN
+    }
+#pragma unroll
+    for (int d = 16; d > 0; d >>= 1) e += __shfl_xor_sync(0xffffffffu, e, d);
+  }
+  if (lane == 0) p.bound[chunk] = Gend + e;
 }
 
 // Step 2, thread (sub-block I, channel pair cp): k a = k^ 2^G_t and q a rows (tokens 16 I ..) of
@@ -210,7 +231,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
     const float x = tid < live ? c64::token_scalar(p.beta, i, p.flags & kPrepBetaBf16) : 0.f;
     sm.beta[tid] = !kBetaSigmoid ? x : (tid < live ? __fdividef(1.f, 1.f + exp2f(-x * kLog2e)) : 0.f);
   }
-  if (warp == 2) gate_scan(p, sm, lane, row0, hv, HV, live, chunk);
+  if (warp == 2) gate_scan<kBetaSigmoid>(p, sm, lane, row0, hv, HV, live, chunk);
   ptx::cp_async_wait_group<0>();
   __syncthreads();
 

@@ -201,7 +201,44 @@ struct Plan {
   float* x1;          // final rows (null: not stored)
   bool out;           // o computed and stored (false: X's products alone, chunk64_step)
   bool exit;
+  float* zero_m;      // a dropped transition: its [K, K] written as zeros, nothing else run
 };
+
+// Decay-bounded context parallel (Chunk64State2Params::bound, which GDN's prep writes). With
+// S_w the state entering chunk w of a segment that ends at chunk c1 - 1, its end state is
+// S_w Phi + (the end state from zero over w .. c1 - 1), |S_w Phi| <= 2^(the sum of the chunks'
+// bounds) |S_w|. Where that sum is below 2^kWarmLog2, phase 1 runs the segment from zero over
+// those trailing chunks alone and its transition M (|M| <= the same bound) is zero: the state
+// gives up terms below fp32's unit roundoff of |S_w|, as its own sums round (2^-24), and the
+// inputs of the dropped chunks do not reach the end state. flash-qla's GDN does the same with
+// e^-10 (2^-14.4) and fla's init gates: at B1 T32768 H16 most heads need a few chunks, the
+// longest-lived ~30 (validation/kda/notes.md). Without a bound, or where no suffix of the
+// segment sums below it, the segment is exact (phase 1 from zero and from X = I, as KDA's).
+constexpr float kWarmLog2 = -24.f;
+
+// The latest chunk w in [c0, c1) whose bounds w .. c1 - 1 sum below kWarmLog2, or -1 (none).
+// Each warp computes it alone (no shared memory, no barrier; all its lanes converged), 32
+// chunks a round from the end: lane l takes chunk base - l, an inclusive scan, a ballot. A NaN
+// bound ends the search at it: the chunks before it are never dropped.
+__device__ __forceinline__ int warm_start(const float* bound, const SeqChunks& sc, int c0, int c1) {
+  const int lane = threadIdx.x & 31;
+  float carry = 0.f;
+  for (int base = c1 - 1; base >= c0; base -= 32) {
+    const int c = base - lane;
+    float b = c >= c0 ? bound[sc.slot0 + int64_t(c) * sc.step] : 0.f;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const float y = __shfl_up_sync(0xffffffffu, b, d);
+      if (lane >= d) b += y;
+    }
+    b += carry;
+    const uint32_t hit = __ballot_sync(0xffffffffu, c >= c0 && b < kWarmLog2);
+    if (hit) return base - (__ffs(hit) - 1);
+    carry = __shfl_sync(0xffffffffu, b, 31);
+    if (carry != carry) return -1;  // NaN: nothing before it is dropped
+  }
+  return -1;
+}
 
 template <bool kWithO>
 __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
@@ -299,6 +336,9 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
 //   segments between from zero into B and, in the extra tile, X = I into M; the last segment
 //   exits (its transition feeds nothing: phase 3 runs it and writes the final state);
 // - phase 3: segments 1 .. nseg - 1 from their combined initial states I, with o.
+// Decay-bounded (p.bound, warm_start): a segment before the last whose trailing chunks w ..
+// suffice runs in phase 1 from zero over them alone into B, its transition tile writes M = 0;
+// segment 0 then runs for real in phase 3 (from the sequence's initial state, with o).
 __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqChunks& sc, int n,
                                         int seg, int v0) {
   const int nc = sc.len > 0 ? (sc.len + kC - 1) / kC : 0;
@@ -306,7 +346,7 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
   const int64_t rows = (int64_t(hv) * V + v0) * kK;  // the tile's rows in a [HV, V, K] line
   const float* x0 = state_line(p.x0, p.x0_lines, p.x0_stride, n);
   float* xt = state_line(p.xt, p.xt_lines, p.xt_stride, n);
-  Plan pl{0, nc, x0 ? x0 + rows : nullptr, false, xt ? xt + rows : nullptr, true, false};
+  Plan pl{0, nc, x0 ? x0 + rows : nullptr, false, xt ? xt + rows : nullptr, true, false, nullptr};
   if (p.cp_phase == 0) return pl;
   const int segs = p.cp_segs, L = p.seg_chunks;
   const int nseg = nc <= 0 ? 1 : min(segs, (nc + L - 1) / L);
@@ -318,6 +358,21 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
   const int64_t units = int64_t(p.seqs) * segs * gridDim.y;
   const int64_t unit = (int64_t(n) * segs + seg) * gridDim.y + hv;
   float* b = p.cp_scratch + (unit * V + v0) * kK;
+  const int w = p.bound != nullptr && !pl.exit && !last ? warm_start(p.bound, sc, pl.c0, pl.c1) : -1;
+  if (w >= 0) {
+    if (p.cp_phase == 1) {  // the trailing chunks from zero into B; M = 0 (none for segment 0)
+      if (mtile) {
+        pl.exit = true;
+        if (seg > 0) pl.zero_m = p.cp_scratch + units * V * kK + unit * kK * kK;
+      }
+      pl.c0 = w, pl.x0 = nullptr, pl.out = false, pl.x1 = b;
+    } else {  // phase 3: the segment for real from its initial state, with o
+      pl.exit |= mtile;
+      if (seg > 0) pl.x0 = p.cp_scratch + units * (V + kK) * kK + (unit * V + v0) * kK;
+      pl.x1 = nullptr;
+    }
+    return pl;
+  }
   if (p.cp_phase == 1) {
     if (seg == 0) {
       pl.exit |= mtile;
@@ -362,6 +417,10 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   const SeqChunks sc = seq_chunks(p.cu_seqlens, n, p.tokens, p.chunks, blockIdx.y, gridDim.y);
   const int v0 = kVT * blockIdx.x;
   const Plan pl = plan_of(p, sc, n, seg, v0);
+  if (pl.zero_m != nullptr) {  // a dropped transition (decay-bounded context parallel)
+    const float4 z = make_float4(0.f, 0.f, 0.f, 0.f);
+    for (int i = threadIdx.x; i < kK * kK / 4; i += kThreads) reinterpret_cast<float4*>(pl.zero_m)[i] = z;
+  }
   if (pl.exit) return;
   zero_upper_blocks(sm);
   if (threadIdx.x == 0) {

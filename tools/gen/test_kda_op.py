@@ -321,7 +321,7 @@ class Chunk64StateEntry(unittest.TestCase):
         off = {m.group(1): int(m.group(2)) for m in re.finditer(
             r"offsetof\(Chunk64PrepGdnParams, (\w+)\) == (\d+)", text)}
         self.assertEqual(int(re.search(r"sizeof\(Chunk64PrepGdnParams\) == (\d+)", text).group(1)),
-                         g64.C64_PREP4_PACK)
+                         g64.C64_PREP_GDN_PACK)
         with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep_gdn.cu")) as f:
             src = f.read()
         module, entry, smem = g64.PREPS["gdn"]
@@ -339,7 +339,8 @@ class Chunk64StateEntry(unittest.TestCase):
         lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
         self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
                                 off["group"]: 2, off["chunks"]: 4, off["pad"]: 0})
-        self.assertEqual(off["flags"] + 4, g64.C64_PREP4_PACK)
+        self.assertEqual(off["flags"] + 4, off["bound"])  # the bounds' pointer (null here) last
+        self.assertEqual(off["bound"] + 8, g64.C64_PREP_GDN_PACK)
         self.assertEqual(m["buffers"]["g"], {"dtype": "f32", "shape": ["seqs", 200, 4], "kind": "input"})
         self.assertEqual(m["buffers"]["dt_bias"], {"dtype": "f32", "shape": [4], "kind": "input"})
         self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 200, 2, 128], "kind": "input"})

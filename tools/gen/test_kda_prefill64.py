@@ -77,8 +77,8 @@ class Selection(unittest.TestCase):
 
 class Packs(unittest.TestCase):
     def test_sizes_and_sources(self):
-        for struct, size in (("Chunk64Prep4Params", c64.PREP_PACK),
-                             ("Chunk64PrepGdnParams", c64.PREP_PACK),
+        for struct, size in (("Chunk64Prep4Params", c64.PREP_PACKS["kda"]),
+                             ("Chunk64PrepGdnParams", c64.PREP_PACKS["gdn"]),
                              ("Chunk64State2Params", c64.STATE_PACK)):
             self.assertEqual(_offsets(struct)[1], size, struct)
         text = _header()
@@ -196,6 +196,30 @@ class Packs(unittest.TestCase):
         self.assertEqual((comb["block"][0], comb["shared_mem"]), (256, 139280))
         self.assertEqual(op["impl"]["scratch"]["cp"],
                          {"dtype": "f32", "shape": ["seqs", 4 * 4 * (2 * 256 + 128) * 128]})
+        # KDA's context parallel is exact: no transition bounds
+        self.assertNotIn("bound", op["impl"]["scratch"])
+        self.assertNotIn(so["bound"], _fields(ph1))
+
+    def test_gdn_context_parallel_is_decay_bounded(self):
+        p = g.Profile("gdn", heads=2, value_heads=4, g="bf16", gate="softplus")
+        for varlen, extent in ((False, ["seqs", 4 * 64, 1]), (True, [c64.varlen_slots(4096, 2) * 4, 1])):
+            op = g.prefill_op(p, "dense", init=True, final=True, varlen=varlen, max_tokens=4096,
+                              max_seqs=2 if varlen else None, cp_segs=4, seg_chunks=16)
+            prep, ph1, _, ph3 = op["impl"]["launches"]
+            self.assertEqual(op["impl"]["scratch"]["bound"], {"dtype": "f32", "shape": extent})
+            off, size = _offsets("Chunk64PrepGdnParams")
+            self.assertEqual(prep["args"][0]["pack"]["size"], size)
+            self.assertEqual(_fields(prep)[off["bound"]]["scratch"], "bound")
+            so, _ = _offsets("Chunk64State2Params")
+            for ln in (ph1, ph3):
+                self.assertEqual(_fields(ln)[so["bound"]]["scratch"], "bound")
+            # one pass: no bounds written or read
+            op = g.prefill_op(p, "dense", init=True, final=True, varlen=varlen, max_tokens=4096,
+                              max_seqs=2 if varlen else None)
+            prep, state = op["impl"]["launches"]
+            self.assertNotIn("bound", op["impl"]["scratch"])
+            self.assertNotIn(off["bound"], _fields(prep))
+            self.assertNotIn(so["bound"], _fields(state))
 
     def test_examples_use_both_kernels(self):
         ex = g.examples()

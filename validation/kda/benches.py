@@ -63,6 +63,8 @@ def cases(quick):
     # chunks, segment 0 taking 72)
     segs, L = cp_plan.plan((32768 // 64,), 16, 1)
     cp = dict(cp_segs=segs, seg_chunks=4 * L)
+    segs, L = cp_plan.plan((32768 // 64,), 16, 1, bounded=True)  # GDN's: decay-bounded (9 x 63)
+    cp_gdn = dict(cp_segs=segs, seg_chunks=4 * L)
     out = [
         ("kda B8 T4096 H16 V128", dict(B=8, T=4096, **big), {}, "fla_kda", 1845.0),
         ("kda B8 T4096 H16 V256", dict(B=8, T=4096, V=256, **big), {}, "fla_kda", 2324.0),
@@ -71,7 +73,7 @@ def cases(quick):
         # parallel 4 x 2048 1046.0, c16's 1837.3)
         ("kda varlen 16 seqs 106-6200 (32768) with state", dict(cu=cu16, **big), {}, "fla_kda",
          2007.0),
-        ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big), cp,
+        ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big), cp_gdn,
          "flash_qla", 524.5),
         ("kda B8 T4096 H16 V128 lower_bound -5, beta logits (FlashKDA's form)",
          dict(B=8, T=4096, H=16, gate="lower_bound", lower_bound=-5.0, beta="sigmoid",

@@ -90,6 +90,13 @@ def prefill_cases(quick):
         # to nothing within a segment, and context parallel equals the one pass bit for bit)
         ("c64 gdn context parallel 4 x 1024", dict(kind="gdn", B=1, T=4096, gates="init"),
          dict(cp_segs=4, seg_chunks=64, **c64)),
+        # GDN's context parallel is decay-bounded (kda_chunk64_state2.cu warm_start): at H16 and
+        # 512-token segments fla's init gates mix heads whose segments run their trailing chunks
+        # alone with heads that stay exact; the weak gates keep every segment exact
+        ("c64 gdn context parallel 8 x 512, H16, decay-bounded and exact heads",
+         dict(kind="gdn", B=1, T=4096, H=16, gates="init"), dict(cp_segs=8, seg_chunks=32, **c64)),
+        ("c64 gdn context parallel 4 x 1024, weak decay (every segment exact)",
+         dict(kind="gdn", B=1, T=4096, gates="weak"), dict(cp_segs=4, seg_chunks=64, **c64)),
         ("c64 kda context parallel 4 x 768, B2 T4000 (segment 0 takes the 15 chunks past 4 x 12)",
          dict(B=2, T=4000, gates="init", **bf), dict(cp_segs=4, seg_chunks=48, **c64)),
         ("c64 kda varlen context parallel 4 x 256 (segments past short sequences)",

@@ -29,7 +29,7 @@ NAN = float("nan")
 
 
 class Case:
-    """One input set. kind kda|gdn; gates "init" | "harsh"; gate "softplus" | "lower_bound"
+    """One input set. kind kda|gdn; gates "init" | "harsh" | "weak" (init with dt = 1e-5); gate "softplus" | "lower_bound"
     | None (g is a precomputed log decay); beta "direct" (in (0, 2)), "sigmoid" (logits, sigmoid
     in the kernel) or "logit2" (logits, 2 * sigmoid: allow_neg_eigval)."""
 
@@ -56,6 +56,8 @@ class Case:
         else:
             u = torch.rand(width, device="cuda", generator=gen)
             dt = torch.exp(u * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3)).clamp_min(1e-4)
+            if gates == "weak":  # long-lived heads: a decay of at most ~2 nats over 4096 tokens
+                dt = torch.full_like(dt, 1e-5)
             self.dt_bias = dt + torch.log(-torch.expm1(-dt))
         raw = rnd(*gshape)
         if gate is None:  # a precomputed log decay, made from the same gate formula in fp32

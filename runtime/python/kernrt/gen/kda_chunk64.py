@@ -52,7 +52,7 @@ C64_VTILE = 128           # value rows per block
 # the source's kThreads and kChunk64StateSmem / kChunk64State2Smem); both take Chunk64StateParams
 STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
           "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
-C64_STATE2_PACK = 152     # sizeof(Chunk64State2Params)
+C64_STATE2_PACK = 160     # sizeof(Chunk64State2Params)
 C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_prep_gdn.cu
 # the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
 # source's kChunk64Prep4Smem / kChunk64PrepGdnSmem)
@@ -60,7 +60,8 @@ PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 1119
          "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 76864)}
 # the deleted preps over prepared fp32 tokens, refused by name (kernels/kda/chunk64.md "History")
 RETIRED_PREPS = {"prep": "prep v2 (kda_chunk64_prep.cu)", "prep3": "prep v3 (kda_chunk64_prep3.cu)"}
-C64_PREP4_PACK = 128      # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
+C64_PREP4_PACK = 128      # sizeof(Chunk64Prep4Params)
+C64_PREP_GDN_PACK = 136   # sizeof(Chunk64PrepGdnParams): prep v4's fields and the transition bounds
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
          ("tmb", "f16", ["NC", C64, C64], 16, "in"), ("aqk", "f16", ["NC", C64, C64], 24, "in"),
@@ -240,9 +241,9 @@ def prep_gdn_op(value_heads, heads, tokens, chunks, scale=None, beta="direct"):
                {"at": 100, "i32": value_heads // heads}, {"at": 104, "i32": chunks},
                {"at": 108, "i32": 0}]
     launch = {"module": module, "entry": PREP_GDN_ENTRIES[beta],
-              "params": [f"bytes<{C64_PREP4_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
+              "params": [f"bytes<{C64_PREP_GDN_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
               "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
-              "args": [{"pack": {"size": C64_PREP4_PACK, "fields": fields}}]}
+              "args": [{"pack": {"size": C64_PREP_GDN_PACK, "fields": fields}}]}
     return {"params": params, "impl": {"launches": [launch]}}
 
 

@@ -18,6 +18,12 @@ blocks is 0.68 a step; the model then gave 159.5 steps for CP 8 x 64 in the old 
 (measured 610.5 us / 3.83 = 159.4). The combine: 24.3 us for CP 9 x 55's 8 segments in call
 j3 (its 8-warp form; the 4-warp one's 32.5 us for 8 in f6 was 1.06 steps), 0.79 steps a
 segment; the plans at the bench shapes did not move with it.
+
+Decay-bounded context parallel (`bounded`, GDN: kernels/kda/kda_chunk64_state2.cu warm_start):
+phase 1 runs each segment but the last from zero over its trailing chunks alone, one tile, and
+phase 3 runs every segment with o. The model takes WARM_CHUNKS chunks a phase-1 block (at most
+the segment), what the longest-lived heads of fla's init gates need at B1 T32768 H16; heads whose
+decay never gets there run exact, as without the bound, which the model does not count.
 """
 
 import functools
@@ -25,6 +31,7 @@ import heapq
 
 PHASE1_STEP = 0.68   # a phase-1 block's chunk step (no o) against a phase-3 block's
 COMBINE_STEP = 0.79  # the combine's time a segment, in chunk steps (call j3)
+WARM_CHUNKS = 32     # a decay-bounded phase-1 block's chunks (notes.md: the longest-lived head)
 SMS = 132            # H200 multiprocessors
 
 
@@ -51,9 +58,9 @@ def _makespan(durations, sms):
     return end
 
 
-def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS):
+def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
     """Modelled chunk steps of the state work (phase 1, combine, phase 3) for sequences of
-    `lens` chunks; segs 0: the one pass."""
+    `lens` chunks; segs 0: the one pass; bounded: decay-bounded (the module's comment)."""
     if not segs:
         return _makespan([float(c) for c in lens for _ in range(value_heads * v_tiles)], sms)
     p1, p3, walk = [], [], 0  # durations in the grids' launch order; exiting blocks left out
@@ -62,6 +69,11 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS):
         walk = max(walk, len(sg) - 1)
         for s, n in enumerate(sg):
             for _ in range(value_heads):
+                if bounded and len(sg) > 1:
+                    if s < len(sg) - 1:
+                        p1.append(min(n, WARM_CHUNKS) * PHASE1_STEP)
+                    p3 += [float(n)] * v_tiles
+                    continue
                 if s == 0:
                     p1 += [float(n)] * v_tiles
                     continue
@@ -72,9 +84,10 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS):
 
 
 @functools.lru_cache(maxsize=256)
-def plan(lens, value_heads, v_tiles, sms=SMS, max_segs=32):
+def plan(lens, value_heads, v_tiles, sms=SMS, max_segs=32, bounded=False):
     """(cp_segs, seg_chunks in 64-token chunks) for sequences of `lens` (a tuple of chunk
-    counts), or (0, 0) where no geometry beats the one pass by 5 %."""
+    counts), or (0, 0) where no geometry beats the one pass by 5 %; bounded: decay-bounded
+    context parallel (GDN's)."""
     longest = max(lens) if lens else 0
     best = (steps(lens, value_heads, v_tiles, 0, 0, sms) / 1.05, 0, 0)
     for segs in range(2, max_segs + 1):
@@ -82,7 +95,7 @@ def plan(lens, value_heads, v_tiles, sms=SMS, max_segs=32):
         for L in range(lo, hi + 1):
             if len(segments(longest, segs, L)) < segs:
                 continue  # fewer populated segments: the same as a smaller segs
-            t = steps(lens, value_heads, v_tiles, segs, L, sms)
+            t = steps(lens, value_heads, v_tiles, segs, L, sms, bounded)
             if t < best[0]:
                 best = (t, segs, L)
     return best[1], best[2]

@@ -16,7 +16,8 @@ from .kda_ops import CHUNK_PACK, K, GenError, _launch, combine_launch
 # the kernels' constants, as the design manifests (kernrt.gen.kda_chunk64) spell them
 C = g64.C64                         # tokens per chunk
 PREP_THREADS = g64.C64_PREP_THREADS
-PREP_PACK = g64.C64_PREP4_PACK      # sizeof(Chunk64Prep4Params) == sizeof(Chunk64PrepGdnParams)
+# kind -> sizeof(Chunk64Prep4Params) / sizeof(Chunk64PrepGdnParams)
+PREP_PACKS = {"kda": g64.C64_PREP4_PACK, "gdn": g64.C64_PREP_GDN_PACK}
 STATE_MODULE, STATE_ENTRY, STATE_THREADS, STATE_SMEM = g64.STATES["state2"]
 STATE_PACK = g64.C64_STATE2_PACK    # sizeof(Chunk64State2Params)
 VTILE = g64.C64_VTILE               # value rows per state block
@@ -31,6 +32,10 @@ PREP4_ENTRIES, PREP_GDN_ENTRIES = g64.PREP4_ENTRIES, g64.PREP_GDN_ENTRIES
 # operand scratch: name, dtype, elements per chunk and value head
 OPERANDS = (("kq", "f16", 2 * C * K), ("kbt", "f16", K * C), ("tmb", "f16", C * C),
             ("aqk", "f16", C * C), ("gamma", "f32", K))
+# decay-bounded context parallel (GDN): per chunk and value head the transition's log2 bound,
+# written by the prep (Chunk64PrepGdnParams::bound) and read by the state step's phase 1 / 3
+# (Chunk64State2Params::bound); kda_chunk64_state2.cu's warm_start says what it drops
+BOUND, BOUND_AT_PREP, BOUND_AT_STATE = ("bound", "f32", 1), 128, 152
 
 
 def unsupported(p):
@@ -65,7 +70,10 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     multiple of 4: whole 64-token chunks; segment 0 takes the chunks the others do not cover,
     kernrt.gen.kda_cp_plan.segments): the prep, state phase 1, kda_chunk.cu's combine
     (cp_combine.cuh), state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as
-    kda_chunk.cu's). kernrt.gen.kda_cp_plan.plan picks a geometry."""
+    kda_chunk.cu's). kernrt.gen.kda_cp_plan.plan picks a geometry. GDN's context parallel is
+    decay-bounded (the prep writes each chunk's transition bound, scratch `bound`): a segment
+    whose trailing chunks' decay puts the earlier ones below fp32's resolution runs only those
+    in phase 1 and segment 0 runs in phase 3 (kernels/kda/kda_chunk64_state2.cu warm_start)."""
     why = unsupported(p)
     if why:
         raise GenError(f"the 64-token chunk kernels do not serve this profile: {why}")
@@ -123,7 +131,14 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
         if final:
             st += [{"at": 56, "param": at["ht"]}, {"at": 120, "i64": stride}]
     nt = p.dim_v // VTILE
-    out = [_launch_smem(module, entry, PREP_PACK, prep, prep_grid, PREP_THREADS, smem)]
+    bounded = bool(cp_segs) and p.kind == "gdn"
+    if bounded:
+        name, dtype, per = BOUND
+        scratch[name] = ({"dtype": dtype, "shape": [slots * HV, per]} if varlen else
+                         {"dtype": dtype, "shape": ["seqs", HV * chunks, per]})
+        prep.append({"at": BOUND_AT_PREP, "scratch": name})
+        st.append({"at": BOUND_AT_STATE, "scratch": name})
+    out = [_launch_smem(module, entry, PREP_PACKS[p.kind], prep, prep_grid, PREP_THREADS, smem)]
     if not cp_segs:
         out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
                                 STATE_THREADS, STATE_SMEM))

@@ -115,8 +115,9 @@ def _spec(q, k, v, g, beta, A_log, dt_bias, scale, initial_state, output_final_s
                            l2norm=bool(l2norm))
         if _prefill64.unsupported(prof) is None:  # the 64-token kernels (chunk auto): their plan,
             # keyed by the longest sequence so packed calls hit the plan's cache (a miss costs
-            # ~0.1 s of Python; context parallel is exact for any segments)
-            cp, seg = _cp_plan((-(-longest // 64),) * N, HV, V // 128, SMS)
+            # ~0.1 s of Python; KDA's context parallel is exact for any segments, GDN's
+            # decay-bounded: kernrt.gen.kda_prefill64.launches)
+            cp, seg = _cp_plan((-(-longest // 64),) * N, HV, V // 128, SMS, bounded=kind == "gdn")
             seg *= 4  # 16-token chunks, whole 64-token ones
         else:  # c16: about two blocks a multiprocessor, segments of >= 1024 tokens
             cp = min(16, max(2, -(-2 * SMS // tiles)), longest // 1024)
