@@ -31,7 +31,9 @@
 // Blocks that keep no o (context parallel's phase 1 past segment 0: from-zero B tiles and
 // X = I transition tiles) run chunk64_step without its o products (3 of its 8 waited wgmma
 // groups) and load no q a or Aqk (24 of the stage's 82 KiB): B1 T32768 H16 CP 8 1176.8 ->
-// 1090.8 us, GDN 1031.7 -> 939.7 (validation/kda/notes.md).
+// 1090.8 us, GDN 1031.7 -> 939.7 (validation/kda/notes.md). With the transition bounds (GDN:
+// Chunk64State2Params::bound) phase 1 runs a segment's trailing chunks alone where the decay
+// allows (warm_start, plan_of): B1 T32768 H16 GDN 820.3 -> 619.6 us.
 // Each stage completes two barriers: v with [k a; q a] (what the step's first product reads)
 // and the rest, which the consumers wait for after that product: B1 T32768 H16 one pass
 // 2406.4 -> 2230.7 us, CP 8 1090.8 -> 1075.1 (validation/kda/notes.md, calls e3 / e6).
