@@ -360,7 +360,10 @@ __device__ __forceinline__ Plan plan_of(const Chunk64State2Params& p, const SeqC
   const int64_t units = int64_t(p.seqs) * segs * gridDim.y;
   const int64_t unit = (int64_t(n) * segs + seg) * gridDim.y + hv;
   float* b = p.cp_scratch + (unit * V + v0) * kK;
-  const int w = p.bound != nullptr && !pl.exit && !last ? warm_start(p.bound, sc, pl.c0, pl.c1) : -1;
+  // the bounds serve phase 1 of a segment before the last and phase 3 of segment 0 (M's
+  // address is spelled where it is used: held in a variable, it spilled 64 bytes at 168)
+  const int w = p.bound != nullptr && !pl.exit && !last && (p.cp_phase == 1 || seg == 0)
+                    ? warm_start(p.bound, sc, pl.c0, pl.c1) : -1;
   if (w >= 0) {
     if (p.cp_phase == 1) {  // the trailing chunks from zero into B; M = 0 (none for segment 0)
       if (mtile) {
