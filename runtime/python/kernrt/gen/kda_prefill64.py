@@ -89,12 +89,13 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     nc = {"expr": {"ceil_div": ["tokens", C]}}
     if varlen:
         slots = varlen_slots(max_tokens, max_seqs)
-        scratch = {n: {"dtype": t, "shape": [slots * HV, e]} for n, t, e in OPERANDS}
+        rows = [slots * HV]  # the operand scratch's leading extent (one row per chunk slot)
         prep_grid = [slots, HV, 1]
     else:
         chunks = -(-max_tokens // C)
-        scratch = {n: {"dtype": t, "shape": ["seqs", HV * chunks, e]} for n, t, e in OPERANDS}
+        rows = ["seqs", HV * chunks]
         prep_grid = [{"ceil_div": ["tokens", C]}, HV, "seqs"]
+    scratch = {n: {"dtype": t, "shape": rows + [e]} for n, t, e in OPERANDS}
     ops = [{"at": 48 + 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
     flags = PREP_FLAG_BETA_BF16 if p.beta == "bf16" else 0
     flags |= PREP_FLAG_G_BF16 if p.g == "bf16" else 0
@@ -134,8 +135,7 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     bounded = bool(cp_segs) and p.kind == "gdn"
     if bounded:
         name, dtype, per = BOUND
-        scratch[name] = ({"dtype": dtype, "shape": [slots * HV, per]} if varlen else
-                         {"dtype": dtype, "shape": ["seqs", HV * chunks, per]})
+        scratch[name] = {"dtype": dtype, "shape": rows + [per]}
         prep.append({"at": BOUND_AT_PREP, "scratch": name})
         st.append({"at": BOUND_AT_STATE, "scratch": name})
     out = [_launch_smem(module, entry, PREP_PACKS[p.kind], prep, prep_grid, PREP_THREADS, smem)]
