@@ -88,6 +88,11 @@ struct Chunk64State2Params {
   // segment whose trailing chunks' bounds sum below kWarmLog2 (kda_chunk64_state2.cu) runs in
   // phase 1 from zero over those chunks alone, its transition written as zeros.
   const float* bound;
+  // GDN's entry (kda_chunk64_state2_gdn_sm90a_f16_k128; kbt null): kq holds k^, q^ without the
+  // decay, and per chunk slot [2][64] 2^G_t, 2^(G_63 - G_t) (Chunk64PrepGdnParams::tok), applied
+  // per token on the accumulators and on vn' (a scalar decay per token commutes with the
+  // products); (k b) is k^'s rows read transposed.
+  const float* tok;
 };
 
 static_assert(offsetof(Chunk64State2Params, kq) == 0, "pack layout");
@@ -113,7 +118,8 @@ static_assert(offsetof(Chunk64State2Params, cp_segs) == 140, "pack layout");
 static_assert(offsetof(Chunk64State2Params, seg_chunks) == 144, "pack layout");
 static_assert(offsetof(Chunk64State2Params, seqs) == 148, "pack layout");
 static_assert(offsetof(Chunk64State2Params, bound) == 152, "pack layout");
-static_assert(sizeof(Chunk64State2Params) == 160, "pack size");
+static_assert(offsetof(Chunk64State2Params, tok) == 160, "pack layout");
+static_assert(sizeof(Chunk64State2Params) == 168, "pack size");
 
 // Where the operands of chunk c of sequence n, value head hv live (the preps write them, the
 // state step reads them), in units of one chunk's operand block (kq 128 x K, kbt K x 64, ...):
@@ -184,7 +190,9 @@ static_assert(sizeof(Chunk64Prep4Params) == 128, "pack size");
 // chunk64_prep_gdn.md): GDN's prep from raw inputs, one decay per (token, value head): q, k
 // l2norm (eps 1e-6 inside the sqrt, q times scale), the gate -exp(A_log) softplus(g + dt_bias)
 // per value head, beta direct or sigmoid(logit) per entry; padded tokens q = k = 0, decay 1,
-// beta = 0; then prep v4's outputs (gamma = the chunk's decay on every key channel).
+// beta = 0; then prep v4's outputs (gamma = the chunk's decay on every key channel) but for
+// the decay: kq holds k^, q^ and `tok` the per-token decays the GDN state entry applies
+// itself, and no kbt is written (that entry reads k^ transposed): 50 of the 66 KiB a chunk.
 // Sequences (dense or varlen), GVA and the output slots as prep v4.
 struct Chunk64PrepGdnParams {
   const uint16_t* q;        // [N, T, H, K] bf16
@@ -193,8 +201,9 @@ struct Chunk64PrepGdnParams {
   const void* beta;         // [N, T, HV] fp32 or bf16 (flags): effective beta, or logits (sigbeta)
   const float* a_log;       // [HV]
   const float* dt_bias;     // [HV]
-  __half* kq;               // as Chunk64StateParams ([N, HV, NC, ...])
-  __half* kbt;
+  __half* kq;               // [k^; q^] without the decay ([N, HV, NC, ...] as Chunk64StateParams)
+  float* tok;               // per chunk slot [2][64]: 2^G_t, 2^(G_63 - G_t) (no kbt: the GDN
+                            // state entry applies them, Chunk64State2Params::tok)
   __half* tmb;
   __half* aqk;
   float* gamma;
@@ -221,7 +230,7 @@ static_assert(offsetof(Chunk64PrepGdnParams, beta) == 24, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, a_log) == 32, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, dt_bias) == 40, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, kq) == 48, "pack layout");
-static_assert(offsetof(Chunk64PrepGdnParams, kbt) == 56, "pack layout");
+static_assert(offsetof(Chunk64PrepGdnParams, tok) == 56, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, tmb) == 64, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, aqk) == 72, "pack layout");
 static_assert(offsetof(Chunk64PrepGdnParams, gamma) == 80, "pack layout");

@@ -38,6 +38,8 @@ struct Chunk64Stage {
   __half aqk[kC][64];
   uint16_t v[kC][kVT];        // bf16, plain rows
   float gamma[kK];
+  float eab[2][kC];           // kScalarDecay (GDN): a_t = 2^G_t, b_t = 2^(G_63 - G_t); kq
+                              // then holds k^, q^ and kbt is not read
 };
 static_assert(sizeof(__half) * 2 * kC * 64 % 1024 == 0, "tiles stay 1024-byte aligned");
 __device__ __forceinline__ uint64_t desc_of(const void* tile) {
@@ -78,9 +80,11 @@ __device__ __forceinline__ Pow2 scale_of(const float (&x)[32], const float (*xh)
 
 // acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
 // swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
-// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
+// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each;
+// kFresh: acc = s X B^T (its prior contents not read).
 // (ptxas packs both halves before the first wgmma; issuing the second half without waiting
 // for the first changed nothing measurable, call h2.)
+template <bool kFresh = false>
 __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
                                            float (&acc)[32], uint64_t desc) {
 #pragma unroll
@@ -93,7 +97,8 @@ __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
-                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
+                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4),
+                                      !kFresh || h > 0 || k > 0);
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(acc);
@@ -131,7 +136,12 @@ struct NoWait {
 // kTree: the scales' largest |x| as trees of FMNMX, else one serial chain (64 / 32 / 32
 // dependent FMNMX a chunk); the max is exact in any order, so both give the same bits (which
 // one a caller takes is a timing choice: kda_chunk64_state2.cu's consume).
-template <class StoreO, bool kOut = true, bool kTree = true, class Rest = NoWait>
+// kScalarDecay (GDN: one decay per token): kq holds k^ and q^ without the decay and eab the
+// per-token a_t, b_t, exact in fp32 where they are applied: X (k a)^T = (X k^T) Diag(a) and
+// X (q a)^T likewise on the accumulator columns, vn' (k b) = (vn' Diag(b)) k^ with b on vn'
+// before its f16 rounding and k^'s rows of kq read transposed (MN-major) instead of kbt.
+template <class StoreO, bool kOut = true, bool kTree = true, bool kScalarDecay = false,
+          class Rest = NoWait>
 __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], const Chunk64Stage& sm,
                                              const StoreO& store_o, int ra, int rb, int q,
                                              const Rest& rest = Rest{}) {
@@ -142,13 +152,25 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   // accumulator (r, then vn' in the same registers, then o) + 2 x 16 A registers are live,
   // which is what lets the state role fit 168 registers (chunk64.md)
   float r[32];
-#pragma unroll
-  for (int j = 0; j < 8; ++j)
-#pragma unroll
-    for (int e = 0; e < 4; ++e)
-      r[4 * j + e] = -sx.s * bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
   const uint64_t dkq = desc_of(sm.kq);
-  x_products(xl, xh, sx.s, r, dkq);
+  const auto v_of = [&](int j, int e) {
+    return bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
+  };
+  if constexpr (kScalarDecay) {  // r = sx (X k^T) Diag(a) - sx v^T
+    x_products<true>(xl, xh, sx.s, r, dkq);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 a = *reinterpret_cast<const float2*>(&sm.eab[0][8 * j + 2 * q]);
+#pragma unroll
+      for (int e = 0; e < 4; ++e) r[4 * j + e] = fmaf(r[4 * j + e], e & 1 ? a.y : a.x, -sx.s * v_of(j, e));
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) r[4 * j + e] = -sx.s * v_of(j, e);
+    x_products(xl, xh, sx.s, r, dkq);
+  }
   rest();
 
   // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
@@ -174,9 +196,42 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   uint32_t av[16];
 #pragma unroll
   for (int i = 0; i < 16; ++i) av[i] = ptx::pack_f16x2(r[2 * i] * sv.s, r[2 * i + 1] * sv.s);
+  uint32_t avb[kScalarDecay ? 16 : 1];  // kScalarDecay: sv vn' Diag(b), the A of vn' (k b)
+  if constexpr (kScalarDecay) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 b = *reinterpret_cast<const float2*>(&sm.eab[1][8 * j + 2 * q]);
+      const float bx = b.x * sv.s, by = b.y * sv.s;
+      avb[2 * j] = ptx::pack_f16x2(r[4 * j] * bx, r[4 * j + 1] * by);
+      avb[2 * j + 1] = ptx::pack_f16x2(r[4 * j + 2] * bx, r[4 * j + 3] * by);
+    }
+  }
 
   // ---- o = X (q a)^T - vn' Aqk^T: sv (-vn' Aqk^T), rescaled to sx, + sx X (q a)^T --------
-  if constexpr (kOut) {
+  if constexpr (kOut && kScalarDecay) {
+    // sv (X q^T) Diag(a), then - sv vn' Aqk^T on top, rescaled to o
+    float o[32];
+    x_products<true>(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q^: rows 64..127
+    const float f = sv.s * sx.inv;
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const float2 a = *reinterpret_cast<const float2*>(&sm.eab[0][8 * j + 2 * q]);
+      const float fx = a.x * f, fy = a.y * f;
+      o[4 * j] *= fx, o[4 * j + 1] *= fy, o[4 * j + 2] *= fx, o[4 * j + 3] *= fy;
+    }
+    const uint64_t daq = desc_of(sm.aqk);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      ptx::wgmma_m64n64k16_rs_f16<-1>(o, av[4 * s], av[4 * s + 1], av[4 * s + 2], av[4 * s + 3],
+                                       daq + ((s * 32) >> 4), 1);
+    ptx::wgmma_commit_group();
+    ptx::wgmma_wait_group<0>();
+    ptx::fence_registers(o);
+#pragma unroll
+    for (int i = 0; i < 32; ++i) o[i] *= sv.inv;
+    store_o(o);
+  } else if constexpr (kOut) {
     float o[32];  // first wgmma with scale-d = 0: its prior contents are not read
     const uint64_t daq = desc_of(sm.aqk);
     ptx::wgmma_fence();
@@ -202,15 +257,23 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   // never a wgmma accumulator (as one, ptxas moves it between register blocks and spills at
   // the 168-register budget)
   const uint64_t dkb = desc_of(sm.kbt);
+  // kScalarDecay: k^'s rows (kq rows 0..63 of each half) as an MN-major B, 16 tokens (2048
+  // bytes of rows) a k-step; the halves' 64-channel blocks 2 x 64 rows apart
+  const uint64_t dkt = ptx::wgmma_desc_sw128(ptx::smem_u32(sm.kq), 2 * kC * 128, 1024);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     float(&xs)[32] = h ? xh : xl;
     float u[32];  // as o
     ptx::wgmma_fence();
 #pragma unroll
-    for (int s = 0; s < 4; ++s)
-      ptx::wgmma_m64n64k16_rs_f16<-1>(u, av[4 * s], av[4 * s + 1], av[4 * s + 2],
-                                       av[4 * s + 3], dkb + ((h * kC * 128 + s * 32) >> 4), s > 0);
+    for (int s = 0; s < 4; ++s) {
+      if constexpr (kScalarDecay)
+        ptx::wgmma_m64n64k16_rs_f16<-1, 1>(u, avb[4 * s], avb[4 * s + 1], avb[4 * s + 2],
+                                            avb[4 * s + 3], dkt + ((h * 2 * kC * 128 + s * 2048) >> 4), s > 0);
+      else
+        ptx::wgmma_m64n64k16_rs_f16<-1>(u, av[4 * s], av[4 * s + 1], av[4 * s + 2],
+                                         av[4 * s + 3], dkb + ((h * kC * 128 + s * 32) >> 4), s > 0);
+    }
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(u);
@@ -224,6 +287,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     }
   }
   ptx::fence_registers(av);
+  if constexpr (kScalarDecay) ptx::fence_registers(avb);
 }
 
 // The block's initial state x0 rows ra / rb ([V][K] fp32 per head at `x0`) into xl / xh.

@@ -60,12 +60,11 @@ struct SmemGdn {
   uint32_t rq[kC][kRawW];           // the raw stage (prep v4's rows)
   uint32_t rk[kC][kRawW];
   float2 rs[kC];                    // per token the l2 scales (q's times scale, k's)
-  KbtStage kbt;                     // (k b)^T of the chunk, to global in phase 4 (kbt_out)
 };
 
-constexpr int kChunk64PrepGdnSmem = 76864;
+constexpr int kChunk64PrepGdnSmem = 60480;
 static_assert(int(sizeof(SmemGdn)) == kChunk64PrepGdnSmem, "kChunk64PrepGdnSmem is the layout");
-static_assert(2 * (kChunk64PrepGdnSmem + 1024) <= 228 * 1024, "two blocks per SM (1 KiB reserved each)");
+static_assert(3 * (kChunk64PrepGdnSmem + 1024) <= 228 * 1024, "three blocks per SM (1 KiB reserved each)");
 static_assert(offsetof(SmemGdn, akh) % 16 == 0 && offsetof(SmemGdn, akd) % 16 == 0,
               "ldmatrix rows of akh, float4 rows of akd");
 static_assert(offsetof(SmemGdn, rq) % 16 == 0 && offsetof(SmemGdn, rk) % 16 == 0,
@@ -123,30 +122,26 @@ __device__ __forceinline__ void gate_scan(const Chunk64PrepGdnParams& p, SmemGdn
   if (lane == 0) p.bound[chunk] = Gend + e;
 }
 
-// Step 2, thread (sub-block I, channel pair cp): k a = k^ 2^G_t and q a rows (tokens 16 I ..) of
-// kq, (k b)^T = (k^ 2^(G_63 - G_t))^T rows c0, c0 + 1 of kbt (f16 pairs along t, staged: kbt_rows).
-__device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, SmemGdn& sm, int64_t chunk,
-                                           int I, int cp) {
-  const int c0 = 2 * cp, r0 = kSub * I;
-  __half* kq = p.kq + chunk * 2 * kC * kK + r0 * kK + c0;
-  uint32_t kbx[kSub / 2], kby[kSub / 2];
+// Step 2, thread (sub-block I, channel pair cp): k^ and q^ rows (tokens 16 I ..) of kq, f16
+// pairs, without the decay (the GDN state entry applies 2^G_t and 2^(G_63 - G_t) per token:
+// write_tok), and no (k b)^T: that entry reads k^'s rows transposed.
+__device__ __forceinline__ void state_rows(const Chunk64PrepGdnParams& p, const SmemGdn& sm,
+                                           int64_t chunk, int I, int cp) {
+  const int r0 = kSub * I;
+  __half* kq = p.kq + chunk * 2 * kC * kK + r0 * kK + 2 * cp;
 #pragma unroll
-  for (int t = 0; t < kSub; t += 2) {
-    float2 kb[2];
-#pragma unroll
-    for (int u = 0; u < 2; ++u) {
-      const int r = r0 + t + u;
-      const float2 sc = sm.rs[r];
-      const float2 q = scl2(bf2(sm.rq[r][cp]), sc.x), k = scl2(bf2(sm.rk[r][cp]), sc.y);
-      const float a = sm.ea[r];
-      stg_h2(kq + (t + u) * kK, k.x * a, k.y * a);
-      stg_h2(kq + (kC + t + u) * kK, q.x * a, q.y * a);
-      kb[u] = scl2(k, sm.eb[r]);
-    }
-    kbx[t / 2] = ptx::pack_f16x2(kb[0].x, kb[1].x);
-    kby[t / 2] = ptx::pack_f16x2(kb[0].y, kb[1].y);
+  for (int t = 0; t < kSub; ++t) {
+    const int r = r0 + t;
+    const float2 sc = sm.rs[r];
+    const float2 q = scl2(bf2(sm.rq[r][cp]), sc.x), k = scl2(bf2(sm.rk[r][cp]), sc.y);
+    stg_h2(kq + t * kK, k.x, k.y);
+    stg_h2(kq + (kC + t) * kK, q.x, q.y);
   }
-  kbt_rows(sm.kbt, c0, I, cp, kbx, kby);
+}
+
+// The per-token decays of the chunk (Chunk64PrepGdnParams::tok), by threads 0..63.
+__device__ __forceinline__ void write_tok(float* tok, const SmemGdn& sm, int t) {
+  tok[t] = sm.ea[t], tok[kC + t] = sm.eb[t];
 }
 
 // Step 3, block u of the 10 with I >= J (u < 4: the diagonal block (u, u); else pair p = u - 4,
@@ -241,6 +236,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
 
   // ---- 2. the state operands; 3. the Gram blocks (warps 0, 1 take two), the zero blocks -------
   state_rows(p, sm, chunk, I, cp);
+  if (tid < kC) write_tok(p.tok + chunk * 2 * kC, sm, tid);
   gram_block(sm, aqk, warp, lane);
   if (warp < 2) gram_block(sm, aqk, warp + 8, lane);
   else if (warp >= 6) zero_upper(aqk, tmb, warp - 6, lane);
@@ -248,7 +244,6 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
 
   // ---- 4. Tm = (I + Akk)^-1: diagonal inverses in fp32, then three levels on mma ------------
   if (tid < 4 * kSub) solve_diag(sm, tmb, tid);
-  else kbt_out(p.kbt + chunk * kK * kC, sm.kbt, tid - 4 * kSub, kThreads - 4 * kSub);
   __syncthreads();
   if (warp < 6) solve_level<1>(sm, tmb, warp, lane);
   __syncthreads();

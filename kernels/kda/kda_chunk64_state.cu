@@ -46,7 +46,7 @@ using kernrt::kda::Chunk64StateParams;  // chunk64_params.h: the layouts of the 
 // 1024-byte aligned), filled by all threads before each chunk.
 using Smem = Chunk64Stage;
 // dynamic shared memory: the layout + the alignment of the base (the generator reads the literal)
-constexpr int kChunk64StateSmem = 83456;
+constexpr int kChunk64StateSmem = 83968;
 static_assert(int(sizeof(Smem)) + 1024 == kChunk64StateSmem, "kChunk64StateSmem is the layout + 1024");
 static_assert(kChunk64StateSmem <= 232448, "one block fits the opt-in shared memory");
 

@@ -134,7 +134,10 @@ __device__ __forceinline__ void load_sw128_lower(__half (*dst)[64], const __half
 // token rows from `vc` (token stride `ld` elements), zeros past the sequence's `live` tokens
 // (the step multiplies them by zero betas: they must be finite).
 // Without o (kWithO false) the q a rows and Aqk stay in global memory: 24 of the 82 KiB.
-template <bool kWithO>
+// kScalarDecay (GDN's entry): no kbt (its u product reads k a's rows transposed); the
+// per-token decays from p.tok into eab with the first part (the step applies a_t right after
+// its first product): 16 of the 82 KiB.
+template <bool kWithO, bool kScalarDecay>
 __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
                                            int64_t ch, const uint16_t* vc, int64_t ld, int live,
                                            uint64_t* first, uint64_t* rest, int t) {
@@ -147,10 +150,11 @@ __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64
   constexpr int kq_rows = kWithO ? 2 * kC : kC;  // [k a; q a] or k a alone
   load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, kq_rows, kK, t);
   load_sw128(st.kq[1], p.kq + ch * 2 * kC * kK + 64, kq_rows, kK, t);
+  if (kScalarDecay && t < 2 * kC / 4) ptx::cp_async_cg_16(&st.eab[0][4 * t], p.tok + ch * 2 * kC + 4 * t);
   ptx::cp_async_mbarrier_arrive_noinc(first);  // tracks every copy above
   load_sw128_lower(st.tmb, p.tmb + ch * kC * kC, t);
   if constexpr (kWithO) load_sw128_lower(st.aqk, p.aqk + ch * kC * kC, t);
-  load_sw128(st.kbt, p.kbt + ch * kK * kC, kK, kC, t);
+  if constexpr (!kScalarDecay) load_sw128(st.kbt, p.kbt + ch * kK * kC, kK, kC, t);
   if (t < kK / 4) ptx::cp_async_cg_16(&st.gamma[4 * t], p.gamma + ch * kK + 4 * t);
   ptx::cp_async_mbarrier_arrive_noinc(rest);
 }
@@ -242,7 +246,7 @@ __device__ __forceinline__ int warm_start(const float* bound, const SeqChunks& s
   return -1;
 }
 
-template <bool kWithO>
+template <bool kWithO, bool kScalarDecay>
 __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
   const int t = threadIdx.x - kConsumerThreads;
@@ -254,7 +258,7 @@ __device__ __forceinline__ void produce(const Chunk64State2Params& p, Smem& sm, 
       ptx::mbarrier_wait(&sm.empty[s], (n - 1) & 1);  // chunk c - kStages has read stage s
       ptx::fence_proxy_async_shared();                // its wgmma reads before these writes
     }
-    load_stage<kWithO>(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step,
+    load_stage<kWithO, kScalarDecay>(p, sm.st[s].t, sc.slot0 + int64_t(c) * sc.step,
                        vb + int64_t(c) * kC * ld, ld, pl.identity ? 0 : sc.len - kC * c,
                        &sm.full[s][0], &sm.full[s][1], t);
   }
@@ -272,7 +276,7 @@ __device__ __forceinline__ T* state_line(T* base, const int32_t* lines, int64_t 
 }
 
 // The consumer's chunks of the plan, with o (kOut) or X's products alone (chunk64_step).
-template <bool kOut, bool kTree>
+template <bool kOut, bool kTree, bool kScalarDecay>
 __device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32], Smem& sm,
                                                const SeqChunks& sc, const Plan& pl, uint16_t* ob,
                                                int64_t ld, int ra, int rb, int q) {
@@ -286,11 +290,12 @@ __device__ __forceinline__ void consume_chunks(float (&xl)[32], float (&xh)[32],
       ptx::mbarrier_wait_converged(&sm.full[s][1], n & 1);
       ptx::fence_proxy_async_shared();
     };
-    chunk64_step<OutBf16, kOut, kTree>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
+    chunk64_step<OutBf16, kOut, kTree, kScalarDecay>(xl, xh, sm.st[s].t, out, ra, rb, q, rest);
     ptx::mbarrier_arrive(&sm.empty[s]);  // every wgmma of the step has completed (waited)
   }
 }
 
+template <bool kScalarDecay>
 __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, const SeqChunks& sc,
                                         const Plan& pl, int v0) {
   const int tid = threadIdx.x, lane = tid & 31, q = lane & 3;
@@ -323,9 +328,9 @@ __device__ __forceinline__ void consume(const Chunk64State2Params& p, Smem& sm, 
   // parallel, whose phase 1 runs without o; with the chain there it ran as the chain did
   // (call h3: 1009.8 and 1010.7 us, the tree everywhere 1015.3).
   if (pl.out)
-    consume_chunks<true, true>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+    consume_chunks<true, true, kScalarDecay>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   else  // context parallel's phase 1 past segment 0: only X's end rows are kept
-    consume_chunks<false, false>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
+    consume_chunks<false, false, kScalarDecay>(xl, xh, sm, sc, pl, ob, ld, ra, rb, q);
   if (pl.x1 != nullptr) chunk64_store_state(xl, xh, pl.x1, ra, rb, q);
 }
 
@@ -413,6 +418,7 @@ __device__ __forceinline__ void zero_upper_blocks(Smem& sm) {
   ptx::fence_proxy_async_shared();
 }
 
+template <bool kScalarDecay>
 __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem& sm) {
   // PDL: launched while the prep drains; every operand and input is read after it completed
   ptx::griddepcontrol_launch_dependents();
@@ -441,25 +447,32 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   if (threadIdx.x >= kConsumerThreads) {
     ptx::setmaxnreg_dec<kProducerRegs>();
     if (pl.out)
-      produce<true>(p, sm, sc, pl, v0);
+      produce<true, kScalarDecay>(p, sm, sc, pl, v0);
     else  // the consumers compute no o (consume): its operands are not loaded
-      produce<false>(p, sm, sc, pl, v0);
+      produce<false, kScalarDecay>(p, sm, sc, pl, v0);
   } else {
     ptx::setmaxnreg_inc<kConsumerRegs>();
-    consume(p, sm, sc, pl, v0);
+    consume<kScalarDecay>(p, sm, sc, pl, v0);
   }
 }
 
+template <bool kScalarDecay>
 __device__ __forceinline__ void entry(const Chunk64State2Params& p) {
   extern __shared__ __align__(16) unsigned char smem_raw[];
   // aligned by an offset from the shared array itself, as kda_chunk64_state.cu
   const uint32_t pad = (1024u - (ptx::smem_u32(smem_raw) & 1023u)) & 1023u;
-  state2_block(p, *reinterpret_cast<Smem*>(smem_raw + pad));
+  state2_block<kScalarDecay>(p, *reinterpret_cast<Smem*>(smem_raw + pad));
 }
 
 }  // namespace kernrt::kda::c64s2
 
+// KDA (prep v4's operands, a decay per key channel).
 extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
     kda_chunk64_state2_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry(p);), (__trap();))
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<false>(p);), (__trap();))
+}
+// GDN (its prep's operands: k^, q^ without the decay, the decays per token in p.tok, no kbt).
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
+    kda_chunk64_state2_gdn_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true>(p);), (__trap();))
 }

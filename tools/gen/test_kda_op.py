@@ -179,7 +179,7 @@ class Chunk64StateEntry(unittest.TestCase):
         for prep, what in (("prep", "prep v2"), ("prep3", "prep v3")):
             with self.assertRaisesRegex(g.GenError, rf"prep = '{prep}' is not supported: {what} "
                                         r".*was deleted \(git tag kda6-chunk64-preps-v2-v3\); "
-                                        r"expected one of \['gdn', 'prep4'\]"):
+                                        r"expected one of \['prep4'\]"):
                 g64.forward64_manifest(1, 1, 128, 1, prep=prep)
             self.assertFalse(os.path.exists(os.path.join(
                 os.path.dirname(PARAMS_H), f"kda_chunk64_{prep}.cu")))
@@ -315,66 +315,11 @@ class Chunk64StateEntry(unittest.TestCase):
         with self.assertRaisesRegex(g.GenError, r"lower_bound is given but gate is 'softplus'"):
             g64.forward64_manifest(1, 1, 128, 1, prep="prep4", lower_bound=-5.0)
 
-    def test_prep_gdn_pack_smem_buffers_and_entries(self):
-        with open(os.path.join(os.path.dirname(PARAMS_H), "chunk64_params.h")) as f:
-            text = f.read()
-        off = {m.group(1): int(m.group(2)) for m in re.finditer(
-            r"offsetof\(Chunk64PrepGdnParams, (\w+)\) == (\d+)", text)}
-        self.assertEqual(int(re.search(r"sizeof\(Chunk64PrepGdnParams\) == (\d+)", text).group(1)),
-                         g64.C64_PREP_GDN_PACK)
-        with open(os.path.join(os.path.dirname(PARAMS_H), "kda_chunk64_prep_gdn.cu")) as f:
-            src = f.read()
-        module, entry, smem = g64.PREPS["gdn"]
-        self.assertEqual(int(re.search(r"kChunk64PrepGdnSmem = (\d+);", src).group(1)), smem)
-        self.assertIn(f"kernrt_add_cubin({module} SOURCE {module}.cu", open(os.path.join(
-            os.path.dirname(PARAMS_H), "CMakeLists.txt")).read())
-        m = g64.forward64_manifest(4, 4, 256, 4, prep="gdn", heads=2, tokens=200, scale=0.5, state="state2")
-        launch = m["ops"]["prep64"]["impl"]["launches"][0]
-        self.assertEqual((launch["module"], launch["entry"], launch["shared_mem"]), (module, entry, smem))
-        self.assertEqual((launch["grid"], launch["block"]), ([4, 4, "seqs"], [256, 1, 1]))
-        fields = launch["args"][0]["pack"]["fields"]
-        names = [c["buf"] for c in m["programs"]["prep64"]["calls"][0]["args"]]
-        self.assertEqual({names[f["param"]]: f["at"] for f in fields if "param" in f},
-                         {n: off[n] for n in names})
-        lits = {f["at"]: f.get("i32", f.get("f32")) for f in fields if "param" not in f}
-        self.assertEqual(lits, {off["scale"]: 0.5, off["tokens"]: 200, off["heads"]: 2,
-                                off["group"]: 2, off["chunks"]: 4, off["pad"]: 0})
-        self.assertEqual(off["flags"] + 4, off["bound"])  # the bounds' pointer (null here) last
-        self.assertEqual(off["bound"] + 8, g64.C64_PREP_GDN_PACK)
-        self.assertEqual(m["buffers"]["g"], {"dtype": "f32", "shape": ["seqs", 200, 4], "kind": "input"})
-        self.assertEqual(m["buffers"]["dt_bias"], {"dtype": "f32", "shape": [4], "kind": "input"})
-        self.assertEqual(m["buffers"]["q"], {"dtype": "bf16", "shape": ["seqs", 200, 2, 128], "kind": "input"})
-        # every other buffer as prep v4's, the state step's unchanged
-        p4 = g64.forward64_manifest(4, 4, 256, 4, prep="prep4", heads=2, tokens=200, state="state2")
-        self.assertEqual({k: v for k, v in m["buffers"].items() if k not in ("g", "dt_bias")},
-                         {k: v for k, v in p4["buffers"].items() if k not in ("g", "dt_bias")})
-        self.assertEqual(m["ops"]["state64"], p4["ops"]["state64"])
-        self.assertEqual(set(m["modules"]), {module, "kda_chunk64_state2"})
-        self.assertEqual([c["op"] for c in m["programs"]["forward64"]["calls"]], ["prep64", "state64"])
-        seen = set()
-        for beta, e in g64.PREP_GDN_ENTRIES.items():
-            self.assertIn(f"{e}(const __grid_constant__", src)
-            mb = g64.forward64_manifest(2, 2, 128, 2, prep="gdn", beta=beta)
-            self.assertEqual(mb["ops"]["prep64"]["impl"]["launches"][0]["entry"], e)
-            seen.add(mb["model"])
-        self.assertEqual(len(seen), 2)
-        d = g64.forward64_manifest(1, 1, 128, 2, prep="gdn")["ops"]["prep64"]["impl"]["launches"][0]
-        dl = {f["at"]: f.get("i32", f.get("f32")) for f in d["args"][0]["pack"]["fields"] if "param" not in f}
-        self.assertEqual((dl[off["scale"]], dl[off["tokens"]]), (128 ** -0.5, 128))
-
-    def test_prep_gdn_refusals(self):
-        with self.assertRaisesRegex(g.GenError, r"HV = 3 is not a multiple of H = 2"):
-            g64.forward64_manifest(1, 3, 128, 1, prep="gdn", heads=2)
-        with self.assertRaisesRegex(g.GenError, r"T = 64 does not fill NC = 2 chunks"):
-            g64.forward64_manifest(1, 1, 128, 2, prep="gdn", tokens=64)
-        with self.assertRaisesRegex(g.GenError, r"beta = 'logit2' is not supported"):
-            g64.forward64_manifest(1, 1, 128, 1, prep="gdn", beta="logit2")
-        with self.assertRaisesRegex(g.GenError, r"prep = 'gdn' takes the softplus gate only"):
-            g64.forward64_manifest(1, 1, 128, 1, prep="gdn", gate="lower_bound", lower_bound=-5.0)
-        with self.assertRaisesRegex(g.GenError, r"prep = 'gdn' takes the softplus gate only"):
-            g64.forward64_manifest(1, 1, 128, 1, prep="gdn", lower_bound=-5.0)
-        with self.assertRaisesRegex(g.GenError, r"V = 64 is not supported"):
-            g64.forward64_manifest(1, 1, 64, 1, prep="gdn")
+    def test_gdn_prep_is_product_only(self):
+        # GDN's prep leaves the decays to its state entry (kernrt.gen.kda_prefill64)
+        with self.assertRaisesRegex(g.GenError, r"prep = 'gdn' is not supported here: GDN's prep "
+                                    r"writes k\^, q\^ without the decay and no kbt .*kernrt.gen.kda_prefill64"):
+            g64.forward64_manifest(1, 1, 128, 1, prep="gdn")
 
     def test_refusals(self):
         with self.assertRaisesRegex(g.GenError, r"prep = 'prep5' is not supported"):

@@ -131,6 +131,8 @@ class Packs(unittest.TestCase):
         self.assertEqual((f[so["x0_stride"]]["i64"], f[so["xt_stride"]]["i64"]),
                          (p.state_bytes + 64,) * 2)
         self.assertEqual(state["grid"], [1, 4, "seqs"])
+        self.assertEqual(state["entry"], "kda_chunk64_state2_sm90a_f16_k128")
+        self.assertNotIn(so["tok"], f)
         # dense scratch: every (sequence, value head, chunk) of the largest call
         self.assertEqual(op["impl"]["scratch"]["kq"], {"dtype": "f16", "shape": ["seqs", 4 * 5, 128 * 128]})
 
@@ -157,6 +159,17 @@ class Packs(unittest.TestCase):
         self.assertNotIn(so["x0"], f)  # no initial state: zeros
         self.assertEqual((f[so["xt"]]["param"], f[so["xt_stride"]]["i64"]), (cu + 1, p.state_bytes))
         self.assertEqual(state["grid"], [2, 4, "seqs"])
+        # GDN's state entry: kq (k^, q^ without the decay), the per-token decays, no kbt
+        self.assertEqual(state["entry"], "kda_chunk64_state2_gdn_sm90a_f16_k128")
+        self.assertEqual(c64.TOK_AT_STATE, so["tok"])
+        self.assertNotIn(so["kbt"], f)
+        for s in ("kq", "tmb", "aqk", "gamma"):
+            self.assertEqual((f[so[s]]["scratch"], _fields(prep)[off[s]]["scratch"]), (s, s))
+        self.assertEqual((f[so["tok"]]["scratch"], _fields(prep)[off["tok"]]["scratch"]), ("tok", "tok"))
+        self.assertEqual(op["impl"]["scratch"]["tok"], {"dtype": "f32", "shape": [slots * 4, 2 * 64]})
+        self.assertNotIn("kbt", op["impl"]["scratch"])
+        with open(os.path.join(KDA_DIR, "kda_chunk64_state2.cu")) as src:
+            self.assertIn(f"{state['entry']}(const __grid_constant__", src.read())
         with self.assertRaisesRegex(g.GenError, "needs max_tokens and max_seqs"):
             c64.launches(p, {}, True, 1000, None, "dense", False, True, p.state_bytes)
 

@@ -82,9 +82,12 @@ def cases(quick):
     return out[:1] + out[2:3] if quick else out
 
 
-def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, quick):
+def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, quick, only=None):
+    """Each prefill bench (only: a compiled regex, the benches whose names it finds)."""
     table = []
     for name, kw, cp, peer_name, issue_peer in cases(quick):
+        if only is not None and not only.search(name):
+            continue
         try:
             c = fx.Case(seed=100, **kw)
             if c.beta_mode == "sigmoid":

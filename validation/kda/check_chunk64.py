@@ -1,20 +1,19 @@
 """Device check of the 64-token chunk's design entries (kernels/kda/chunk64.md steps 1 and 2:
 the state step kda_chunk64_state_sm90a_f16_k128 or the pipelined kda_chunk64_state2, and a prep
-from raw inputs: prep v4 kda_chunk64_prep4_* or GDN's kda_chunk64_prep_gdn_*), through the
+from raw inputs: prep v4 kda_chunk64_prep4_*), through the
 product path, in its own process (a fault in an entry that no serving path uses must not take
 run.py's results with it).
 
 Usage: python3 validation/kda/check_chunk64.py --build BUILD [--out OUT --commit SHA] [--time]
        [--prep prep4]   (the default: prep v4, kda_chunk64_prep4.cu: raw inputs, its cases below)
-       [--prep gdn]     (GDN's prep, kda_chunk64_prep_gdn.cu: raw inputs, one decay per token;
-                         the cases and timing of check_chunk64_gdn.py; --time: the GDN prep alone
-                         and prep + state at B8 T4096 H16 V128 in place of prep64 / forward64)
        [--state state2] (every state step, alone and in forward64, on the pipelined entry
                          kda_chunk64_state2_sm90a_f16_k128 instead of kda_chunk64_state's; its o
                          is bf16 in the product layout [B, T, HV, V])
        ncu -k regex:kda_chunk64 -c 2 --set full python3 validation/kda/check_chunk64.py --build BUILD --profile
 (The preps over prepared fp32 tokens, v2 and v3, and their --prep choices are deleted: git tag
-kda6-chunk64-preps-v2-v3.)
+kda6-chunk64-preps-v2-v3. GDN's prep writes no kq since its state entry scales the raw rows
+itself, so validation/kda/checks.py checks it through the product's op; its former --prep gdn
+and check_chunk64_gdn.py are in git history.)
 Owns: per case (fla-init, harsh and bounded gates; V 128 and 256; B 2, T 200: 4 chunks, the
 last padded; HV 2 over H 1), the operands chunk64_model.state_inputs prepares on the CPU (plan
 "f16"), written into the buffers of a kernrt.gen.kda_chunk64 manifest pinned to
@@ -45,8 +44,7 @@ chunk64_model.PREP4 (its diagonal tf32 operands round to even); program `prep64`
 values may flip by one ulp, the kernel's solve is fp32 where the model's rounds its products to
 f16; a wrong index or decay is O(1)); program `forward64` (prep, then the state step): o and
 the final state against the float64 loop (<= 2e-3, the gate) and against the model (<= 2e-3;
-o of state2 as bf16 against the model's rounded). --prep gdn: check_chunk64_gdn.py's cases,
-compared likewise (prep_results).
+o of state2 as bf16 against the model's rounded).
 Prints one line per case and a table; writes OUT/kda_chunk64.jsonl (DESIGN.md's schema, kind
 "check") when --out is given; exit 0 when every check passed, 2 without a device.
 With --time, also a diagnostic timing (records nothing) at B8 HV16 V128 NC64 (B8 T4096 H16) on
@@ -68,7 +66,6 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(HERE)), "runtime", "python"))
-import check_chunk64_gdn as gdn  # noqa: E402
 import chunk64_model as m  # noqa: E402
 import chunk_model as cm  # noqa: E402
 import kda_ref as ref  # noqa: E402
@@ -350,9 +347,8 @@ def main():
     ap.add_argument("--out")
     ap.add_argument("--commit", default="unknown")
     ap.add_argument("--time", action="store_true", help="also time the entry (diagnostic)")
-    ap.add_argument("--prep", default="prep4", choices=("prep4", "gdn"),
-                    help="the prep under test: v4 (kda_chunk64_prep4.cu, the default) or GDN's "
-                         "(kda_chunk64_prep_gdn.cu, check_chunk64_gdn.py's cases)")
+    ap.add_argument("--prep", default="prep4", choices=("prep4",),
+                    help="the prep under test: v4 (kda_chunk64_prep4.cu)")
     ap.add_argument("--state", default="state", choices=STATE_ENTRIES,
                     help="the state step under test: kda_chunk64_state.cu (synchronous copies, the "
                          "reference) or kda_chunk64_state2.cu (pipelined; also compared with the reference)")
@@ -402,15 +398,10 @@ def main():
                         "gate_vs_reference_entry": SAME_TOL, "bit_identical": r["bit-identical"]})
         rows.append(row)
     jobs = []  # (label, the case's run): the prep's cases
-    if args.prep == "gdn":
-        for gates, V, sig, shift in gdn.CASES:
-            jobs.append((gdn.label(gates, V, sig, shift, args.state),
-                         lambda c=(gates, V, args.state, sig, shift): gdn.run_gdn_case(args.build, *c)))
-    else:
-        for gates, lb, V, sig in PREP4_CASES:
-            jobs.append((f"chunk64 prep4 + {args.state} B2 T200 HV2 V{V} {gates}"
-                         + ("" if lb is None else f" lb {lb:g}") + (" beta logits" if sig else ""),
-                         lambda c=(gates, V, args.state, lb, sig): run_prep4_case(args.build, *c)))
+    for gates, lb, V, sig in PREP4_CASES:
+        jobs.append((f"chunk64 prep4 + {args.state} B2 T200 HV2 V{V} {gates}"
+                     + ("" if lb is None else f" lb {lb:g}") + (" beta logits" if sig else ""),
+                     lambda c=(gates, V, args.state, lb, sig): run_prep4_case(args.build, *c)))
     for label, run in jobs:
         try:
             r = run()
@@ -450,17 +441,13 @@ def main():
             time_state(args.build, state=args.state)
             if args.state != "state":  # the reference entry in the same process, for the ratio
                 time_state(args.build, state="state")
-            if args.prep == "gdn":
-                gdn.time_gdn(args.build, state=args.state)
-            else:
-                time_forward(args.build, state=args.state)
+            time_forward(args.build, state=args.state)
         except Exception as e:  # noqa: BLE001 - a diagnostic: report it
             print(f"TIME chunk64 state step: failed {type(e).__name__}: {e}"[:300])
-        if args.prep == "prep4":
-            try:
-                time_vs_flashkda(args.build, state=args.state)
-            except Exception as e:  # noqa: BLE001 - a diagnostic: report it
-                print(f"TIME chunk64 vs FlashKDA: failed {type(e).__name__}: {e}"[:300])
+        try:
+            time_vs_flashkda(args.build, state=args.state)
+        except Exception as e:  # noqa: BLE001 - a diagnostic: report it
+            print(f"TIME chunk64 vs FlashKDA: failed {type(e).__name__}: {e}"[:300])
     return 0 if ok else 1
 
 

@@ -84,6 +84,9 @@ def prefill_cases(quick):
         ("c64 kda no initial state, bf16 g", dict(T=300, init=False, **bf), c64),
         ("c64 gdn in-kernel gate, GVA 2x", dict(kind="gdn", H=4, HV=8), c64),
         ("c64 gdn varlen, harsh, beta logits", dict(kind="gdn", gates="harsh", beta="sigmoid", cu=cu_var), c64),
+        ("c64 gdn V256 T777, GVA 2x", dict(kind="gdn", T=777, H=2, HV=4, V=256), c64),
+        ("c64 gdn harsh raw g + 88 (exp overflows: the gate's clamp)",
+         dict(kind="gdn", T=300, gates="harsh", g_shift=88.0), c64),
         ("c64 kda context parallel 4 x 1024, bf16 g", dict(B=1, T=4096, **bf),
          dict(cp_segs=4, seg_chunks=64, **c64)),
         # fla-init gates: the state carried across segments matters (under harsh gates it decays
@@ -105,9 +108,12 @@ def prefill_cases(quick):
     return cs[:7] if quick else cs
 
 
-def run_prefill_checks(rec, build, peers, quick, deadline):
+def run_prefill_checks(rec, build, peers, quick, deadline, only=None):
+    """Each prefill case (only: a compiled regex, the cases whose names it finds)."""
     ok = True
     for i, (name, kw, cp) in enumerate(prefill_cases(quick)):
+        if only is not None and not only.search(name):
+            continue
         try:
             c = fx.Case(seed=10 + i, **kw)
             ours = fx.Prefill(c, build, **cp)

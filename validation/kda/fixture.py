@@ -31,10 +31,12 @@ NAN = float("nan")
 class Case:
     """One input set. kind kda|gdn; gates "init" | "harsh" | "weak" (init with dt = 1e-5); gate "softplus" | "lower_bound"
     | None (g is a precomputed log decay); beta "direct" (in (0, 2)), "sigmoid" (logits, sigmoid
-    in the kernel) or "logit2" (logits, 2 * sigmoid: allow_neg_eigval)."""
+    in the kernel) or "logit2" (logits, 2 * sigmoid: allow_neg_eigval); g_shift is added to the raw
+    g (+88 makes exp(g + dt_bias) overflow fp32: the kernels' gate clamps)."""
 
     def __init__(self, kind="kda", B=2, T=1000, H=4, HV=None, V=128, gates="init", gate="softplus",
-                 lower_bound=None, beta="direct", g_dtype=torch.float32, cu=None, init=True, seed=0):
+                 lower_bound=None, beta="direct", g_dtype=torch.float32, cu=None, init=True, seed=0,
+                 g_shift=0.0):
         HV = H if HV is None else HV
         self.kind, self.B, self.T, self.H, self.HV, self.V = kind, B, T, H, HV, V
         self.gate, self.lower_bound, self.beta_mode, self.init = gate, lower_bound, beta, init
@@ -59,7 +61,7 @@ class Case:
             if gates == "weak":  # long-lived heads: a decay of at most ~2 nats over 4096 tokens
                 dt = torch.full_like(dt, 1e-5)
             self.dt_bias = dt + torch.log(-torch.expm1(-dt))
-        raw = rnd(*gshape)
+        raw = rnd(*gshape) + g_shift
         if gate is None:  # a precomputed log decay, made from the same gate formula in fp32
             a = self.A_log.exp().view(HV, -1) if kind == "kda" else self.A_log.exp()
             x = raw + (self.dt_bias.view(HV, K) if kind == "kda" else self.dt_bias)

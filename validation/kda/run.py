@@ -2,7 +2,7 @@
 FlashKDA, in one process.
 
 Usage: python3 validation/kda/run.py --build BUILD --out OUT --commit SHA [--quick]
-       [--budget SECONDS] [--no-peer | --peers NAME,...]
+       [--budget SECONDS] [--no-peer | --peers NAME,...] [--benches-only] [--only REGEX]
 Owns the family's device run: the ceilings (copy, GEMM) measured first; the correctness cases
 of checks.py (prefill, serving chain, rollback, refusals) against the float64 reference with
 fla's error beside ours; the benchmarks of benches.py (prefill shapes of the issue, decode
@@ -17,6 +17,7 @@ when every check passed.
 """
 import argparse
 import os
+import re
 import sys
 import time
 
@@ -94,6 +95,9 @@ def main():
     ap.add_argument("--peers", type=lambda t: t.split(","), default=None, metavar="NAME,...",
                     help="only these peers (of %s); fla's JIT and autotune are the slow ones" % ", ".join(PEERS))
     ap.add_argument("--benches-only", action="store_true", help="skip the correctness cases")
+    ap.add_argument("--only", type=re.compile, default=None, metavar="REGEX",
+                    help="only the prefill checks and prefill benches whose names match (no "
+                         "serving or drop-in checks, step benches or program_io examples)")
     args = ap.parse_args()
     unknown = sorted(set(args.peers or ()) - set(PEERS))
     if unknown:
@@ -112,18 +116,22 @@ def main():
 
     ok = True
     if not args.benches_only:
-        ok = checks.run_prefill_checks(rec, args.build, peers, args.quick, bench.T0 + args.budget * 0.5)
+        ok = checks.run_prefill_checks(rec, args.build, peers, args.quick, bench.T0 + args.budget * 0.5,
+                                       args.only)
         bench.log("prefill checks:", "PASS" if ok else "FAIL")
-        ok &= checks.run_serving_checks(rec, args.build, peers, args.quick)
-        ok &= checks.run_dropin_checks(rec, peers)
-        bench.log("serving and drop-in checks:", "PASS" if ok else "FAIL")
+        if args.only is None:
+            ok &= checks.run_serving_checks(rec, args.build, peers, args.quick)
+            ok &= checks.run_dropin_checks(rec, peers)
+            bench.log("serving and drop-in checks:", "PASS" if ok else "FAIL")
 
     rows = benches.run_prefill_benches(rec, args.build, peers, why, ceil, args.iters, args.rounds,
-                                       deadline, args.quick)
-    rows += benches.run_step_benches(rec, args.build, peers, ceil, 3 * args.iters, args.rounds,
-                                     deadline, args.quick, why)
+                                       deadline, args.quick, args.only)
+    if args.only is None:
+        rows += benches.run_step_benches(rec, args.build, peers, ceil, 3 * args.iters, args.rounds,
+                                         deadline, args.quick, why)
     table(rows)
-    ok &= program_io_examples(args)
+    if args.only is None:
+        ok &= program_io_examples(args)
     for name, w in why.items():
         if w:
             print(f"{name}: {w}")

@@ -15,10 +15,10 @@ pack Chunk64Prep4Params) over the raw inputs: q, k bf16 [seqs, T, H, 128], g bf1
 [seqs, T, HV, 128] (the softplus gate's raw input), beta f32 [seqs, T, HV] (effective), a_log
 f32 [HV], dt_bias f32 [HV, 128], with T = `tokens` (NC = ceil(T / 64)), H = `heads`, the q scale
 `scale`.
-prep="gdn" selects GDN's prep (kernels/kda/kda_chunk64_prep_gdn.cu, pack Chunk64PrepGdnParams)
-over prep4's raw inputs with one decay per (token, value head): g f32 [seqs, T, HV] (the
-softplus gate's raw input), beta f32 [seqs, T, HV], a_log f32 [HV], dt_bias f32 [HV]; `beta`
-"direct" or "sigmoid" (entries PREP_GDN_ENTRIES), the softplus gate only.
+prep="gdn" is refused: GDN's prep (kernels/kda/kda_chunk64_prep_gdn.cu) writes k^, q^ without
+the decay and no kbt (its state entry, kda_chunk64_state2_gdn, applies the per-token decays),
+so it is checked through the product's prefill op (kernrt.gen.kda_prefill64,
+validation/kda/checks.py), not this bench.
 The preps over prepared fp32 tokens (v2 "prep", v3 "prep3") are deleted (their sources: git
 tag kda6-chunk64-preps-v2-v3); those names are refused.
 state="state2" (every function with a `state` parameter) selects the pipelined state step
@@ -34,10 +34,9 @@ forward64_manifest and prep4_op): gate "softplus" (-exp(A_log) softplus(g + dt_b
 bounded form FlashKDA computes), beta "direct" (effective beta) or "sigmoid" (logits,
 sigmoid in the kernel).
 Refuses: V not 128 or 256, HV or NC below 1, an unknown state or prep (the deleted "prep" /
-"prep3" by name); for prep4 HV not a multiple of H, T not in the NC chunks, an unknown gate or
-beta, a lower_bound missing or outside [-5, 0) with gate "lower_bound" or given with
-"softplus"; for gdn HV not a multiple of H, T not in the NC chunks, an unknown beta, a gate
-other than "softplus" or a lower_bound; state2 with T not in the NC chunks. Does not check
+"prep3" and the product-only "gdn" by name); for prep4 HV not a multiple of H, T not in the NC
+chunks, an unknown gate or beta, a lower_bound missing or outside [-5, 0) with gate
+"lower_bound" or given with "softplus"; state2 with T not in the NC chunks. Does not check
 kernel behaviour or the manifest rules (kernrt-verify does). Python 3 standard library only.
 """
 
@@ -45,23 +44,25 @@ from .kda_ops import K, GenError
 
 C64 = 64                  # tokens per chunk
 C64_THREADS = 256         # kThreads (two warpgroups of 64 value rows)
-C64_SMEM = 83456          # kChunk64StateSmem
+C64_SMEM = 83968          # kChunk64StateSmem
 C64_PACK = 80             # sizeof(Chunk64StateParams)
 C64_VTILE = 128           # value rows per block
 # the state-step entries a manifest can select: (module, entry, block threads, shared memory =
 # the source's kThreads and kChunk64StateSmem / kChunk64State2Smem); both take Chunk64StateParams
 STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
           "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
-C64_STATE2_PACK = 160     # sizeof(Chunk64State2Params)
+C64_STATE2_PACK = 168     # sizeof(Chunk64State2Params)
 C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_prep_gdn.cu
 # the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
-# source's kChunk64Prep4Smem / kChunk64PrepGdnSmem)
-PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968),
-         "gdn": ("kda_chunk64_prep_gdn", "kda_chunk64_prep_gdn_sm90a_f16_k128", 76864)}
+# source's kChunk64Prep4Smem)
+PREPS = {"prep4": ("kda_chunk64_prep4", "kda_chunk64_prep4_sm90a_f16_k128", 111968)}
 # the deleted preps over prepared fp32 tokens, refused by name (kernels/kda/chunk64.md "History")
 RETIRED_PREPS = {"prep": "prep v2 (kda_chunk64_prep.cu)", "prep3": "prep v3 (kda_chunk64_prep3.cu)"}
+# preps this bench does not run, refused by name with the reason
+PRODUCT_ONLY_PREPS = {"gdn": "GDN's prep writes k^, q^ without the decay and no kbt (its state "
+                             "entry kda_chunk64_state2_gdn applies the decays): check it through "
+                             "kernrt.gen.kda_prefill64 (validation/kda/checks.py)"}
 C64_PREP4_PACK = 128      # sizeof(Chunk64Prep4Params)
-C64_PREP_GDN_PACK = 136   # sizeof(Chunk64PrepGdnParams): prep v4's fields and the transition bounds
 # (name, dtype, shape after [seqs, HV], field offset in the pack, direction)
 _BUFS = (("kq", "f16", ["NC", 2 * C64, K], 0, "in"), ("kbt", "f16", ["NC", K, C64], 8, "in"),
          ("tmb", "f16", ["NC", C64, C64], 16, "in"), ("aqk", "f16", ["NC", C64, C64], 24, "in"),
@@ -153,6 +154,8 @@ def _prep_kind(prep):
     if prep in RETIRED_PREPS:
         raise GenError(f"prep = {prep!r} is not supported: {RETIRED_PREPS[prep]} was deleted (git tag "
                        f"kda6-chunk64-preps-v2-v3); expected one of {sorted(PREPS)}")
+    if prep in PRODUCT_ONLY_PREPS:
+        raise GenError(f"prep = {prep!r} is not supported here: {PRODUCT_ONLY_PREPS[prep]}")
     if prep not in PREPS:
         raise GenError(f"prep = {prep!r} is not supported: expected one of {sorted(PREPS)}")
     return PREPS[prep]
@@ -218,41 +221,12 @@ def prep4_op(value_heads, heads, tokens, chunks, scale=None, gate="softplus", be
     return {"params": params, "impl": {"launches": [launch]}}
 
 
-# the GDN prep (kda_chunk64_prep_gdn.cu, pack Chunk64PrepGdnParams: prep v4's with g, beta fp32
-# [seqs, T, HV], a_log, dt_bias [HV] and a pad word where prep v4 has lower_bound); entries by beta
-_PREP_GDN_BUFS = _PREP4_BUFS[:2] + (("g", "f32", ["seqs", "T", "HV"], 16, "in"), _PREP4_BUFS[3], _PREP4_BUFS[4],
-                                    ("dt_bias", "f32", ["HV"], 40, "in")) + _PREP4_BUFS[6:]
-PREP_GDN_ENTRIES = {"direct": "kda_chunk64_prep_gdn_sm90a_f16_k128",
-                    "sigmoid": "kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128"}
-
-
-def prep_gdn_op(value_heads, heads, tokens, chunks, scale=None, beta="direct"):
-    """The GDN prep over the raw inputs of every chunk of every (sequence, value head): grid
-    (NC, HV, seqs); the entry of `beta` (PREP_GDN_ENTRIES)."""
-    _check(value_heads, 128, chunks)
-    _check4(value_heads, heads, tokens, chunks)
-    if beta not in PREP_GDN_ENTRIES:
-        raise GenError(f"beta = {beta!r} is not supported: expected 'direct' or 'sigmoid'")
-    module, _, smem = PREPS["gdn"]
-    scale = K ** -0.5 if scale is None else float(scale)
-    params = [f"{d} buffer<{t}>" for _, t, _, _, d in _PREP_GDN_BUFS]
-    fields = [{"at": at, "param": i} for i, (_, _, _, at, _) in enumerate(_PREP_GDN_BUFS)]
-    fields += [{"at": 88, "f32": scale}, {"at": 92, "i32": tokens}, {"at": 96, "i32": heads},
-               {"at": 100, "i32": value_heads // heads}, {"at": 104, "i32": chunks},
-               {"at": 108, "i32": 0}]
-    launch = {"module": module, "entry": PREP_GDN_ENTRIES[beta],
-              "params": [f"bytes<{C64_PREP_GDN_PACK}>"], "block": [C64_PREP_THREADS, 1, 1],
-              "grid": [chunks, value_heads, "seqs"], "shared_mem": smem,
-              "args": [{"pack": {"size": C64_PREP_GDN_PACK, "fields": fields}}]}
-    return {"params": params, "impl": {"launches": [launch]}}
-
-
 def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep4", heads=1, tokens=None,
                        scale=None, state="state", gate="softplus", beta="direct", lower_bound=None):
     """Programs `prep64` and `forward64` (prep, then state64) over the buffers of both; `prep`
-    names the prep (PREPS), `state` the state step (STATES); both preps take `heads`,
-    `tokens` (default NC * 64), `scale`, `beta`, prep4 also `gate` and `lower_bound` (the
-    entries: PREP4_ENTRIES, PREP_GDN_ENTRIES); state2 takes `tokens` (its o's rows)."""
+    names the prep (PREPS), `state` the state step (STATES); the prep takes `heads`,
+    `tokens` (default NC * 64), `scale`, `beta`, `gate` and `lower_bound` (the entries:
+    PREP4_ENTRIES); state2 takes `tokens` (its o's rows)."""
     _check(value_heads, dim_v, chunks)
     module = _prep_kind(prep)[0]
     state_module = _state_kind(state)[0]
@@ -262,17 +236,11 @@ def forward64_manifest(max_seqs, value_heads, dim_v, chunks, prep="prep4", heads
     outs = ("kq", "kbt", "tmb", "aqk", "gamma")
     _check4(value_heads, heads, tokens, chunks)
     sub = {"T": tokens, "H": heads, "HV": value_heads, "NC": chunks}
-    prep_bufs = _PREP4_BUFS if prep == "prep4" else _PREP_GDN_BUFS
+    prep_bufs = _PREP4_BUFS
     for name, t, shape, _, d in prep_bufs:
         bufs[name] = {"dtype": t, "shape": [sub.get(x, x) for x in shape],
                       "kind": "input" if d == "in" else "output"}
-    if prep == "prep4":
-        prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
-    elif gate != "softplus" or lower_bound is not None:
-        raise GenError(f"prep = 'gdn' takes the softplus gate only: gate = {gate!r}, "
-                       f"lower_bound = {lower_bound!r}")
-    else:
-        prep_op = prep_gdn_op(value_heads, heads, tokens, chunks, scale, beta)
+    prep_op = prep4_op(value_heads, heads, tokens, chunks, scale, gate, beta, lower_bound)
     entry = prep_op["impl"]["launches"][0]["entry"]
     ptag = entry[len("kda_chunk64_"):-len("_sm90a_f16_k128")].replace("_", "-")
     for name, t, shape, _, d in _state_bufs(value_heads, dim_v, chunks, state, tokens):

@@ -1,7 +1,7 @@
 """The chunked prefill on the 64-token chunk kernels (kernels/kda/chunk64.md): a prep
 (kda_chunk64_prep4.cu for KDA, kda_chunk64_prep_gdn.cu for GDN) writes each chunk's operands
-into op scratch, then the pipelined state step (kda_chunk64_state2.cu) runs every sequence's
-chunks in order. kernrt.gen.kda_ops.prefill_op calls `launches` with the interface it built,
+into op scratch, then the pipelined state step (kda_chunk64_state2.cu: KDA's entry, or GDN's,
+which applies the per-token decays its prep leaves out) runs every sequence's chunks in order. kernrt.gen.kda_ops.prefill_op calls `launches` with the interface it built,
 so both chunk lengths serve one op interface and a manifest selects one by its entries.
 
 Owns: which profiles the 64-token kernels serve (`unsupported`: None, or the reason), their
@@ -17,21 +17,30 @@ from .kda_ops import CHUNK_PACK, K, GenError, _launch, combine_launch
 C = g64.C64                         # tokens per chunk
 PREP_THREADS = g64.C64_PREP_THREADS
 # kind -> sizeof(Chunk64Prep4Params) / sizeof(Chunk64PrepGdnParams)
-PREP_PACKS = {"kda": g64.C64_PREP4_PACK, "gdn": g64.C64_PREP_GDN_PACK}
-STATE_MODULE, STATE_ENTRY, STATE_THREADS, STATE_SMEM = g64.STATES["state2"]
+PREP_PACKS = {"kda": g64.C64_PREP4_PACK, "gdn": 136}
+STATE_MODULE, _, STATE_THREADS, STATE_SMEM = g64.STATES["state2"]
+# kind -> the state step's entry: GDN's applies its per-token decays (`tok`) itself
+STATE_ENTRIES = {"kda": g64.STATES["state2"][1], "gdn": "kda_chunk64_state2_gdn_sm90a_f16_k128"}
 STATE_PACK = g64.C64_STATE2_PACK    # sizeof(Chunk64State2Params)
+TOK_AT_STATE = 160                  # Chunk64State2Params::tok
 VTILE = g64.C64_VTILE               # value rows per state block
 COMBINE_PACK = CHUNK_PACK           # kda_cp_combine takes KdaChunkParams
 PREP_FLAG_BETA_BF16, PREP_FLAG_G_BF16 = 1, 2   # the preps' `flags` word
 FLAG_CP_LAST_IN_PHASE3 = 256        # kFlagCpLastInPhase3 (kernels/kda/params.h), the combine's
 # kind -> (module, shared memory = kChunk64Prep4Smem / kChunk64PrepGdnSmem)
-PREP_MODULES = {kind: (g64.PREPS[prep][0], g64.PREPS[prep][2])
-                for kind, prep in (("kda", "prep4"), ("gdn", "gdn"))}
+PREP_MODULES = {"kda": (g64.PREPS["prep4"][0], g64.PREPS["prep4"][2]),
+                "gdn": ("kda_chunk64_prep_gdn", 60480)}
 # the entries by (gate, beta form) / beta form
-PREP4_ENTRIES, PREP_GDN_ENTRIES = g64.PREP4_ENTRIES, g64.PREP_GDN_ENTRIES
-# operand scratch: name, dtype, elements per chunk and value head
-OPERANDS = (("kq", "f16", 2 * C * K), ("kbt", "f16", K * C), ("tmb", "f16", C * C),
-            ("aqk", "f16", C * C), ("gamma", "f32", K))
+PREP4_ENTRIES = g64.PREP4_ENTRIES
+PREP_GDN_ENTRIES = {"direct": "kda_chunk64_prep_gdn_sm90a_f16_k128",
+                    "sigmoid": "kda_chunk64_prep_gdn_sigbeta_sm90a_f16_k128"}
+# operand scratch per kind: name, dtype, elements per chunk and value head, in the preps' field
+# order (from offset 48; the state step's from 0). GDN's second is `tok` (per token 2^G_t,
+# 2^(G_63 - G_t)) where KDA's is kbt: its kq holds k^, q^ without the decay and its state entry
+# applies the decays and reads k^ transposed (kernels/kda/chunk64_state_step.cuh kScalarDecay).
+_LATER_OPERANDS = (("tmb", "f16", C * C), ("aqk", "f16", C * C), ("gamma", "f32", K))
+OPERANDS = {"kda": (("kq", "f16", 2 * C * K), ("kbt", "f16", K * C)) + _LATER_OPERANDS,
+            "gdn": (("kq", "f16", 2 * C * K), ("tok", "f32", 2 * C)) + _LATER_OPERANDS}
 # decay-bounded context parallel (GDN): per chunk and value head the transition's log2 bound,
 # written by the prep (Chunk64PrepGdnParams::bound) and read by the state step's phase 1 / 3
 # (Chunk64State2Params::bound); kda_chunk64_state2.cu's warm_start says what it drops
@@ -95,8 +104,9 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
         chunks = -(-max_tokens // C)
         rows = ["seqs", HV * chunks]
         prep_grid = [{"ceil_div": ["tokens", C]}, HV, "seqs"]
-    scratch = {n: {"dtype": t, "shape": rows + [e]} for n, t, e in OPERANDS}
-    ops = [{"at": 48 + 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
+    operands = OPERANDS[p.kind]
+    scratch = {n: {"dtype": t, "shape": rows + [e]} for n, t, e in operands}
+    ops = [{"at": 48 + 8 * i, "scratch": n} for i, (n, _, _) in enumerate(operands)]
     flags = PREP_FLAG_BETA_BF16 if p.beta == "bf16" else 0
     flags |= PREP_FLAG_G_BF16 if p.g == "bf16" else 0
     prep = [{"at": 0, "param": at["q"]}, {"at": 8, "param": at["k"]}, {"at": 16, "param": at["g"]},
@@ -113,7 +123,8 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     module, smem = PREP_MODULES[p.kind]
     beta = "sigmoid" if p.beta_sigmoid else "direct"
     entry = PREP4_ENTRIES[(p.gate, beta)] if p.kind == "kda" else PREP_GDN_ENTRIES[beta]
-    st = [{"at": 8 * i, "scratch": n} for i, (n, _, _) in enumerate(OPERANDS)]
+    st = [{"at": TOK_AT_STATE if n == "tok" else 8 * i, "scratch": n}
+          for i, (n, _, _) in enumerate(operands)]
     st += [{"at": 40, "param": at["v"]}, {"at": 64, "param": at["o"]}, {"at": 76, "i32": p.dim_v}]
     if varlen:
         st.append({"at": 88, "param": at["cu"]})
@@ -139,8 +150,9 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
         prep.append({"at": BOUND_AT_PREP, "scratch": name})
         st.append({"at": BOUND_AT_STATE, "scratch": name})
     out = [_launch_smem(module, entry, PREP_PACKS[p.kind], prep, prep_grid, PREP_THREADS, smem)]
+    state_entry = STATE_ENTRIES[p.kind]
     if not cp_segs:
-        out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK, st, [nt, HV, "seqs"],
+        out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK, st, [nt, HV, "seqs"],
                                 STATE_THREADS, STATE_SMEM))
         return out, scratch
     # context parallel: phase 3 writes the final state from the last segment (phase 1 from
@@ -148,11 +160,11 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     cp = [{"at": 128, "scratch": "cp"}, {"at": 140, "i32": cp_segs},
           {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
     z = {"mul": ["seqs", cp_segs]}
-    out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK,
+    out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 1}], [nt + 1, HV, z], STATE_THREADS,
                             STATE_SMEM))
     out.append(_combine(p, at, varlen, cp_segs, seg_chunks))
-    out.append(_launch_smem(STATE_MODULE, STATE_ENTRY, STATE_PACK,
+    out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 3}], [nt, HV, z], STATE_THREADS,
                             STATE_SMEM))
     scratch["cp"] = {"dtype": "f32", "shape": ["seqs", cp_segs * HV * (2 * p.dim_v + K) * K]}
