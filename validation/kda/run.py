@@ -2,7 +2,8 @@
 FlashKDA, in one process.
 
 Usage: python3 validation/kda/run.py --build BUILD --out OUT --commit SHA [--quick]
-       [--budget SECONDS] [--no-peer | --peers NAME,...] [--benches-only] [--only REGEX]
+       [--budget SECONDS] [--no-peer | --peers NAME,...] [--checks-only | --benches-only]
+       [--only REGEX]
 Owns the family's device run: the ceilings (copy, GEMM) measured first; the correctness cases
 of checks.py (prefill, serving chain, rollback, refusals) against the float64 reference with
 fla's error beside ours; the benchmarks of benches.py (prefill shapes of the issue, decode
@@ -95,6 +96,8 @@ def main():
     ap.add_argument("--peers", type=lambda t: t.split(","), default=None, metavar="NAME,...",
                     help="only these peers (of %s); fla's JIT and autotune are the slow ones" % ", ".join(PEERS))
     ap.add_argument("--benches-only", action="store_true", help="skip the correctness cases")
+    ap.add_argument("--checks-only", action="store_true",
+                    help="skip the benchmarks (the checks and program_io examples run)")
     ap.add_argument("--only", type=re.compile, default=None, metavar="REGEX",
                     help="only the prefill checks and prefill benches whose names match (no "
                          "serving or drop-in checks, step benches or program_io examples)")
@@ -104,6 +107,8 @@ def main():
         ap.error(f"--peers: unknown {', '.join(unknown)} (known: {', '.join(PEERS)})")
     if args.no_peer and args.peers:
         ap.error("--no-peer and --peers exclude each other")
+    if args.checks_only and args.benches_only:
+        ap.error("--checks-only and --benches-only exclude each other")
     bench.use_build(args.build)  # the build's libkernrt.so and cubins (the drop-ins use them too)
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, "kda.jsonl")
@@ -124,12 +129,14 @@ def main():
             ok &= checks.run_dropin_checks(rec, peers)
             bench.log("serving and drop-in checks:", "PASS" if ok else "FAIL")
 
-    rows = benches.run_prefill_benches(rec, args.build, peers, why, ceil, args.iters, args.rounds,
-                                       deadline, args.quick, args.only)
-    if args.only is None:
-        rows += benches.run_step_benches(rec, args.build, peers, ceil, 3 * args.iters, args.rounds,
-                                         deadline, args.quick, why)
-    table(rows)
+    rows = []
+    if not args.checks_only:
+        rows = benches.run_prefill_benches(rec, args.build, peers, why, ceil, args.iters, args.rounds,
+                                           deadline, args.quick, args.only)
+        if args.only is None:
+            rows += benches.run_step_benches(rec, args.build, peers, ceil, 3 * args.iters, args.rounds,
+                                             deadline, args.quick, why)
+        table(rows)
     if args.only is None:
         ok &= program_io_examples(args)
     for name, w in why.items():
