@@ -3,10 +3,10 @@
 // scalar prefix G_t (log2 of the decay from the chunk's start to token t, inclusive):
 // exp(G_i - G_j) is one 64 x 64 matrix E and the intra-chunk matrices are Gram matrices of the
 // raw rows masked by it. Raw inputs in (Chunk64PrepGdnParams: bf16 q, k, fp32 g, A_log,
-// dt_bias per value head, fp32 beta; GVA), the state step's operands out in prep v4's layouts
-// (kq, kbt, tmb, aqk, gamma: kda_chunk64_state2.cu reads them unchanged), with the numerics of
-// validation/kda/chunk64_model.py tokens_gdn then prep64_gdn (plan "f16"). A design entry, not
-// the shipped forward and not a serving op.
+// dt_bias per value head, fp32 beta; GVA), the operands of kda_chunk64_state2.cu's GDN entry
+// out: kq = [k^; q^] without the decay, the per-token decays a_t = 2^G_t, b_t = 2^(G_63 - G_t)
+// (tok), tmb, aqk and gamma in prep v4's layouts, no (k b)^T (that entry applies a_t and b_t
+// itself: 48.5 of the 64.5 KiB a chunk prep v4 writes; B1 T32768 H16 308 -> 260 us).
 //
 // One block per (chunk, value head, sequence); 256 threads:
 //   0. the raw stage: q, k rows by cp.async (prep v4's copy, zero past T); beta by 64 threads;
@@ -15,12 +15,8 @@
 //      G by a warp scan over token pairs, 2^G_t, 2^(G_63 - G_t) and gamma = 2^G_63 (and the
 //      chunk's transition bound for decay-bounded context parallel, when asked: gate_scan);
 //   1. the l2 scales from the Gram diagonals (prep v4's gram_norms);
-//   2. thread (sub-block I = warp / 2, channel pair cp): q^, k^ of its 16 tokens from the raw
-//      stage and the scales; k a, q a rows of kq, (k b)^T rows of kbt as f16x2 packs (kbt staged
-//      in shared memory and written by warps 2..7 during the diagonal inverses: with 16-byte
-//      pieces of 32 rows per store instruction the prep ran at 82 % of L2 throughput with DRAM
-//      at 53 %, ncu; staged, one process: B1 T32768 CP 841.1 -> 826.7 us, B8 T4096 549.4 ->
-//      525.9, at two blocks per SM instead of three);
+//   2. thread (sub-block I = warp / 2, channel pair cp): k^, q^ of its 16 tokens from the raw
+//      stage and the scales, as f16x2 pairs of kq's rows; threads 0..63 the decays (write_tok);
 //   3. the 10 blocks I >= J of both Gram matrices on mma m16n8k16 bf16 (raw rows: the products
 //      exact in fp32, fp32 sums), block (I, J) by one warp for q k^T and k k^T together (the
 //      k_J fragments shared): Aqk = S_qk (scale / |q_i|) (E_ij / |k_j|), Akk = S_kk (beta_i /
@@ -33,8 +29,8 @@
 //
 // Entries: kda_chunk64_prep_gdn_sm90a_f16_k128 (beta effective) and _sigbeta_ (beta logits,
 // sigmoid here), `const __grid_constant__ Chunk64PrepGdnParams`, grid as prep v4, 256 threads,
-// 76864 bytes of dynamic shared memory: two blocks per SM, held to 80 registers by
-// __launch_bounds__(256, 3) (at (256, 2) ptxas took 128 and spilled 28 bytes; at 80 it keeps 4).
+// 60480 bytes of dynamic shared memory: three blocks per SM, held to 80 registers by
+// __launch_bounds__(256, 3), no spill.
 // Not checked here: K = 128; HV a multiple of H; the buffers' extents; NC = ceil(T / 64).
 #include <cuda_fp16.h>
 #include <stddef.h>

@@ -34,6 +34,9 @@
 // 1090.8 us, GDN 1031.7 -> 939.7 (validation/kda/notes.md). With the transition bounds (GDN:
 // Chunk64State2Params::bound) phase 1 runs a segment's trailing chunks alone where the decay
 // allows (warm_start, plan_of): B1 T32768 H16 GDN 820.3 -> 619.6 us.
+// Two entries: KDA's, and GDN's (kScalarDecay: its prep leaves the per-token decay out of kq and
+// writes no kbt; chunk64_step applies it, the stage loads 16 KiB less a chunk; with the prep's
+// 16 KiB fewer writes: B1 T32768 H16 GDN 619.6 -> 573.3 us, validation/kda/notes.md).
 // Each stage completes two barriers: v with [k a; q a] (what the step's first product reads)
 // and the rest, which the consumers wait for after that product: B1 T32768 H16 one pass
 // 2406.4 -> 2230.7 us, CP 8 1090.8 -> 1075.1 (validation/kda/notes.md, calls e3 / e6).
@@ -54,8 +57,8 @@
 // wait (acquire); the producer adds a proxy fence after that wait as well (one instruction a
 // chunk), so the order does not rest on an async-proxy read counting as complete at the wait.
 //
-// Entry: kda_chunk64_state2_sm90a_f16_k128, one `const __grid_constant__ Chunk64State2Params`;
-// grid (V / 128, HV, seqs), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a
+// Entries: kda_chunk64_state2{,_gdn}_sm90a_f16_k128, one
+// `const __grid_constant__ Chunk64State2Params`; grid (V / 128, HV, seqs), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a
 // it traps (NV_HAS_FEATURE_SM_90a).
 // Not checked here: V % 128, the extents of the buffers, the lines and cu_seqlens (the
 // generator's manifest and the caller's); the operands of tokens past a sequence's end are the
@@ -134,7 +137,7 @@ __device__ __forceinline__ void load_sw128_lower(__half (*dst)[64], const __half
 // token rows from `vc` (token stride `ld` elements), zeros past the sequence's `live` tokens
 // (the step multiplies them by zero betas: they must be finite).
 // Without o (kWithO false) the q a rows and Aqk stay in global memory: 24 of the 82 KiB.
-// kScalarDecay (GDN's entry): no kbt (its u product reads k a's rows transposed); the
+// kScalarDecay (GDN's entry): no kbt (its u product reads k^'s rows transposed); the
 // per-token decays from p.tok into eab with the first part (the step applies a_t right after
 // its first product): 16 of the 82 KiB.
 template <bool kWithO, bool kScalarDecay>

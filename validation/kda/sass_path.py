@@ -80,7 +80,8 @@ SCOPES = {
         ("__device__ void prep_gdn(", "open", 8),
         ("if (tid < kC) {  // kBetaSigmoid", "open", 2),
         ("else qk_stage<true>(", "line", 0),  # the masked copy: a chunk past T (not timed)
-        ("if (warp == 2) gate_scan(", "line", 1),
+        ("if (warp == 2) gate_scan<", "line", 1),
+        ("if (tid < kC) write_tok(", "line", 2),
         # gram_block(sm, aqk, warp, lane) runs on every warp (the function's scope)
         ("if (warp < 2) gram_block(", "line", 2),
         ("else if (warp >= 6) zero_upper(", "line", 2),
