@@ -50,8 +50,9 @@ def main():
     ax.set_ylabel("us per call (graph replay, median)")
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
-    commit = rows[0].get("commit", "?") if rows else "?"
-    ax.set_title(f"KDA / GDN on the H200 (commit {commit}): ours vs peers vs floors")
+    commits = sorted({r.get("commit", "?") for r in rows}) or ["?"]  # rows may come from several
+    ax.set_title(f"KDA / GDN on the H200 (commit{'s' if len(commits) > 1 else ''} "
+                 f"{', '.join(commits)}): ours vs peers vs floors")
     h, l = ax.get_legend_handles_labels()
     ax.legend(dict(zip(l, h)).values(), dict(zip(l, h)).keys(), fontsize=8)
     fig.tight_layout()
