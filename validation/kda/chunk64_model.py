@@ -130,7 +130,7 @@ def tokens_gdn(q, k, g, beta, A_log, dt_bias, scale=None, beta_sigmoid=False):
     return qh, kh, lg.astype(f), b
 
 
-def prep64_gdn(qc, kc, vc, lgc, bc, plan=F16):
+def prep64_gdn(qc, kc, vc, lgc, bc, plan=F16, split=False):
     """The GDN prep's operands of one chunk (kda_chunk64_prep_gdn.cu; prep64's dict): from the
     chunk's log2 decays lgc [64] (0 on padded tokens) the inclusive prefix G (fp32), and every
     decay factor one exp2 of a difference that is <= 0 where it is used:
@@ -141,6 +141,9 @@ def prep64_gdn(qc, kc, vc, lgc, bc, plan=F16):
       akh), its diagonal blocks fp32;
       k a = k^ 2^G_t, q a = q^ 2^G_t, k b = k^ 2^(G_63 - G_t) rounded by plan["qk"],
       gamma = 2^G_63 on every key channel, Tm Diag(beta) by plan["solve"] then plan["tm"].
+    split (the shipped prep since 362fa29, for the state step's kScalarDecay): kw = k^, qt = q^
+    rounded by plan["qk"] without the decay, and a_t, b_t (fp32 [64]) for step64 to apply; no
+    kt.
     Not modelled: the kernel's prefix is a warp scan (fp32, another summation order), its exp2
     and log2 are MUFU approximations, and it scales the Gram sums where this scales the rows
     (fp32 roundings, ~1e-7 relative, far below the f16 operands)."""
@@ -156,8 +159,12 @@ def prep64_gdn(qc, kc, vc, lgc, bc, plan=F16):
     STATS["max_tm"] = max(STATS["max_tm"], float(np.max(np.abs(Tmb))))
     a = np.exp2(G).astype(f)[:, None]
     b = np.exp2(G[-1] - G).astype(f)[:, None]
+    gamma = np.full(kc.shape[1], np.exp2(G[-1]), f)
+    if split:
+        return dict(kw=Rqk(kc), qt=Rqk(qc), a=a[:, 0], b=b[:, 0], tmb=Rtm(Tmb), aqk=Ra(Aqk),
+                    gamma=gamma, v=vc)
     return dict(kw=Rqk(kc * a), qt=Rqk(qc * a), kt=Rqk(kc * b), tmb=Rtm(Tmb), aqk=Ra(Aqk),
-                gamma=np.full(kc.shape[1], np.exp2(G[-1]), f), v=vc)
+                gamma=gamma, v=vc)
 
 
 def sub_products(ac):
@@ -238,10 +245,31 @@ def prep64(qc, kc, vc, ac, bc, kda, plan):
                 gamma=a[C - 1].copy(), v=vc)
 
 
+def _rows_scaled_as(x, like, how, rows=16):
+    """x rounded by `how`; for "f16s" with the power-of-two scale each 16-row block of `like`
+    takes (the state step scales vn' Diag(b) by vn's own scale)."""
+    if how != "f16s":
+        return ROUND[how](x)
+    out = np.empty_like(np.asarray(x, np.float32))
+    for r0 in range(0, x.shape[0], rows):
+        s = cm.scale_of(like[r0:r0 + rows])
+        out[r0:r0 + rows] = cm.f16(x[r0:r0 + rows] * s) / s
+    return out
+
+
 def step64(X, op, plan):
-    """The state step of one chunk: (o [64, V] fp32, X' [V, K])."""
+    """The state step of one chunk: (o [64, V] fp32, X' [V, K]). With a_t, b_t in `op`
+    (prep64_gdn's split, chunk64_state_step.cuh kScalarDecay) the decays are applied in fp32 on
+    the products' token columns and to vn before its rounding, k^ serving as k b's rows."""
     Rx, Rr, Rv = ROUND[plan["state"]], ROUND[plan["r"]], ROUND[plan["vn"]]
     Xh = Rx(X)
+    if "a" in op:
+        a, b = op["a"][None, :], op["b"][None, :]
+        rT = op["v"].T - cm.mm(Xh, op["kw"].T) * a
+        vn = cm.mm(Rr(rT), op["tmb"].T)
+        oT = cm.mm(Xh, op["qt"].T) * a + cm.mm(Rv(vn), op["aqk"].T)
+        vb = _rows_scaled_as(vn * b, vn, plan["vn"])
+        return oT.T, X * op["gamma"][None, :] + cm.mm(vb, op["kw"])
     rT = op["v"].T - cm.mm(Xh, op["kw"].T)
     vnh = Rv(cm.mm(Rr(rT), op["tmb"].T))
     oT = cm.mm(Xh, op["qt"].T) + cm.mm(vnh, op["aqk"].T)
@@ -273,13 +301,14 @@ def forward(xp_inputs, init=None, cu=None, plan=PLANS["f16"], head=None):
                       head=head or (lambda *args, kda: chunk64_head(*args, kda=kda, plan=plan)))
 
 
-def state_inputs(xp_inputs, init, plan=PLANS["f16"], alpha=None, lg=None):
+def state_inputs(xp_inputs, init, plan=PLANS["f16"], alpha=None, lg=None, split=False):
     """Dense kda_ref.prepare outputs ([B, T, ..]; with `alpha` [B, T, HV, K] given, gl is not
     read: tokens64's outputs; with `lg` [B, T, HV] given, GDN's log2 decays (tokens_gdn), each
     chunk's operands are prep64_gdn's) -> the operands of the state-step entry
     kda_chunk64_state (kernels/kda/chunk64_params.h layouts; float32 arrays holding f16 / bf16
     values exactly: the caller casts kq, kbt, tmb, aqk to f16 and v to bf16), with what the
-    model's state steps give for them: o [B, HV, NC, 64, V] fp32 and the final X [B, HV, V, K]."""
+    model's state steps give for them: o [B, HV, NC, 64, V] fp32 and the final X [B, HV, V, K].
+    split: prep64_gdn's split operands (kq k^, q^; kbt zeros), as the shipped GDN path."""
     _, q, k, v, gl, beta = xp_inputs
     B, T, HV, K = k.shape
     V, NC = v.shape[3], -(-T // C)
@@ -308,9 +337,10 @@ def state_inputs(xp_inputs, init, plan=PLANS["f16"], alpha=None, lg=None):
                 else:
                     lgc = np.zeros(C, np.float32)
                     lgc[:n] = lg[b, c0:c0 + n, h]
-                    op = prep64_gdn(qc, kc, vc, lgc, bc, plan)
+                    op = prep64_gdn(qc, kc, vc, lgc, bc, plan, split)
                 out["kq"][b, h, c] = np.concatenate([op["kw"], op["qt"]])
-                out["kbt"][b, h, c] = op["kt"].T
+                if "kt" in op:
+                    out["kbt"][b, h, c] = op["kt"].T
                 for name in ("tmb", "aqk", "gamma", "v"):
                     out[name][b, h, c] = op[name]
                 out["o"][b, h, c], X = step64(X, op, plan)
@@ -318,12 +348,14 @@ def state_inputs(xp_inputs, init, plan=PLANS["f16"], alpha=None, lg=None):
     return out
 
 
-def gdn_case(gates, V=128, B=2, T=200, H=1, HV=2, seed=0, plan=F16, beta_sigmoid=False, g_shift=0.0):
+def gdn_case(gates, V=128, B=2, T=200, H=1, HV=2, seed=0, plan=F16, beta_sigmoid=False, g_shift=0.0,
+             split=False):
     """A GDN case for the GDN prep (kda_chunk64_prep_gdn.cu): test_chunk_model.inputs' draw per
     sequence (fla-init or harsh gates per value head; `g_shift` added to raw g: a saturating
     gate), beta logits drawn after the rest with `beta_sigmoid`. Returns (raw inputs: q, k
     [B, T, H, K], g, beta [B, T, HV], a_log, dt_bias [HV] float32; state_inputs' dict on
-    tokens_gdn's tokens under `plan`; h0; the float64 loop's o and final state)."""
+    tokens_gdn's tokens under `plan` (split: prep64_gdn's split form); h0; the float64 loop's
+    o and final state)."""
     import kda_ref as ref
     from test_chunk_model import inputs
     rng = np.random.default_rng(seed)
@@ -338,7 +370,7 @@ def gdn_case(gates, V=128, B=2, T=200, H=1, HV=2, seed=0, plan=F16, beta_sigmoid
     o, ht = ref.recurrent(q, k, v, g, beta, initial_state=h0, **opts)
     xp = ref.prepare(q, k, v, g, beta, None, **opts)
     qh, kh, lg, bt = tokens_gdn(q, k, g, beta, A_log, dt, beta_sigmoid=beta_sigmoid)
-    s = state_inputs((xp[0], qh, kh, xp[3], None, bt), h0, plan=plan, lg=lg)
+    s = state_inputs((xp[0], qh, kh, xp[3], None, bt), h0, plan=plan, lg=lg, split=split)
     raw = {"q": q, "k": k, "g": g, "beta": np.asarray(beta, np.float32),
            "a_log": np.asarray(A_log, np.float32), "dt_bias": np.asarray(dt, np.float32)}
     return raw, s, h0, o, ht

@@ -192,6 +192,23 @@ class GdnScalarPrep(unittest.TestCase):
             self.assertLess(eo, GATE, (gates, kw))
             self.assertLess(eh, GATE, (gates, kw))
 
+    def test_split_decay_meets_gate_as_the_folded_one(self):
+        # the shipped GDN path (362fa29): k^, q^ without the decay, a_t / b_t applied in fp32 by
+        # the state step, vn Diag(b) rounded with vn's scale; unrounded it is the loop, rounded
+        # within 5 % of the former folded operands' errors (the device checks: 1.20-1.37e-3)
+        for gates in ("init", "harsh"):
+            eo, _, eh = self.errs(gates, "fp32", split=True)
+            self.assertLess(eo, 1e-6, gates)
+            self.assertLess(eh, 1e-6, gates)
+        for gates, kw in (("init", {}), ("harsh", {}), ("init", {"beta_sigmoid": True}),
+                          ("harsh", {"g_shift": 88.0})):
+            _, eo, eh = self.errs(gates, split=True, **kw)
+            _, fo, fh = self.errs(gates, **kw)
+            self.assertLess(eo, GATE, (gates, kw))
+            self.assertLess(eh, GATE, (gates, kw))
+            self.assertLess(eo, 1.05 * fo, (gates, kw, eo, fo))
+            self.assertLess(eh, 1.05 * fh, (gates, kw, eh, fh))
+
     def test_saturating_gate_is_clamped_finite(self):
         raw, s, _, _, _ = m.gdn_case("harsh", g_shift=88.0)
         self.assertGreater(float(np.max(raw["g"] + raw["dt_bias"])), 88.8)  # 2^z overflows fp32 there
