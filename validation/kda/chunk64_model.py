@@ -245,18 +245,6 @@ def prep64(qc, kc, vc, ac, bc, kda, plan):
                 gamma=a[C - 1].copy(), v=vc)
 
 
-def _rows_scaled_as(x, like, how, rows=16):
-    """x rounded by `how`; for "f16s" with the power-of-two scale each 16-row block of `like`
-    takes (the state step scales vn' Diag(b) by vn's own scale)."""
-    if how != "f16s":
-        return ROUND[how](x)
-    out = np.empty_like(np.asarray(x, np.float32))
-    for r0 in range(0, x.shape[0], rows):
-        s = cm.scale_of(like[r0:r0 + rows])
-        out[r0:r0 + rows] = cm.f16(x[r0:r0 + rows] * s) / s
-    return out
-
-
 def step64(X, op, plan):
     """The state step of one chunk: (o [64, V] fp32, X' [V, K]). With a_t, b_t in `op`
     (prep64_gdn's split, chunk64_state_step.cuh kScalarDecay) the decays are applied in fp32 on
@@ -268,7 +256,8 @@ def step64(X, op, plan):
         rT = op["v"].T - cm.mm(Xh, op["kw"].T) * a
         vn = cm.mm(Rr(rT), op["tmb"].T)
         oT = cm.mm(Xh, op["qt"].T) * a + cm.mm(Rv(vn), op["aqk"].T)
-        vb = _rows_scaled_as(vn * b, vn, plan["vn"])
+        # vn Diag(b) rounded with vn's own scale, as the state step packs it
+        vb = cm.f16_rows(vn * b, like=vn) if plan["vn"] == "f16s" else Rv(vn * b)
         return oT.T, X * op["gamma"][None, :] + cm.mm(vb, op["kw"])
     rT = op["v"].T - cm.mm(Xh, op["kw"].T)
     vnh = Rv(cm.mm(Rr(rT), op["tmb"].T))

@@ -45,11 +45,13 @@ def scale_of(tile):
     return float(2.0 ** (14 - np.floor(np.log2(m))))
 
 
-def f16_rows(x, rows=16):
-    """f16 with a power-of-two scale per block of `rows` rows (scaled back, as float32)."""
+def f16_rows(x, rows=16, like=None):
+    """f16 with a power-of-two scale per block of `rows` rows (scaled back, as float32); the
+    scale of each block of `like` (same shape) instead of x's own when given."""
     out = np.empty_like(np.asarray(x, np.float32))
+    src = x if like is None else like
     for r0 in range(0, x.shape[0], rows):
-        s = scale_of(x[r0:r0 + rows])
+        s = scale_of(src[r0:r0 + rows])
         out[r0:r0 + rows] = f16(x[r0:r0 + rows] * s) / s
     return out
 

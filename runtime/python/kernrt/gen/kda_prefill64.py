@@ -1,7 +1,8 @@
 """The chunked prefill on the 64-token chunk kernels (kernels/kda/chunk64.md): a prep
 (kda_chunk64_prep4.cu for KDA, kda_chunk64_prep_gdn.cu for GDN) writes each chunk's operands
 into op scratch, then the pipelined state step (kda_chunk64_state2.cu: KDA's entry, or GDN's,
-which applies the per-token decays its prep leaves out) runs every sequence's chunks in order. kernrt.gen.kda_ops.prefill_op calls `launches` with the interface it built,
+which applies the per-token decays its prep leaves out) runs every sequence's chunks in order.
+kernrt.gen.kda_ops.prefill_op calls `launches` with the interface it built,
 so both chunk lengths serve one op interface and a manifest selects one by its entries.
 
 Owns: which profiles the 64-token kernels serve (`unsupported`: None, or the reason), their
