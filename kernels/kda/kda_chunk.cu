@@ -275,9 +275,15 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::kChunkThreads, 1)
   kernrt::kda::kda_chunk<false>(p);
 }
 
-// Shared by KDA and GDN (the transitions already hold the decays).
+// Shared by KDA and GDN (the transitions already hold the decays); _bounded_: decay-bounded
+// context parallel's, which skips the transitions phase 1 dropped (cp_combine kZeroSkip).
 extern "C" __global__ void __launch_bounds__(kernrt::kda::kCombineThreads)
     kda_cp_combine_sm90a_f32_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
   extern __shared__ __align__(128) unsigned char smem_raw[];
-  kernrt::kda::cp_combine(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw));
+  kernrt::kda::cp_combine<false>(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw));
+}
+extern "C" __global__ void __launch_bounds__(kernrt::kda::kCombineThreads)
+    kda_cp_combine_bounded_sm90a_f32_k128(const __grid_constant__ kernrt::kda::KdaChunkParams p) {
+  extern __shared__ __align__(128) unsigned char smem_raw[];
+  kernrt::kda::cp_combine<true>(p, *reinterpret_cast<kernrt::kda::CombineSmem*>(smem_raw));
 }

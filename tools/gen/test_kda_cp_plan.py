@@ -40,6 +40,12 @@ class Plan(unittest.TestCase):
         self.assertEqual(cp.plan((512,), 16, 1), (9, 55))  # the B1 T32768 H16 bench
         self.assertLess(cp.steps((512,), 16, 1, 9, 55), cp.steps((512,), 16, 1, 8, 64))
 
+    def test_bounded_ties_take_fewer_segments(self):
+        # GDN's B1 T32768 H16 bench: 9 x 63 models 1 % faster than 8 x 64, the device runs 8 x 64
+        # faster (kda_cp_plan's comment); the tie rule takes it
+        self.assertLess(cp.steps((512,), 16, 1, 9, 63, bounded=True), cp.steps((512,), 16, 1, 8, 64, bounded=True))
+        self.assertEqual(cp.plan((512,), 16, 1, bounded=True), (8, 64))
+
     def test_full_gpu_stays_one_pass(self):
         self.assertEqual(cp.plan((64,) * 8, 16, 1), (0, 0))  # 128 tiles of 64 chunks
 

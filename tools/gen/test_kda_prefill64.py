@@ -218,8 +218,10 @@ class Packs(unittest.TestCase):
         for varlen, extent in ((False, ["seqs", 4 * 64, 1]), (True, [c64.varlen_slots(4096, 2) * 4, 1])):
             op = g.prefill_op(p, "dense", init=True, final=True, varlen=varlen, max_tokens=4096,
                               max_seqs=2 if varlen else None, cp_segs=4, seg_chunks=16)
-            prep, ph1, _, ph3 = op["impl"]["launches"]
+            prep, ph1, comb, ph3 = op["impl"]["launches"]
             self.assertEqual(op["impl"]["scratch"]["bound"], {"dtype": "f32", "shape": extent})
+            # the combine that skips the transitions phase 1 dropped
+            self.assertEqual(comb["entry"], "kda_cp_combine_bounded_sm90a_f32_k128")
             off, size = _offsets("Chunk64PrepGdnParams")
             self.assertEqual(prep["args"][0]["pack"]["size"], size)
             self.assertEqual(_fields(prep)[off["bound"]]["scratch"], "bound")

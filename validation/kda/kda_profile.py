@@ -133,11 +133,17 @@ def kernels(reps=10):
     beside it: "KERNEL <case> | <name> | <us of the chain> (span <us>) x <launches a call>"."""
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     segs, L = LONG_PLAN
+    entries = VARIANTS[sys.argv[3]] if len(sys.argv) > 3 else None  # a VARIANTS entry set
+    gs, gl = GDN_PLAN
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
              (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP),
-             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), LONG_CP)]
+             (f"gdn B1 T32768 cp {gs} x {gl}", dict(kind="gdn", B=1, T=32768, **big),
+              dict(cp_segs=gs, seg_chunks=4 * gl)),
+             ("gdn B1 T32768 cp 8 x 64", dict(kind="gdn", B=1, T=32768, **big), dict(cp_segs=8, seg_chunks=256))]
     for name, kw, pk in cases:
-        ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, **pk)
+        if entries and name.startswith("kda"):
+            continue
+        ours = fx.Prefill(fx.Case(seed=100, **kw), BUILD, entries=entries, **pk)
         ours.write()
         ours.run()
         share, span, count = kernel_shares(ours, reps)
@@ -161,12 +167,16 @@ def kernel_shares(ours, reps):
     evs = sorted((e for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
                   and e.time_range.elapsed_us() > 0), key=lambda e: e.time_range.start)
     share, span, count, prev_end = {}, {}, {}, None
-    for e in evs:
+    per_call = len(evs) // reps
+    for i, e in enumerate(evs):
         t0, t1 = e.time_range.start, e.time_range.end
+        # a kernel launched twice a call (context parallel's phases 1 and 3): "name #2"
+        k = sum(1 for x in evs[i - i % per_call:i] if x.name == e.name)
+        name = e.name if k == 0 else f"{e.name} #{k + 1}"
         lo = t0 if prev_end is None else max(t0, prev_end)
-        share[e.name] = share.get(e.name, 0.0) + (t1 - lo) / reps
-        span[e.name] = span.get(e.name, 0.0) + (t1 - t0) / reps
-        count[e.name] = count.get(e.name, 0) + 1 / reps
+        share[name] = share.get(name, 0.0) + (t1 - lo) / reps
+        span[name] = span.get(name, 0.0) + (t1 - t0) / reps
+        count[name] = count.get(name, 0) + 1 / reps
         prev_end = t1
     return share, span, count
 
@@ -215,8 +225,10 @@ def occupancy(reps=10):
 # (a candidate form of a kernel gets its own entry for the A / B; calls h1-h3 compared forms of
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
 # order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block,
-# j3 its transposed rows swizzled)
+# j3 its transposed rows swizzled; tag kda-gdn-candidates-2026-12b-runs the GDN state step's
+# wgmma groups, the warm-start bound, the combine's zero skip and the GDN prep's store order)
 VARIANTS = {"shipped": {}}
+GDN_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1, bounded=True)  # the bench's (9 x 63)
 
 
 def variants(rounds=3, reps=10):
@@ -236,7 +248,9 @@ def variants(rounds=3, reps=10):
                  g_dtype=torch.bfloat16), {}),
              ("kda B8 T4096 V256", dict(B=8, T=4096, V=256, **big), {}),
              (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP),
-             (f"gdn B1 T32768 cp {segs} x {L}", dict(kind="gdn", B=1, T=32768, **big), LONG_CP),
+             (f"gdn B1 T32768 cp {GDN_PLAN[0]} x {GDN_PLAN[1]}", dict(kind="gdn", B=1, T=32768, **big),
+              dict(cp_segs=GDN_PLAN[0], seg_chunks=4 * GDN_PLAN[1])),
+             ("gdn B1 T32768 cp 8 x 64", dict(kind="gdn", B=1, T=32768, **big), dict(cp_segs=8, seg_chunks=256)),
              # for the bits: harsh gates put sub-blocks on the fp32 pairs, T = 1000 a tail chunk;
              # T = 5000 in 3 segments of 20 chunks (segment 0 takes 39) for the combine's
              ("gdn B8 T4096 V128", dict(kind="gdn", B=8, T=4096, **big), {}),

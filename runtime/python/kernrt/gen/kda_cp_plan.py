@@ -22,8 +22,13 @@ segment; the plans at the bench shapes did not move with it.
 Decay-bounded context parallel (`bounded`, GDN: kernels/kda/kda_chunk64_state2.cu warm_start):
 phase 1 runs each segment but the last from zero over its trailing chunks alone, one tile, and
 phase 3 runs every segment with o. The model takes WARM_CHUNKS chunks a phase-1 block (at most
-the segment), what the longest-lived heads of fla's init gates need at B1 T32768 H16; heads whose
-decay never gets there run exact, as without the bound, which the model does not count.
+the segment), what the longest-lived heads of fla's init gates need at B1 T32768 H16 (32 at the
+bound 2^-24, scaled to its 2^-16: a head's chunks go as the bound's log); heads whose decay
+never gets there run exact, as without the bound, which the model does not count. Its combine
+skips the dropped transitions (kda_cp_combine_bounded: 7.1 us for 7 segments, COMBINE_STEP_BOUNDED
+a segment), and of the plans within TIE of the best the one with the fewest segments is taken:
+the model ranks 9 x 63 over 8 x 64 by 1 %, the device the other way (537.2 against 541.3 us,
+one process).
 """
 
 import functools
@@ -31,7 +36,9 @@ import heapq
 
 PHASE1_STEP = 0.68   # a phase-1 block's chunk step (no o) against a phase-3 block's
 COMBINE_STEP = 0.79  # the combine's time a segment, in chunk steps (call j3)
-WARM_CHUNKS = 32     # a decay-bounded phase-1 block's chunks (notes.md: the longest-lived head)
+WARM_CHUNKS = 21     # a decay-bounded phase-1 block's chunks (notes.md: the longest-lived head)
+COMBINE_STEP_BOUNDED = 0.27  # the bounded combine's time a segment, in chunk steps
+TIE = 0.01           # bounded: plans within 1 % of the best, the fewest segments
 SMS = 132            # H200 multiprocessors
 
 
@@ -80,7 +87,7 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
                 if s < len(sg) - 1:  # the last segment has no phase-1 block
                     p1 += [n * PHASE1_STEP] * (v_tiles + 1)
                 p3 += [float(n)] * v_tiles
-    return _makespan(p1, sms) + walk * COMBINE_STEP + _makespan(p3, sms)
+    return _makespan(p1, sms) + walk * (COMBINE_STEP_BOUNDED if bounded else COMBINE_STEP) + _makespan(p3, sms)
 
 
 @functools.lru_cache(maxsize=256)
@@ -89,13 +96,14 @@ def plan(lens, value_heads, v_tiles, sms=SMS, max_segs=32, bounded=False):
     counts), or (0, 0) where no geometry beats the one pass by 5 %; bounded: decay-bounded
     context parallel (GDN's)."""
     longest = max(lens) if lens else 0
-    best = (steps(lens, value_heads, v_tiles, 0, 0, sms) / 1.05, 0, 0)
+    cands = [(steps(lens, value_heads, v_tiles, 0, 0, sms) / 1.05, 0, 0)]
     for segs in range(2, max_segs + 1):
         lo, hi = max(1, longest // (segs + 2)), max(1, longest // (segs - 1))
         for L in range(lo, hi + 1):
             if len(segments(longest, segs, L)) < segs:
                 continue  # fewer populated segments: the same as a smaller segs
-            t = steps(lens, value_heads, v_tiles, segs, L, sms, bounded)
-            if t < best[0]:
-                best = (t, segs, L)
+            cands.append((steps(lens, value_heads, v_tiles, segs, L, sms, bounded), segs, L))
+    best = min(cands)  # the earliest of equal times: the fewest segments, the shortest L
+    if bounded and best[1]:
+        best = min((c for c in cands if c[1] and c[0] <= best[0] * (1 + TIE)), key=lambda c: (c[1], c[0]))
     return best[1], best[2]

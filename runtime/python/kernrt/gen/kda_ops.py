@@ -134,10 +134,15 @@ def _launch(module, entry, size, fields, grid, threads):
             "args": [{"pack": {"size": size, "fields": fields}}]}
 
 
-def combine_launch(p, fields):
+COMBINE_ENTRIES = {False: "kda_cp_combine_sm90a_f32_k128",  # bounded: skips dropped transitions
+                   True: "kda_cp_combine_bounded_sm90a_f32_k128"}
+
+
+def combine_launch(p, fields, bounded=False):
     """kda_chunk.cu's kda_cp_combine (cp_combine.cuh) with pack `fields`: its grid, block and
-    shared memory, one place for c16's and c64's context parallel."""
-    launch = _launch("kda_chunk", "kda_cp_combine_sm90a_f32_k128", CHUNK_PACK, fields,
+    shared memory, one place for c16's and c64's context parallel; `bounded`: the entry of
+    decay-bounded context parallel (c64's GDN)."""
+    launch = _launch("kda_chunk", COMBINE_ENTRIES[bounded], CHUNK_PACK, fields,
                      [p.dim_v // COMBINE_ROWS, p.value_heads, "seqs"], COMBINE_THREADS)
     launch["shared_mem"] = COMBINE_SMEM
     return launch

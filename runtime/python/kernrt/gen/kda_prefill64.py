@@ -164,7 +164,7 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 1}], [nt + 1, HV, z], STATE_THREADS,
                             STATE_SMEM))
-    out.append(_combine(p, at, varlen, cp_segs, seg_chunks))
+    out.append(_combine(p, at, varlen, cp_segs, seg_chunks, bounded))
     out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 3}], [nt, HV, z], STATE_THREADS,
                             STATE_SMEM))
@@ -172,15 +172,16 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     return out, scratch
 
 
-def _combine(p, at, varlen, cp_segs, seg_chunks):
+def _combine(p, at, varlen, cp_segs, seg_chunks, bounded):
     """kda_chunk.cu's kda_cp_combine over the phase-1 scratch (pack KdaChunkParams,
     kernels/kda/params.h: the fields it reads), with kFlagCpLastInPhase3: it writes the
-    segments' initial states up to the last one's and no final state."""
+    segments' initial states up to the last one's and no final state; bounded: the entry that
+    skips the transitions phase 1 dropped (written as zeros)."""
     f = [{"at": 104, "scratch": "cp"}, {"at": 212, "var": "seqs"}, {"at": 220, "i32": p.value_heads},
          {"at": 224, "i32": p.dim_v}, {"at": 228, "i32": FLAG_CP_LAST_IN_PHASE3},
          {"at": 240, "i32": seg_chunks}, {"at": 248, "i32": cp_segs}]
     f.append({"at": 96, "param": at["cu"]} if varlen else {"at": 208, "var": "tokens"})
-    return combine_launch(p, f)
+    return combine_launch(p, f, bounded)
 
 
 def _launch_smem(module, entry, size, fields, grid, threads, smem):
