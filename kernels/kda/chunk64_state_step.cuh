@@ -106,6 +106,37 @@ __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&
   }
 }
 
+// s X as f16 pairs, both halves (16 A registers each), once per step: GDN's X k^T and X q^T
+// read the same registers (packing for each product cost 64 FMUL + 32 F2FP a step).
+__device__ __forceinline__ void pack_x(const float (&xl)[32], const float (&xh)[32], float s,
+                                       uint32_t (&ax)[2][16]) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float(&xs)[32] = h ? xh : xl;
+#pragma unroll
+    for (int i = 0; i < 16; ++i) ax[h][i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
+  }
+}
+
+// acc = (s X) B^T as x_products<true>, from pack_x's registers, both halves in one wgmma group
+// (the same accumulation order, so the same bits).
+__device__ __forceinline__ void x_products_packed(uint32_t (&ax)[2][16], float (&acc)[32],
+                                                  uint64_t desc) {
+  ptx::wgmma_fence();
+#pragma unroll
+  for (int h = 0; h < 2; ++h)
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[h][4 * k], ax[h][4 * k + 1], ax[h][4 * k + 2],
+                                      ax[h][4 * k + 3], desc + ((h * 2 * kC * 128 + k * 32) >> 4),
+                                      h > 0 || k > 0);
+  ptx::wgmma_commit_group();
+  ptx::wgmma_wait_group<0>();
+  ptx::fence_registers(acc);
+  ptx::fence_registers(ax[0]);
+  ptx::fence_registers(ax[1]);
+}
+
 // The reference entries' o store: fp32 [64 tokens][V] at `ob` (this block's value rows), from
 // the accumulator layout (o[4j + e]: token 8j + 2q + (e & 1), row ra for e < 2, else rb).
 struct OutF32 {
@@ -148,21 +179,31 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   // ---- D = sx X [k a | q a]^T - [sx v^T | 0] -------------------------------------------
   const Pow2 sx = scale_of<kTree>(xl, &xh);
   // ---- r = sx (X (k a)^T - v^T) = sx r' ------------------------------------------------
-  // in two halves of 64 key channels (16 A registers live); at most x 64 + one 32-register
+  // KDA: in two halves of 64 key channels (16 A registers live); at most x 64 + one 32-register
   // accumulator (r, then vn' in the same registers, then o) + 2 x 16 A registers are live,
-  // which is what lets the state role fit 168 registers (chunk64.md)
+  // which is what lets the state role fit 168 registers (chunk64.md); GDN keeps X's 32 packed
+  // registers and a_t's 16 until X q^T besides, inside the pipelined consumers' 232
   float r[32];
   const uint64_t dkq = desc_of(sm.kq);
   const auto v_of = [&](int j, int e) {
     return bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
   };
-  if constexpr (kScalarDecay) {  // r = sx (X k^T) Diag(a) - sx v^T
-    x_products<true>(xl, xh, sx.s, r, dkq);
+  // kScalarDecay (GDN): X packed once for X k^T and X q^T (pack_x: 64 FMUL + 32 F2FP fewer a
+  // chunk), a_t read once for r' and o with sx.inv folded in, gamma one scalar (these two: the
+  // loop's SASS 1214 -> 1143 instructions, B1 T32768 H16 540.6 -> 530.8 us, the same bits; the
+  // step is issue-bound: 8 consumer warps on 4 schedulers)
+  uint32_t ax[2][16];
+  float2 ea[8];
+  if constexpr (kScalarDecay) {  // r' = (X k^T) Diag(a) - v^T, sx.inv folded into a_t
+    pack_x(xl, xh, sx.s, ax);
+    x_products_packed(ax, r, dkq);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float2 a = *reinterpret_cast<const float2*>(&sm.eab[0][8 * j + 2 * q]);
+      // fmaf(r, a sx.inv, -v) is fmaf(r, a, -sx.s v) sx.inv exactly: sx.s, sx.inv are powers of 2
+      ea[j] = *reinterpret_cast<const float2*>(&sm.eab[0][8 * j + 2 * q]);
+      const float ax0 = ea[j].x * sx.inv, ax1 = ea[j].y * sx.inv;
 #pragma unroll
-      for (int e = 0; e < 4; ++e) r[4 * j + e] = fmaf(r[4 * j + e], e & 1 ? a.y : a.x, -sx.s * v_of(j, e));
+      for (int e = 0; e < 4; ++e) r[4 * j + e] = fmaf(r[4 * j + e], e & 1 ? ax1 : ax0, -v_of(j, e));
     }
   } else {
 #pragma unroll
@@ -174,8 +215,9 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   rest();
 
   // ---- vn' = r' (Tm Diag(beta))^T, into r's registers -----------------------------------
+  if constexpr (!kScalarDecay)
 #pragma unroll
-  for (int i = 0; i < 32; ++i) r[i] *= sx.inv;
+    for (int i = 0; i < 32; ++i) r[i] *= sx.inv;
   const Pow2 sr = scale_of<kTree>(r);
   uint32_t ar[16];
 #pragma unroll
@@ -211,12 +253,11 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   if constexpr (kOut && kScalarDecay) {
     // sv (X q^T) Diag(a), then - sv vn' Aqk^T on top, rescaled to o
     float o[32];
-    x_products<true>(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q^: rows 64..127
+    x_products_packed(ax, o, dkq + ((kC * 128) >> 4));  // q^: rows 64..127
     const float f = sv.s * sx.inv;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float2 a = *reinterpret_cast<const float2*>(&sm.eab[0][8 * j + 2 * q]);
-      const float fx = a.x * f, fy = a.y * f;
+      const float fx = ea[j].x * f, fy = ea[j].y * f;
       o[4 * j] *= fx, o[4 * j + 1] *= fy, o[4 * j + 2] *= fx, o[4 * j + 3] *= fy;
     }
     const uint64_t daq = desc_of(sm.aqk);
@@ -284,7 +325,9 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     float(&xs)[32] = h ? xh : xl;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
-      const float2 gm = *reinterpret_cast<const float2*>(&sm.gamma[64 * h + 8 * j + 2 * q]);
+      // GDN's gamma is one scalar on every channel (its prep writes 2^G_63 on all 128)
+      const float2 gm = kScalarDecay ? make_float2(sm.gamma[0], sm.gamma[0])
+                                     : *reinterpret_cast<const float2*>(&sm.gamma[64 * h + 8 * j + 2 * q]);
       xs[4 * j] = fmaf(u[h][4 * j], sv.inv, xs[4 * j] * gm.x);
       xs[4 * j + 1] = fmaf(u[h][4 * j + 1], sv.inv, xs[4 * j + 1] * gm.y);
       xs[4 * j + 2] = fmaf(u[h][4 * j + 2], sv.inv, xs[4 * j + 2] * gm.x);

@@ -226,7 +226,8 @@ def occupancy(reps=10):
 # the state step's scales, h6 the prep's range vote inside the diagonal rounds, i1 the solve's
 # order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block,
 # j3 its transposed rows swizzled; tag kda-gdn-candidates-2026-12b-runs the GDN state step's
-# wgmma groups, the warm-start bound, the combine's zero skip and the GDN prep's store order)
+# wgmma groups, the warm-start bound, the combine's zero skip and the GDN prep's store order;
+# kda-gdn-lean-2026-12-runs the GDN step's instruction cuts)
 VARIANTS = {"shipped": {}}
 GDN_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1, bounded=True)  # the bench's (9 x 63)
 
