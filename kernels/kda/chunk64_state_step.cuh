@@ -80,11 +80,9 @@ __device__ __forceinline__ Pow2 scale_of(const float (&x)[32], const float (*xh)
 
 // acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
 // swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
-// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each;
-// kFresh: acc = s X B^T (its prior contents not read).
+// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
 // (ptxas packs both halves before the first wgmma; issuing the second half without waiting
 // for the first changed nothing measurable, call h2.)
-template <bool kFresh = false>
 __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
                                            float (&acc)[32], uint64_t desc) {
 #pragma unroll
@@ -97,8 +95,7 @@ __device__ __forceinline__ void x_products(const float (&xl)[32], const float (&
 #pragma unroll
     for (int k = 0; k < 4; ++k)
       ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
-                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4),
-                                      !kFresh || h > 0 || k > 0);
+                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
     ptx::wgmma_commit_group();
     ptx::wgmma_wait_group<0>();
     ptx::fence_registers(acc);
@@ -118,8 +115,8 @@ __device__ __forceinline__ void pack_x(const float (&xl)[32], const float (&xh)[
   }
 }
 
-// acc = (s X) B^T as x_products<true>, from pack_x's registers, both halves in one wgmma group
-// (the same accumulation order, so the same bits).
+// acc = (s X) B^T (its prior contents not read) from pack_x's registers, both halves in one
+// wgmma group.
 __device__ __forceinline__ void x_products_packed(uint32_t (&ax)[2][16], float (&acc)[32],
                                                   uint64_t desc) {
   ptx::wgmma_fence();

@@ -100,7 +100,36 @@ __device__ __forceinline__ void token_alphas(const uint32_t* gw, int nl, float g
   }
 }
 
-// (k b)^T staged over the g stage (dead after the gate; 16 KiB, KbtStage: chunk64_prep_shared.cuh)
+// (k b)^T rows c0, c0 + 1 of thread (sub-block I, channel pair cp): f16 pairs along the tokens
+// 16 I .. 16 I + 15, 32 bytes a row, staged in shared memory (KbtStage) and written by kbt_out as
+// whole 512-byte runs: straight to global they were 16-byte pieces of 32 rows per store
+// instruction, a partial sector each. One process, bit-identical (kda_profile.py variants, call
+// k2 at cdb3734): KDA B8 T4096 V128 673.0 -> 654.5 us, V256 899.4 -> 881.6, B1 T32768 CP 960.4
+// -> 949.5; GDN B1 T32768 CP 841.1 -> 826.7, B8 T4096 549.4 -> 525.9 (ncu had GDN's prep at 82 %
+// of L2 throughput with DRAM at 53 %).
+struct KbtStage {  // 16-byte chunk j of row c at j ^ ((c / 2) % 8): rows 2 cp of a warp on 8 chunks
+  uint4 w[kK][kC / 8];
+};
+static_assert(sizeof(KbtStage) == 16384, "(k b)^T of one chunk");
+__device__ __forceinline__ void kbt_rows(KbtStage& ks, int c0, int I, int cp,
+                                         const uint32_t (&kbx)[kSub / 2], const uint32_t (&kby)[kSub / 2]) {
+  const int x = cp & 7;
+  ks.w[c0][(2 * I) ^ x] = make_uint4(kbx[0], kbx[1], kbx[2], kbx[3]);
+  ks.w[c0][(2 * I + 1) ^ x] = make_uint4(kbx[4], kbx[5], kbx[6], kbx[7]);
+  ks.w[c0 + 1][(2 * I) ^ x] = make_uint4(kby[0], kby[1], kby[2], kby[3]);
+  ks.w[c0 + 1][(2 * I + 1) ^ x] = make_uint4(kby[4], kby[5], kby[6], kby[7]);
+}
+// The staged (k b)^T to the chunk's kbt (16 KiB contiguous) by threads t .. of n: 16-byte word
+// i = 8 c + j of row c from its swizzled place. Visible before it: every kbt_rows of the chunk.
+__device__ __forceinline__ void kbt_out(__half* kbt, const KbtStage& ks, int t, int n) {
+  uint4* dst = reinterpret_cast<uint4*>(kbt);
+  for (int i = t; i < kK * kC / 8; i += n) {
+    const int c = i >> 3, j = i & 7;
+    dst[i] = ks.w[c][j ^ ((c >> 1) & 7)];
+  }
+}
+
+// (k b)^T staged over the g stage (dead after the gate; 16 KiB, KbtStage above)
 // and written by warps 6, 7 beside the zero blocks while warps 0..5 take the off-diagonal pairs
 // (before round 1 of the diagonal blocks puts its B tiles there).
 __device__ __forceinline__ KbtStage* kbt_over_g(Smem& sm) {

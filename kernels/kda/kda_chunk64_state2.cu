@@ -57,9 +57,9 @@
 // wait (acquire); the producer adds a proxy fence after that wait as well (one instruction a
 // chunk), so the order does not rest on an async-proxy read counting as complete at the wait.
 //
-// Entries: kda_chunk64_state2{,_gdn}_sm90a_f16_k128, one
-// `const __grid_constant__ Chunk64State2Params`; grid (V / 128, HV, seqs), block 384, dynamic shared memory kChunk64State2Smem. Off sm_90a
-// it traps (NV_HAS_FEATURE_SM_90a).
+// Entries: kda_chunk64_state2{,_gdn}_sm90a_f16_k128, one `const __grid_constant__
+// Chunk64State2Params`; grid (V / 128, HV, seqs), block 384, dynamic shared memory
+// kChunk64State2Smem. Off sm_90a it traps (NV_HAS_FEATURE_SM_90a).
 // Not checked here: V % 128, the extents of the buffers, the lines and cu_seqlens (the
 // generator's manifest and the caller's); the operands of tokens past a sequence's end are the
 // prep's (zeros: their o is not stored).

@@ -63,7 +63,7 @@ def cases(quick):
     # chunks, segment 0 taking 72)
     segs, L = cp_plan.plan((32768 // 64,), 16, 1)
     cp = dict(cp_segs=segs, seg_chunks=4 * L)
-    segs, L = cp_plan.plan((32768 // 64,), 16, 1, bounded=True)  # GDN's: decay-bounded (9 x 63)
+    segs, L = cp_plan.plan((32768 // 64,), 16, 1, bounded=True)  # GDN's: decay-bounded (8 x 64)
     cp_gdn = dict(cp_segs=segs, seg_chunks=4 * L)
     out = [
         ("kda B8 T4096 H16 V128", dict(B=8, T=4096, **big), {}, "fla_kda", 1845.0),

@@ -29,10 +29,11 @@ NAN = float("nan")
 
 
 class Case:
-    """One input set. kind kda|gdn; gates "init" | "harsh" | "weak" (init with dt = 1e-5); gate "softplus" | "lower_bound"
-    | None (g is a precomputed log decay); beta "direct" (in (0, 2)), "sigmoid" (logits, sigmoid
-    in the kernel) or "logit2" (logits, 2 * sigmoid: allow_neg_eigval); g_shift is added to the raw
-    g (+88 makes exp(g + dt_bias) overflow fp32: the kernels' gate clamps)."""
+    """One input set. kind kda|gdn; gates "init" | "harsh" | "weak" (init with dt = 1e-5); gate
+    "softplus" | "lower_bound" | None (g is a precomputed log decay); beta "direct" (in (0, 2)),
+    "sigmoid" (logits, sigmoid in the kernel) or "logit2" (logits, 2 * sigmoid:
+    allow_neg_eigval); g_shift is added to the raw g (+88 makes exp(g + dt_bias) overflow fp32:
+    the kernels' gate clamps)."""
 
     def __init__(self, kind="kda", B=2, T=1000, H=4, HV=None, V=128, gates="init", gate="softplus",
                  lower_bound=None, beta="direct", g_dtype=torch.float32, cu=None, init=True, seed=0,

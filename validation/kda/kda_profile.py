@@ -229,7 +229,7 @@ def occupancy(reps=10):
 # wgmma groups, the warm-start bound, the combine's zero skip and the GDN prep's store order;
 # kda-gdn-lean-2026-12-runs the GDN step's instruction cuts)
 VARIANTS = {"shipped": {}}
-GDN_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1, bounded=True)  # the bench's (9 x 63)
+GDN_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1, bounded=True)  # the bench's (8 x 64)
 
 
 def variants(rounds=3, reps=10):

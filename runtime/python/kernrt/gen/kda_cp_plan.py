@@ -87,7 +87,8 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
                 if s < len(sg) - 1:  # the last segment has no phase-1 block
                     p1 += [n * PHASE1_STEP] * (v_tiles + 1)
                 p3 += [float(n)] * v_tiles
-    return _makespan(p1, sms) + walk * (COMBINE_STEP_BOUNDED if bounded else COMBINE_STEP) + _makespan(p3, sms)
+    combine = COMBINE_STEP_BOUNDED if bounded else COMBINE_STEP
+    return _makespan(p1, sms) + walk * combine + _makespan(p3, sms)
 
 
 @functools.lru_cache(maxsize=256)
@@ -105,5 +106,6 @@ def plan(lens, value_heads, v_tiles, sms=SMS, max_segs=32, bounded=False):
             cands.append((steps(lens, value_heads, v_tiles, segs, L, sms, bounded), segs, L))
     best = min(cands)  # the earliest of equal times: the fewest segments, the shortest L
     if bounded and best[1]:
-        best = min((c for c in cands if c[1] and c[0] <= best[0] * (1 + TIE)), key=lambda c: (c[1], c[0]))
+        near = (c for c in cands if c[1] and c[0] <= best[0] * (1 + TIE))
+        best = min(near, key=lambda c: (c[1], c[0]))
     return best[1], best[2]

@@ -134,8 +134,9 @@ def _launch(module, entry, size, fields, grid, threads):
             "args": [{"pack": {"size": size, "fields": fields}}]}
 
 
-COMBINE_ENTRIES = {False: "kda_cp_combine_sm90a_f32_k128",  # bounded: skips dropped transitions
-                   True: "kda_cp_combine_bounded_sm90a_f32_k128"}
+# bounded (decay-bounded context parallel) -> the combine's entry; the bounded one skips the
+# transitions phase 1 dropped (written as zeros)
+COMBINE_ENTRIES = {False: "kda_cp_combine_sm90a_f32_k128", True: "kda_cp_combine_bounded_sm90a_f32_k128"}
 
 
 def combine_launch(p, fields, bounded=False):
