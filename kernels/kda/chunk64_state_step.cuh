@@ -6,7 +6,7 @@
 // their o and state agree bit for bit when they see the same operands.
 //
 // Owns: the stage layout (Chunk64Stage: one chunk's operands, 128B-swizzled f16 tiles), the
-// x_products helper, chunk64_step (one chunk: o of the chunk handed to the entry's store, the
+// pack_x / x_products helpers, chunk64_step (one chunk: o of the chunk handed to the entry's store, the
 // reference's fp32 form OutF32 here; X updated in registers), the state's load / store between
 // registers and global memory.
 // Deliberately does not check: that the stage holds the chunk's operands and is visible to the
@@ -36,12 +36,16 @@ struct Chunk64Stage {
   __half kbt[kK][64];
   __half tmb[kC][64];
   __half aqk[kC][64];
-  uint16_t v[kC][kVT];        // bf16, plain rows
+  uint16_t v[kC][kVT];        // bf16, 16-byte chunk j of token row t at v_chunk(j, t)
   float gamma[kK];
   float eab[2][kC];           // kScalarDecay (GDN): a_t = 2^G_t, b_t = 2^(G_63 - G_t); kq
                               // then holds k^, q^ and kbt is not read
 };
 static_assert(sizeof(__half) * 2 * kC * 64 % 1024 == 0, "tiles stay 1024-byte aligned");
+// Where v's 16-byte chunk j (value rows 8j..8j + 7) of token row t sits: an XOR within each
+// group of 8, so that chunk64_step's ldmatrix.trans reads 8 token rows of a chunk without a
+// bank conflict.
+__device__ __forceinline__ int v_chunk(int j, int t) { return j ^ (t & 7); }
 __device__ __forceinline__ uint64_t desc_of(const void* tile) {
   return ptx::wgmma_desc_sw128(ptx::smem_u32(tile), 16, 1024);
 }
@@ -78,32 +82,7 @@ __device__ __forceinline__ Pow2 scale_of(const float (&x)[32], const float (*xh)
   }
 }
 
-// acc += s X B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
-// swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
-// 64..127 in the second, 2 x 64 rows further): two halves of 4 k-steps, 16 A registers each.
-// (ptxas packs both halves before the first wgmma; issuing the second half without waiting
-// for the first changed nothing measurable, call h2.)
-__device__ __forceinline__ void x_products(const float (&xl)[32], const float (&xh)[32], float s,
-                                           float (&acc)[32], uint64_t desc) {
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float(&xs)[32] = h ? xh : xl;
-    uint32_t ax[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i) ax[i] = ptx::pack_f16x2(xs[2 * i] * s, xs[2 * i + 1] * s);
-    ptx::wgmma_fence();
-#pragma unroll
-    for (int k = 0; k < 4; ++k)
-      ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[4 * k], ax[4 * k + 1], ax[4 * k + 2], ax[4 * k + 3],
-                                      desc + ((h * 2 * kC * 128 + k * 32) >> 4), 1);
-    ptx::wgmma_commit_group();
-    ptx::wgmma_wait_group<0>();
-    ptx::fence_registers(acc);
-    ptx::fence_registers(ax);
-  }
-}
-
-// s X as f16 pairs, both halves (16 A registers each), once per step: GDN's X k^T and X q^T
+// s X as f16 pairs, both halves (16 A registers each), once per step: X (k a)^T and X (q a)^T
 // read the same registers (packing for each product cost 64 FMUL + 32 F2FP a step).
 __device__ __forceinline__ void pack_x(const float (&xl)[32], const float (&xh)[32], float s,
                                        uint32_t (&ax)[2][16]) {
@@ -115,9 +94,12 @@ __device__ __forceinline__ void pack_x(const float (&xl)[32], const float (&xh)[
   }
 }
 
-// acc = (s X) B^T (its prior contents not read) from pack_x's registers, both halves in one
-// wgmma group.
-__device__ __forceinline__ void x_products_packed(uint32_t (&ax)[2][16], float (&acc)[32],
+// acc (+)= (s X) B^T over the 128 key channels for a 64-row B tile (k a or q a) of the
+// swizzled [k a; q a] tile at descriptor `desc` (key channels 0..63 in the first atom column,
+// 64..127 in the second, 2 x 64 rows further), from pack_x's registers, both halves in one
+// wgmma group; kFresh: acc's prior contents not read.
+template <bool kFresh>
+__device__ __forceinline__ void x_products(uint32_t (&ax)[2][16], float (&acc)[32],
                                                   uint64_t desc) {
   ptx::wgmma_fence();
 #pragma unroll
@@ -126,7 +108,7 @@ __device__ __forceinline__ void x_products_packed(uint32_t (&ax)[2][16], float (
     for (int k = 0; k < 4; ++k)
       ptx::wgmma_m64n64k16_rs_f16<1>(acc, ax[h][4 * k], ax[h][4 * k + 1], ax[h][4 * k + 2],
                                       ax[h][4 * k + 3], desc + ((h * 2 * kC * 128 + k * 32) >> 4),
-                                      h > 0 || k > 0);
+                                      !kFresh || h > 0 || k > 0);
   ptx::wgmma_commit_group();
   ptx::wgmma_wait_group<0>();
   ptx::fence_registers(acc);
@@ -176,24 +158,40 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   // ---- D = sx X [k a | q a]^T - [sx v^T | 0] -------------------------------------------
   const Pow2 sx = scale_of<kTree>(xl, &xh);
   // ---- r = sx (X (k a)^T - v^T) = sx r' ------------------------------------------------
-  // KDA: in two halves of 64 key channels (16 A registers live); at most x 64 + one 32-register
-  // accumulator (r, then vn' in the same registers, then o) + 2 x 16 A registers are live,
-  // which is what lets the state role fit 168 registers (chunk64.md); GDN keeps X's 32 packed
-  // registers and a_t's 16 until X q^T besides, inside the pipelined consumers' 232
+  // X's 32 packed registers stay live until X (q a)^T (GDN: a_t's 16 besides), inside the
+  // pipelined consumers' 232 (setmaxnreg) with no spill
   float r[32];
   const uint64_t dkq = desc_of(sm.kq);
+  // v^T by 4 ldmatrix.x4.trans from the tile's swizzled rows (Chunk64Stage::v), against 32
+  // LDS.U16 with 4-way bank conflicts before: the same bits, KDA B8 T4096 V128 652.4 -> 638.9 us,
+  // GDN B1 T32768 H16 529.3 -> 504.7 us. vp[2j + h]: row ra (h 0) / rb (h 1), tokens 8j + 2q, + 1.
+  // Instruction u, matrix m = lane / 8: token block j = 2u + m / 2, rows ra - g + 8 (m % 2) ..;
+  // lane l the address of token 8j + l % 8 (ldmatrix's row); .trans: lane (g, q) gets the
+  // column g = its row, rows 2q, 2q + 1 = its tokens.
+  uint32_t vp[16];
+  {
+    const int lane = threadIdx.x & 31, m = lane >> 3, c0 = (ra - (lane >> 2)) >> 3;
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+      const int t = 8 * (2 * u + (m >> 1)) + (lane & 7), c = c0 + (m & 1);
+      ptx::ldmatrix_x4_trans(vp[4 * u], vp[4 * u + 1], vp[4 * u + 2], vp[4 * u + 3],
+                             ptx::smem_u32(&sm.v[t][8 * v_chunk(c, t)]));
+    }
+  }
   const auto v_of = [&](int j, int e) {
-    return bf16_f32(sm.v[8 * j + 2 * q + (e & 1)][e < 2 ? ra : rb]);
+    const uint32_t w = vp[2 * j + (e >> 1)];
+    return e & 1 ? bf16_hi(w) : bf16_lo(w);
   };
-  // kScalarDecay (GDN): X packed once for X k^T and X q^T (pack_x: 64 FMUL + 32 F2FP fewer a
-  // chunk), a_t read once for r' and o with sx.inv folded in, gamma one scalar (these two: the
-  // loop's SASS 1214 -> 1143 instructions, B1 T32768 H16 540.6 -> 530.8 us, the same bits; the
-  // step is issue-bound: 8 consumer warps on 4 schedulers)
+  // X packed once for X (k a)^T and X (q a)^T (pack_x: 64 FMUL + 32 F2FP fewer a chunk; KDA
+  // B8 T4096 V128 638.9 -> 638.2 us, the same bits). kScalarDecay (GDN): a_t read once for r'
+  // and o with sx.inv folded in, gamma one scalar (the loop's SASS 1214 -> 1143 instructions,
+  // B1 T32768 H16 540.6 -> 530.8 us, the same bits; the step is issue-bound: 8 consumer warps
+  // on 4 schedulers)
   uint32_t ax[2][16];
   float2 ea[8];
+  pack_x(xl, xh, sx.s, ax);
   if constexpr (kScalarDecay) {  // r' = (X k^T) Diag(a) - v^T, sx.inv folded into a_t
-    pack_x(xl, xh, sx.s, ax);
-    x_products_packed(ax, r, dkq);
+    x_products<true>(ax, r, dkq);
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       // fmaf(r, a sx.inv, -v) is fmaf(r, a, -sx.s v) sx.inv exactly: sx.s, sx.inv are powers of 2
@@ -207,7 +205,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     for (int j = 0; j < 8; ++j)
 #pragma unroll
       for (int e = 0; e < 4; ++e) r[4 * j + e] = -sx.s * v_of(j, e);
-    x_products(xl, xh, sx.s, r, dkq);
+    x_products<false>(ax, r, dkq);
   }
   rest();
 
@@ -250,7 +248,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
   if constexpr (kOut && kScalarDecay) {
     // sv (X q^T) Diag(a), then - sv vn' Aqk^T on top, rescaled to o
     float o[32];
-    x_products_packed(ax, o, dkq + ((kC * 128) >> 4));  // q^: rows 64..127
+    x_products<true>(ax, o, dkq + ((kC * 128) >> 4));  // q^: rows 64..127
     const float f = sv.s * sx.inv;
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -282,7 +280,7 @@ __device__ __forceinline__ void chunk64_step(float (&xl)[32], float (&xh)[32], c
     ptx::fence_registers(o);
 #pragma unroll
     for (int i = 0; i < 32; ++i) o[i] = o[i] * sv.inv * sx.s;
-    x_products(xl, xh, sx.s, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
+    x_products<false>(ax, o, dkq + ((kC * 128) >> 4));  // q a: rows 64..127 of the tile
 
     // o is final here: stored before the X update, so that its registers are free for u
 #pragma unroll

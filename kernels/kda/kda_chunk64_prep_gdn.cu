@@ -9,7 +9,8 @@
 // itself: 48.5 of the 64.5 KiB a chunk prep v4 writes; B1 T32768 H16 308 -> 260 us).
 //
 // One block per (chunk, value head, sequence); 256 threads:
-//   0. the raw stage: q, k rows by cp.async (prep v4's copy, zero past T); beta by 64 threads;
+//   0. the raw stage: q, k rows by cp.async (prep v4's copy, zero past T), threads 128..255
+//      then ask L2 for a later block's rows (prefetch_ahead); beta by 64 threads;
 //      the gate by warp 2 meanwhile: lg_t = max(-A log2(1 + 2^((g + dt_bias) log2 e)), -64)
 //      (A = exp(A_log): -A softplus(g + dt_bias) in log2 units, 3 MUFU; 0 past T), its prefix
 //      G by a warp scan over token pairs, 2^G_t, 2^(G_63 - G_t) and gamma = 2^G_63 (and the
@@ -38,6 +39,7 @@
 
 #include "common/ptx/ldst.cuh"
 #include "common/ptx/mma.cuh"
+#include "common/ptx/tma.cuh"
 #include "kda/chunk64_params.h"
 #include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_prep4_smem.cuh"
@@ -199,6 +201,26 @@ __device__ __forceinline__ void gram_block(SmemGdn& sm, __half* aqk, int u, int 
   }
 }
 
+// Dense grids (NC, HV, N): thread t of 128 asks L2 for one 256-byte raw q (t < 64) or k row of
+// the block kPrefetchAhead places later in launch order (x fastest), whose own cp.async then
+// finds it there. The prep's DRAM ran at ~61 % of the copy rate (ncu), each block's raw load
+// exposed at its start: 198 ahead (half of the 396 resident blocks of 132 SMs) took GDN B1
+// T32768 H16 with state 529.3 -> 510.2 us and B8 T4096 462.8 -> 441.4 us, the same bits; 396
+// ahead gained 3 us. KDA's prep v4 lost 28 us the same way (two blocks an SM, g rows too).
+constexpr int kPrefetchAhead = 198;
+__device__ __forceinline__ void prefetch_ahead(const Chunk64PrepGdnParams& p, int t) {
+  const int64_t nb = int64_t(gridDim.x) * gridDim.y * gridDim.z;
+  const int64_t L = blockIdx.x + int64_t(gridDim.x) * (blockIdx.y + int64_t(gridDim.y) * blockIdx.z) +
+                    kPrefetchAhead;
+  if (L >= nb) return;
+  const int x = int(L % gridDim.x);
+  const int64_t yz = L / gridDim.x;
+  const int y = int(yz % gridDim.y), z = int(yz / gridDim.y), r = t & (kC - 1);
+  if (kC * x + r >= p.tokens) return;
+  const int64_t row = int64_t(z) * p.tokens + kC * x + r;
+  ptx::bulk_prefetch_l2((t < kC ? p.q : p.k) + (row * p.heads + y / p.group) * kK, kK * 2);
+}
+
 template <bool kBetaSigmoid>
 __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
@@ -217,6 +239,7 @@ __device__ void prep_gdn(const Chunk64PrepGdnParams& p, SmemGdn& sm) {
   if (live >= kC) qk_stage<false>(p, sm, tid, row0, h, live);
   else qk_stage<true>(p, sm, tid, row0, h, live);
   ptx::cp_async_commit_group();
+  if (p.cu_seqlens == nullptr && tid >= 2 * kC) prefetch_ahead(p, tid - 2 * kC);
   if (tid < kC) {  // kBetaSigmoid: beta logits, beta = 1 / (1 + 2^(-x log2 e)) (2 MUFU); 0 past T
     const int64_t i = (row0 + tid) * HV + hv;
     const float x = tid < live ? c64::token_scalar(p.beta, i, p.flags & kPrepBetaBf16) : 0.f;

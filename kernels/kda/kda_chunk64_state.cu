@@ -83,7 +83,7 @@ __device__ void state_steps(const Chunk64StateParams& p, Smem& sm) {
 #pragma unroll 1
     for (int i = tid; i < kC * kVT / 8; i += kThreads) {
       const int t = i / (kVT / 8), j = i % (kVT / 8);
-      *reinterpret_cast<uint4*>(&sm.v[t][8 * j]) =
+      *reinterpret_cast<uint4*>(&sm.v[t][8 * v_chunk(j, t)]) =
           *reinterpret_cast<const uint4*>(p.v + (ch * kC + t) * V + v0 + 8 * j);
     }
     if (tid < kK) sm.gamma[tid] = p.gamma[ch * kK + tid];

@@ -26,7 +26,8 @@
 //     after its first product), arrive on EMPTY[s];
 //   warpgroup 2 (producer, setmaxnreg 40): per chunk wait EMPTY[s] (from the third chunk on),
 //     issue the stage's 4768 16-byte cp.async (128 threads, ~37 each) to the 128B-swizzled
-//     places copy_sw128 computes, with cp.async.mbarrier.arrive.noinc on FULL[s][0] after v
+//     places copy_sw128 computes (v's chunks at v_chunk's, for the step's ldmatrix.trans),
+//     with cp.async.mbarrier.arrive.noinc on FULL[s][0] after v
 //     and [k a; q a] and on FULL[s][1] after the rest (load_stage).
 // Blocks that keep no o (context parallel's phase 1 past segment 0: from-zero B tiles and
 // X = I transition tiles) run chunk64_step without its o products (3 of its 8 waited wgmma
@@ -144,11 +145,15 @@ template <bool kWithO, bool kScalarDecay>
 __device__ __forceinline__ void load_stage(const Chunk64State2Params& p, Chunk64Stage& st,
                                            int64_t ch, const uint16_t* vc, int64_t ld, int live,
                                            uint64_t* first, uint64_t* rest, int t) {
+  static_assert(kProducerThreads % (kVT / 8) == 0 && (kProducerThreads / (kVT / 8)) % 8 == 0,
+                "a thread's v chunk and its rows' r % 8 stay fixed");
+  {  // v's chunk j of token row r at v_chunk(j, r), fixed per thread
+    const int j = t % (kVT / 8), r0 = t / (kVT / 8), jp = v_chunk(j, r0);
 #pragma unroll 4
-  for (int i = t; i < kC * kVT / 8; i += kProducerThreads) {
-    const int r = i / (kVT / 8), j = i % (kVT / 8);
-    const bool ok = r < live;
-    ptx::cp_async_cg_16_zfill(&st.v[r][8 * j], vc + (ok ? r * ld : 0) + 8 * j, ok ? 16u : 0u);
+    for (int r = r0; r < kC; r += kProducerThreads / (kVT / 8)) {
+      const bool ok = r < live;
+      ptx::cp_async_cg_16_zfill(&st.v[r][8 * jp], vc + (ok ? r * ld : 0) + 8 * j, ok ? 16u : 0u);
+    }
   }
   constexpr int kq_rows = kWithO ? 2 * kC : kC;  // [k a; q a] or k a alone
   load_sw128(st.kq[0], p.kq + ch * 2 * kC * kK, kq_rows, kK, t);

@@ -227,7 +227,8 @@ def occupancy(reps=10):
 # order, i2 the diagonal blocks by token halves, j2 the context-parallel combine's block,
 # j3 its transposed rows swizzled; tag kda-gdn-candidates-2026-12b-runs the GDN state step's
 # wgmma groups, the warm-start bound, the combine's zero skip and the GDN prep's store order;
-# kda-gdn-lean-2026-12-runs the GDN step's instruction cuts)
+# kda-gdn-lean-2026-12-runs the GDN step's instruction cuts; kda-state-candidates-2026-12e-runs
+# v by ldmatrix, KDA's X packed once, GDN's vn' scale from r and X / cx, the preps' L2 prefetch)
 VARIANTS = {"shipped": {}}
 GDN_PLAN = kda_cp_plan.plan((LONG_CHUNKS,), 16, 1, bounded=True)  # the bench's (8 x 64)
 

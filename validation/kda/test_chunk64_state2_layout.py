@@ -8,8 +8,11 @@ a numpy mirror of one consumer warp's path from the wgmma accumulator to the pro
 - the 16-byte reads (lane l, step k: token 16 k + l / 2, half l % 2) and their global places;
 so that every (token, value row) of the warp's accumulator lands once at its product-layout
 place, tokens t >= live are not stored, and the stmatrix rows of one matrix and the reads of
-one 8-lane phase fall on distinct banks. A second copy of the formulas: a change in the
-kernel needs the same change here.
+one 8-lane phase fall on distinct banks. And the step's v read (chunk64_state_step.cuh): the
+producer's places (v_chunk: 16-byte chunk j of token row t at j ^ (t % 8)) and the 4
+ldmatrix.x4.trans of each consumer warp give every lane the v values of its accumulator elements,
+each 8-lane phase on distinct banks. A second copy of the formulas: a change in the kernel needs
+the same change here.
 """
 import os
 import sys
@@ -39,6 +42,49 @@ def read_place(lane, k):
     """OutBf16's reads: (token, half, tile byte offset) of lane `lane`, step k."""
     t, half = 16 * k + (lane >> 1), lane & 1
     return t, half, 32 * t + 16 * (half ^ ((t >> 2) & 1))
+
+
+VT = 128  # value rows of the block's v tile: [64 tokens][128] bf16, 256-byte rows
+
+
+def v_chunk(j, t):
+    """Chunk64Stage::v: where 16-byte chunk j of token row t sits."""
+    return j ^ (t & 7)
+
+
+def ldmatrix_v_addr(lane, u, base):
+    """chunk64_step: the tile byte offset lane `lane` of the warp at value row `base` gives to
+    ldmatrix u (ra - lane / 4 == base)."""
+    m = lane >> 3
+    c0 = base >> 3
+    t, c = 8 * (2 * u + (m >> 1)) + (lane & 7), c0 + (m & 1)
+    return 2 * (VT * t + 8 * v_chunk(c, t))
+
+
+class State2VRead(unittest.TestCase):
+    def test_every_lane_gets_its_accumulator_elements(self):
+        # the tile as the producer fills it: byte offset -> (token, value row)
+        tile = {}
+        for t in range(C):
+            for j in range(VT // 8):
+                for i in range(8):
+                    tile[2 * (VT * t + 8 * v_chunk(j, t) + i)] = (t, 8 * j + i)
+        self.assertEqual(len(tile), C * VT)
+        for base in range(0, VT, 16):  # the 8 consumer warps
+            for u in range(4):
+                addr = [ldmatrix_v_addr(lane, u, base) for lane in range(32)]
+                for m in range(4):
+                    self.assertTrue(banks_conflict_free(addr[8 * m:8 * m + 8], 16))
+                for lane in range(32):
+                    g, q = lane >> 2, lane & 3
+                    for m in range(4):  # .trans: register m holds stored rows 2q, 2q + 1, column g
+                        got = [tile[addr[8 * m + 2 * q + e] + 2 * g] for e in range(2)]
+                        # v_of(j, e): vp[2j + (e >> 1)], e & 1 the high half
+                        j, h = divmod(4 * u + m, 2)
+                        ra = base + g
+                        for e in range(2):
+                            want = (8 * j + 2 * q + e, ra + 8 * h)  # acc element (j, 2h + e)
+                            self.assertEqual(got[e], want)
 
 
 class State2OutLayout(unittest.TestCase):
