@@ -138,12 +138,12 @@ def run_prefill_checks(rec, build, peers, quick, deadline, only=None):
                 og, hg = ours.run(graph=True)
                 same = torch.equal(og.view(torch.int16), o.view(torch.int16)) and torch.equal(
                     hg.view(torch.int32), ht.view(torch.int32))
-                ok &= rec.check(f"prefill {c.label()}: graph replay bit-identical to eager", same)
+                ok &= rec.check(f"prefill {c.label()}: {name}: graph replay bit-identical to eager", same)
             if "cp_segs" in cp:  # the context-parallel result against the one-pass kernel
                 one = fx.Prefill(c, build, chunk=ours.chunk)
                 one.write()
                 o1, h1 = one.run()
-                ok &= rec.check(f"prefill {c.label()}: context parallel vs one pass",
+                ok &= rec.check(f"prefill {c.label()}: {name}: context parallel vs one pass",
                                 o_err(o, o1.double()) <= GATE and rr(ht, h1.double()) <= GATE,
                                 error=max(o_err(o, o1.double()), rr(ht, h1.double())), gate=GATE)
                 one.rt.close()
