@@ -70,10 +70,10 @@ struct Chunk64State2Params {
   const int32_t* xt_lines;    // [seqs], or null (line n)
   int64_t x0_stride;          // bytes per line of x0
   int64_t xt_stride;          // bytes per line of xt
-  // Context parallel (cp_phase 1 or 3; 0: one pass): sequence n's segment s is block z =
-  // n cp_segs + s; of its NC chunks, segment s > 0 starts at s seg_chunks + E with E =
-  // max(0, NC - cp_segs seg_chunks): segment 0 takes the E chunks the others do not cover
-  // (c16's kda_chunk.cu gives them to the last segment instead). The last populated segment
+  // Context parallel (cp_phase 1 or 3; 0: one pass): sequence n's segment s is item
+  // n cp_segs + s (block z in phase 3, cp_order[z] in phase 1); of its NC chunks the last
+  // segments take seg_chunks each from the end and segment 0 the rest (cp_segment,
+  // chunk64_seqs.cuh; c16's kda_chunk.cu fills from the start instead). The last populated segment
   // has no phase-1 block: phase 3 writes the final state from it, and kda_cp_combine (flag
   // kFlagCpLastInPhase3) stops at its initial state. cp_scratch is kda_chunk.cu's layout
   // (KdaChunkParams' comment): per (sequence, segment, value head) B [V, K], M [K, K], I [V, K]
@@ -93,6 +93,9 @@ struct Chunk64State2Params {
   // per token on the accumulators and on vn' (a scalar decay per token commutes with the
   // products); (k b) is k^'s rows read transposed.
   const float* tok;
+  // Exact context parallel: phase 1's items (n cp_segs + s, -1 past the last) in the order
+  // kda_chunk64_cp_order writes them, the longest blocks first; null: block z is item z.
+  int32_t* cp_order;
 };
 
 static_assert(offsetof(Chunk64State2Params, kq) == 0, "pack layout");
@@ -119,7 +122,8 @@ static_assert(offsetof(Chunk64State2Params, seg_chunks) == 144, "pack layout");
 static_assert(offsetof(Chunk64State2Params, seqs) == 148, "pack layout");
 static_assert(offsetof(Chunk64State2Params, bound) == 152, "pack layout");
 static_assert(offsetof(Chunk64State2Params, tok) == 160, "pack layout");
-static_assert(sizeof(Chunk64State2Params) == 168, "pack size");
+static_assert(offsetof(Chunk64State2Params, cp_order) == 168, "pack layout");
+static_assert(sizeof(Chunk64State2Params) == 176, "pack size");
 
 // Where the operands of chunk c of sequence n, value head hv live (the preps write them, the
 // state step reads them), in units of one chunk's operand block (kq 128 x K, kbt K x 64, ...):

@@ -27,6 +27,24 @@ __device__ __forceinline__ SeqChunks seq_chunks(const int32_t* cu, int n, int T,
   return {bos, cu[n + 1] - bos, (int64_t(bos / kChunkTokens) + n) * HV + hv, HV};
 }
 
+// Context parallel's segments of one sequence of nc chunks (cp_segs segs, L chunks each): the
+// last nseg - 1 segments take L chunks each, counted from the sequence's end, and segment 0 the
+// rest (1 .. L chunks where nseg < segs, L + the chunks past segs L otherwise). Segment 0 runs
+// for real in phase 1 while the others' phase-1 blocks compute transitions, so it is the one
+// that may be short or long; every later segment is L, which keeps phase 3's blocks equal.
+// kernrt.gen.kda_cp_plan.segments is the same rule.
+struct CpSegment {
+  int c0, c1;  // its chunks [c0, c1)
+  int nseg;    // the sequence's populated segments
+};
+
+__device__ __forceinline__ CpSegment cp_segment(int nc, int segs, int L, int seg) {
+  const int nseg = nc <= 0 ? 1 : min(segs, (nc + L - 1) / L);
+  const int first = nc - (nseg - 1) * L;  // segment 0's chunks
+  const int c0 = seg == 0 ? 0 : first + (seg - 1) * L;
+  return {c0, seg == 0 ? first : min(nc, c0 + L), nseg};
+}
+
 // The chunk a prep block serves: its first row, the tokens of the sequence from there (>= 64:
 // a whole chunk) and its operand slot.
 struct PrepChunk {

@@ -178,10 +178,23 @@ class Packs(unittest.TestCase):
         slot = p.state_bytes + 64
         op = g.prefill_op(p, "pool", init=True, final=True, varlen=True, max_tokens=4096,
                           max_seqs=2, slot_bytes=slot, cp_segs=4, seg_chunks=16)
-        prep, ph1, comb, ph3 = op["impl"]["launches"]
-        so, _ = _offsets("Chunk64State2Params")
+        prep, order, ph1, comb, ph3 = op["impl"]["launches"]
+        so, size = _offsets("Chunk64State2Params")
         z = {"mul": ["seqs", 4]}
         self.assertEqual((ph1["grid"], ph3["grid"]), ([3, 4, z], [2, 4, z]))
+        # exact: phase 1's blocks in the order a one-block launch writes first (cp_order_block)
+        self.assertEqual((order["module"], order["entry"], order["grid"], order["block"][0]),
+                         ("kda_chunk64_state2", c64.ORDER_ENTRY, [1, 1, 1], c64.ORDER_THREADS))
+        self.assertEqual(order["args"], ph1["args"])  # the phase's own pack
+        self.assertEqual(order["args"][0]["pack"]["size"], size)
+        self.assertEqual(so["cp_order"], c64.ORDER_AT_STATE)
+        self.assertEqual(_fields(ph1)[so["cp_order"]]["scratch"], "cp_order")
+        self.assertNotIn(so["cp_order"], _fields(ph3))
+        self.assertEqual(op["impl"]["scratch"]["cp_order"], {"dtype": "i32", "shape": ["seqs", 4]})
+        with open(os.path.join(KDA_DIR, "kda_chunk64_state2.cu")) as src:
+            text = src.read()
+        self.assertIn(f"{c64.ORDER_ENTRY}(const __grid_constant__", text)
+        self.assertIn(f"kOrderThreads = {c64.ORDER_THREADS}", text)
         for ln, phase in ((ph1, 1), (ph3, 3)):
             f = _fields(ln)
             self.assertEqual((f[so["cp_phase"]]["i32"], f[so["cp_segs"]]["i32"]), (phase, 4))
@@ -218,7 +231,8 @@ class Packs(unittest.TestCase):
         for varlen, extent in ((False, ["seqs", 4 * 64, 1]), (True, [c64.varlen_slots(4096, 2) * 4, 1])):
             op = g.prefill_op(p, "dense", init=True, final=True, varlen=varlen, max_tokens=4096,
                               max_seqs=2 if varlen else None, cp_segs=4, seg_chunks=16)
-            prep, ph1, comb, ph3 = op["impl"]["launches"]
+            prep, ph1, comb, ph3 = op["impl"]["launches"]  # no phase-1 order: bounded
+            self.assertNotIn("cp_order", op["impl"]["scratch"])
             self.assertEqual(op["impl"]["scratch"]["bound"], {"dtype": "f32", "shape": extent})
             # the combine that skips the transitions phase 1 dropped
             self.assertEqual(comb["entry"], "kda_cp_combine_bounded_sm90a_f32_k128")

@@ -65,13 +65,14 @@ def cases(quick):
     cp = dict(cp_segs=segs, seg_chunks=4 * L)
     segs, L = cp_plan.plan((32768 // 64,), 16, 1, bounded=True)  # GDN's: decay-bounded (8 x 64)
     cp_gdn = dict(cp_segs=segs, seg_chunks=4 * L)
+    # varlen: the sequences over L chunks split from their ends (3 x 32: 97 -> 72 modelled steps)
+    segs, L = cp_plan.plan(tuple(-(-n // 64) for n in lens16), 16, 1)
+    cp_var = dict(cp_segs=segs, seg_chunks=4 * L)
     out = [
         ("kda B8 T4096 H16 V128", dict(B=8, T=4096, **big), {}, "fla_kda", 1845.0),
         ("kda B8 T4096 H16 V256", dict(B=8, T=4096, V=256, **big), {}, "fla_kda", 2324.0),
         ("kda B1 T32768 H16 V128 with state", dict(B=1, T=32768, **big), cp, "fla_kda", 2420.0),
-        # one pass: 256 (sequence, head) tiles fill the GPU (k8c: 854.1 us, its context
-        # parallel 4 x 2048 1046.0, c16's 1837.3)
-        ("kda varlen 16 seqs 106-6200 (32768) with state", dict(cu=cu16, **big), {}, "fla_kda",
+        ("kda varlen 16 seqs 106-6200 (32768) with state", dict(cu=cu16, **big), cp_var, "fla_kda",
          2007.0),
         ("gdn B1 T32768 H16 V128 with state", dict(kind="gdn", B=1, T=32768, **big), cp_gdn,
          "flash_qla", 524.5),
@@ -98,12 +99,14 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
             contenders = {"ours": ours.enqueue}
             peer_row = {"chunk": ours.chunk}
             alts = []
-            if cp and ours.chunk == "c64":  # beside c64's context parallel: its one pass, the
-                # uniform 8 x 64 chunks (the geometry before kda_cp_plan), c16's CP
-                for lab, kw in (("c64 one pass", dict(chunk="c64")),
-                                ("c64 context parallel 8 x 64", dict(chunk="c64", cp_segs=8, seg_chunks=256)),
-                                ("c16 context parallel", dict(chunk="c16", **cp))):
-                    alt = fx.Prefill(c, build, **kw)
+            if cp and ours.chunk == "c64":  # beside c64's context parallel: its one pass and,
+                # for the long sequence, the uniform 8 x 64 chunks (the geometry before
+                # kda_cp_plan) and c16's CP
+                alt_kw = (("c64 one pass", dict(chunk="c64")),
+                          ("c64 context parallel 8 x 64", dict(chunk="c64", cp_segs=8, seg_chunks=256)),
+                          ("c16 context parallel", dict(chunk="c16", **cp)))
+                for lab, akw in alt_kw[:1] if "cu" in kw else alt_kw:
+                    alt = fx.Prefill(c, build, **akw)
                     alt.write()
                     oa, ha = alt.run(graph=True)
                     contenders[f"ours {lab}"] = alt.enqueue

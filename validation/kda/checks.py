@@ -60,6 +60,9 @@ def prefill_cases(quick):
     """(name, Case kwargs, Prefill kwargs): each kernel on its own cases (chunk c16:
     kda_chunk.cu; c64: the 64-token chunk kernels, which take KDA's g in bf16)."""
     cu_var = [0, 1, 64, 127, 190, 253, 700, 701, 764]  # 1, 63 x 4, 447, 1, 63 tokens
+    cu_cp = [0]
+    for n in (63, 1, 700, 2500, 64, 130, 5000, 900):
+        cu_cp.append(cu_cp[-1] + n)
     bf = dict(g_dtype=torch.bfloat16)
     c16, c64 = dict(chunk="c16"), dict(chunk="c64")
     cs = [
@@ -104,6 +107,13 @@ def prefill_cases(quick):
          dict(B=2, T=4000, gates="init", **bf), dict(cp_segs=4, seg_chunks=48, **c64)),
         ("c64 kda varlen context parallel 4 x 256 (segments past short sequences)",
          dict(cu=[0, 100, 1300, 1301, 3000], gates="init", **bf), dict(cp_segs=4, seg_chunks=16, **c64)),
+        # segments counted from each sequence's end (cp_segment): 11 and 15 chunks split 3 + 8 and
+        # 7 + 8, 40 and 79 chunks 24 / 63 + 8 + 8, the rest whole; KDA's phase 1 in the order
+        # kda_chunk64_cp_order_sm90a writes, GDN's decay-bounded in grid order
+        ("c64 kda varlen context parallel 3 x 512 (segment 0 takes the rest)",
+         dict(cu=cu_cp, gates="init", **bf), dict(cp_segs=3, seg_chunks=32, **c64)),
+        ("c64 gdn varlen context parallel 3 x 512 (segment 0 takes the rest)",
+         dict(kind="gdn", cu=cu_cp, H=4, gates="init"), dict(cp_segs=3, seg_chunks=32, **c64)),
     ]
     return cs[:7] if quick else cs
 

@@ -51,7 +51,7 @@ C64_VTILE = 128           # value rows per block
 # the source's kThreads and kChunk64StateSmem / kChunk64State2Smem); both take Chunk64StateParams
 STATES = {"state": ("kda_chunk64_state", "kda_chunk64_state_sm90a_f16_k128", C64_THREADS, C64_SMEM),
           "state2": ("kda_chunk64_state2", "kda_chunk64_state2_sm90a_f16_k128", 384, 184320)}
-C64_STATE2_PACK = 168     # sizeof(Chunk64State2Params)
+C64_STATE2_PACK = 176     # sizeof(Chunk64State2Params)
 C64_PREP_THREADS = 256    # kThreads of kda_chunk64_prep4.cu and kda_chunk64_prep_gdn.cu
 # the prep entries a forward64 manifest can select: (module, default entry, shared memory = the
 # source's kChunk64Prep4Smem)

@@ -1,15 +1,16 @@
 """Context-parallel geometry of the 64-token chunk prefill: how many segments, how long.
 
 Owns: `segments` (the chunks of each segment of one sequence, the rule
-kernels/kda/kda_chunk64_state2.cu's plan_of applies: segments of L chunks, the first taking
-what the others do not cover) and `plan` (the cp_segs and seg_chunks that a model of the state
+kernels/kda/chunk64_seqs.cuh's cp_segment states: segments of L chunks from the sequence's end,
+the first taking the rest) and `plan` (the cp_segs and seg_chunks that a model of the state
 step's block schedule finds fastest, or none where the one pass is as fast). Python 3
 standard library only.
 
 The model counts time in chunk steps of a state block with o (3.83 us on the H200 at B8 T4096
 H16 V128, call f6). Each state block holds one SM (1 block per SM: 182 KB of shared memory)
 and runs its chunks serially; blocks start in launch order (x the value tile, y the value
-head, z = sequence x cp_segs + segment) as SMs free up. Phase 1 runs segment 0 for real and
+head, z = sequence x cp_segs + segment) as SMs free up; exact context parallel's phase 1 in
+the order kda_chunk64_cp_order_sm90a writes, the longest blocks first. Phase 1 runs segment 0 for real and
 the middle segments from zero and from X = I (a step without o: PHASE1_STEP of one with);
 the combine walks the segments serially (COMBINE_STEP each); phase 3 runs segments 1.. with
 o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
@@ -43,16 +44,11 @@ SMS = 132            # H200 multiprocessors
 
 
 def segments(chunks, segs, seg_chunks):
-    """Chunks of each populated segment of a sequence of `chunks` 64-token chunks (plan_of's
-    rule): segment s > 0 starts at s L + E, E = max(0, chunks - segs L), segment 0 takes E + L."""
-    extra = max(0, chunks - segs * seg_chunks)
-    out = []
-    for s in range(segs):
-        c0 = 0 if s == 0 else s * seg_chunks + extra
-        if s > 0 and c0 >= chunks:
-            break
-        out.append(min(chunks, (s + 1) * seg_chunks + extra) - c0)
-    return out
+    """Chunks of each populated segment of a sequence of `chunks` 64-token chunks (cp_segment's
+    rule, kernels/kda/chunk64_seqs.cuh): min(segs, ceil(chunks / L)) segments, the later ones L
+    chunks each counted from the end, segment 0 the rest."""
+    nseg = 1 if chunks <= 0 else min(segs, -(-chunks // seg_chunks))
+    return [chunks - (nseg - 1) * seg_chunks] + [seg_chunks] * (nseg - 1)
 
 
 def _makespan(durations, sms):
@@ -87,6 +83,8 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
                 if s < len(sg) - 1:  # the last segment has no phase-1 block
                     p1 += [n * PHASE1_STEP] * (v_tiles + 1)
                 p3 += [float(n)] * v_tiles
+    if not bounded:  # exact: kda_chunk64_cp_order_sm90a lists phase 1's longest blocks first
+        p1.sort(reverse=True)
     combine = COMBINE_STEP_BOUNDED if bounded else COMBINE_STEP
     return _makespan(p1, sms) + walk * combine + _makespan(p3, sms)
 

@@ -24,6 +24,9 @@ STATE_MODULE, _, STATE_THREADS, STATE_SMEM = g64.STATES["state2"]
 STATE_ENTRIES = {"kda": g64.STATES["state2"][1], "gdn": "kda_chunk64_state2_gdn_sm90a_f16_k128"}
 STATE_PACK = g64.C64_STATE2_PACK    # sizeof(Chunk64State2Params)
 TOK_AT_STATE = 160                  # Chunk64State2Params::tok
+# exact context parallel's phase-1 order: its entry (same module and pack), its block and
+# Chunk64State2Params::cp_order
+ORDER_ENTRY, ORDER_THREADS, ORDER_AT_STATE = "kda_chunk64_cp_order_sm90a", 1024, 168
 VTILE = g64.C64_VTILE               # value rows per state block
 COMBINE_PACK = CHUNK_PACK           # kda_cp_combine takes KdaChunkParams
 PREP_FLAG_BETA_BF16, PREP_FLAG_G_BF16 = 1, 2   # the preps' `flags` word
@@ -77,9 +80,9 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     q k v g beta A_log dt_bias o, cu when varlen, h0 / ht (dense) or state / lines (pool)).
     Dense calls take T = the `tokens` var (NC = ceil(T / 64)); `stride` is the state line's
     bytes. cp_segs >= 2: context parallel over segments of seg_chunks 16-token chunks (a
-    multiple of 4: whole 64-token chunks; segment 0 takes the chunks the others do not cover,
-    kernrt.gen.kda_cp_plan.segments): the prep, state phase 1, kda_chunk.cu's combine
-    (cp_combine.cuh), state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as
+    multiple of 4: whole 64-token chunks, counted from each sequence's end; segment 0 takes
+    the rest, kernrt.gen.kda_cp_plan.segments): the prep, (exact: the phase-1 order,) state
+    phase 1, kda_chunk.cu's combine (cp_combine.cuh), state phase 3 (kernels/kda/README.md "Long sequences"; scratch `cp` as
     kda_chunk.cu's). kernrt.gen.kda_cp_plan.plan picks a geometry. GDN's context parallel is
     decay-bounded (the prep writes each chunk's transition bound, scratch `bound`): a segment
     whose trailing chunks' decay puts the earlier ones below fp32's resolution runs only those
@@ -161,9 +164,13 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     cp = [{"at": 128, "scratch": "cp"}, {"at": 140, "i32": cp_segs},
           {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
     z = {"mul": ["seqs", cp_segs]}
-    out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
-                            st + cp + [{"at": 136, "i32": 1}], [nt + 1, HV, z], STATE_THREADS,
-                            STATE_SMEM))
+    phase1 = st + cp + [{"at": 136, "i32": 1}]
+    if not bounded:  # exact: phase 1's blocks longest first (kda_chunk64_cp_order_sm90a)
+        phase1.append({"at": ORDER_AT_STATE, "scratch": "cp_order"})
+        scratch["cp_order"] = {"dtype": "i32", "shape": ["seqs", cp_segs]}
+        out.append(_launch(STATE_MODULE, ORDER_ENTRY, STATE_PACK, phase1, [1, 1, 1], ORDER_THREADS))
+    out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK, phase1, [nt + 1, HV, z],
+                            STATE_THREADS, STATE_SMEM))
     out.append(_combine(p, at, varlen, cp_segs, seg_chunks, bounded))
     out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
                             st + cp + [{"at": 136, "i32": 3}], [nt, HV, z], STATE_THREADS,
