@@ -93,8 +93,10 @@ struct Chunk64State2Params {
   // per token on the accumulators and on vn' (a scalar decay per token commutes with the
   // products); (k b) is k^'s rows read transposed.
   const float* tok;
-  // Exact context parallel: phase 1's items (n cp_segs + s, -1 past the last) in the order
-  // kda_chunk64_cp_order writes them, the longest blocks first; null: block z is item z.
+  // Varlen exact context parallel: phase 1's items (n cp_segs + s, -1 past the last) in the
+  // order kda_chunk64_cp_order writes them, the longest blocks first; null: dense exact ones
+  // take the same order in closed form, the decay-bounded form block z as item z
+  // (chunk64_cp_order.cuh).
   int32_t* cp_order;
 };
 

@@ -60,12 +60,11 @@
 //
 // Entries: kda_chunk64_state2{,_gdn}_sm90a_f16_k128, one `const __grid_constant__
 // Chunk64State2Params`; grid (V / 128, HV, seqs), block 384, dynamic shared memory
-// kChunk64State2Smem; kda_chunk64_cp_order_sm90a (cp_order_block), the same pack, grid 1, block
-// 1024, before an exact context parallel's phase 1. Off sm_90a they trap (NV_HAS_FEATURE_SM_90a).
+// kChunk64State2Smem; kda_chunk64_cp_order_sm90a (chunk64_cp_order.cuh), the same pack, grid 1,
+// block 1024, before a varlen exact context parallel's phase 1. Off sm_90a they trap (NV_HAS_FEATURE_SM_90a).
 // Not checked here: V % 128, the extents of the buffers, the lines and cu_seqlens (the
 // generator's manifest and the caller's); the operands of tokens past a sequence's end are the
 // prep's (zeros: their o is not stored).
-#include <cub/block/block_scan.cuh>
 #include <cuda_fp16.h>
 #include <nv/target>
 #include <stdint.h>
@@ -74,6 +73,7 @@
 #include "common/ptx/mma.cuh"
 #include "common/ptx/sync.cuh"
 #include "common/ptx/warpgroup.cuh"
+#include "kda/chunk64_cp_order.cuh"
 #include "kda/chunk64_params.h"
 #include "kda/chunk64_seqs.cuh"
 #include "kda/chunk64_state_step.cuh"
@@ -433,8 +433,8 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   ptx::griddepcontrol_launch_dependents();
   ptx::griddepcontrol_wait();
   const int segs = p.cp_phase == 0 ? 1 : p.cp_segs;
-  // phase 1 in the order kda_chunk64_cp_order wrote (longest blocks first), where it ran
-  const int item = p.cp_phase == 1 && p.cp_order != nullptr ? p.cp_order[blockIdx.z] : int(blockIdx.z);
+  // phase 1 longest blocks first (chunk64_cp_order.cuh)
+  const int item = p.cp_phase == 1 ? phase1_item(p, blockIdx.z) : int(blockIdx.z);
   if (item < 0) return;  // past the last phase-1 item
   const int n = item / segs, seg = item % segs;
   const SeqChunks sc = seq_chunks(p.cu_seqlens, n, p.tokens, p.chunks, blockIdx.y, gridDim.y);
@@ -476,54 +476,6 @@ __device__ __forceinline__ void entry(const Chunk64State2Params& p) {
   state2_block<kScalarDecay>(p, *reinterpret_cast<Smem*>(smem_raw + pad));
 }
 
-// Exact context parallel's phase-1 order (entry kda_chunk64_cp_order_sm90a): blocks start in
-// grid order as multiprocessors free up, so listing the longest first makes the grid a
-// longest-processing-time schedule. Phase 1 holds every sequence's segment 0 (its chunks, run
-// for real) and the transitions of the segments between (L chunks each, without o: ~0.68 of a
-// step with o, kernrt.gen.kda_cp_plan.PHASE1_STEP); phase 3's blocks are all L chunks and need
-// no order. Varlen B1 T32768 H16 16 sequences of 106..6200 tokens: 97 chunk steps in one pass,
-// 72 modelled with this order, 84 in sequence order (kda_cp_plan.steps). A counting sort by
-// chunk steps (keys past kOrderKeys share the last); within a key the order is the atomics',
-// which no result depends on: each item computes the same bits on any block.
-constexpr int kOrderThreads = 1024, kOrderKeys = 2048, kPhase1StepPct = 68;
-
-__device__ __forceinline__ int seq_chunk_count(const Chunk64State2Params& p, int n) {
-  if (p.cu_seqlens == nullptr) return p.chunks;
-  return (p.cu_seqlens[n + 1] - p.cu_seqlens[n] + kC - 1) / kC;
-}
-
-__device__ __forceinline__ void cp_order_block(const Chunk64State2Params& p) {
-  using Scan = cub::BlockScan<int, kOrderThreads>;
-  __shared__ typename Scan::TempStorage scan;
-  __shared__ int next[kOrderKeys];  // a key's count, then its next free place
-  ptx::griddepcontrol_launch_dependents();
-  ptx::griddepcontrol_wait();  // cu_seqlens may come from the grid before
-  const int segs = p.cp_segs, L = p.seg_chunks, tid = threadIdx.x;
-  const int tkey = min(kOrderKeys - 1, (L * kPhase1StepPct + 50) / 100);
-  for (int k = tid; k < kOrderKeys; k += kOrderThreads) next[k] = 0;
-  __syncthreads();
-  for (int n = tid; n < p.seqs; n += kOrderThreads) {
-    const CpSegment s0 = cp_segment(seq_chunk_count(p, n), segs, L, 0);
-    atomicAdd(&next[min(kOrderKeys - 1, s0.c1)], 1);
-    if (s0.nseg > 2) atomicAdd(&next[tkey], s0.nseg - 2);  // the last segment runs in phase 3
-  }
-  __syncthreads();
-  // places in descending key order: thread t holds keys K - 1 - 2t and K - 2 - 2t
-  static_assert(kOrderKeys == 2 * kOrderThreads, "two keys a thread");
-  const int hi = kOrderKeys - 1 - 2 * tid, a = next[hi], b = next[hi - 1];
-  int first, total;
-  Scan(scan).ExclusiveSum(a + b, first, total);
-  __syncthreads();
-  next[hi] = first, next[hi - 1] = first + a;
-  __syncthreads();
-  for (int n = tid; n < p.seqs; n += kOrderThreads) {
-    const CpSegment s0 = cp_segment(seq_chunk_count(p, n), segs, L, 0);
-    p.cp_order[atomicAdd(&next[min(kOrderKeys - 1, s0.c1)], 1)] = n * segs;
-    for (int s = 1; s < s0.nseg - 1; ++s) p.cp_order[atomicAdd(&next[tkey], 1)] = n * segs + s;
-  }
-  for (int i = total + tid; i < p.seqs * segs; i += kOrderThreads) p.cp_order[i] = -1;
-}
-
 }  // namespace kernrt::kda::c64s2
 
 // KDA (prep v4's operands, a decay per key channel).
@@ -536,8 +488,9 @@ extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kThreads, 1)
     kda_chunk64_state2_gdn_sm90a_f16_k128(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
   NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::entry<true>(p);), (__trap();))
 }
-// Exact context parallel's phase-1 order (cp_order_block): grid 1, block 1024, the phase's pack.
-extern "C" __global__ void __launch_bounds__(kernrt::kda::c64s2::kOrderThreads, 1)
+// Varlen exact context parallel's phase-1 order (chunk64_cp_order.cuh): grid 1, block 1024,
+// the phase's pack.
+extern "C" __global__ void __launch_bounds__(kernrt::kda::c64::kOrderThreads, 1)
     kda_chunk64_cp_order_sm90a(const __grid_constant__ kernrt::kda::Chunk64State2Params p) {
-  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64s2::cp_order_block(p);), (__trap();))
+  NV_IF_ELSE_TARGET(NV_HAS_FEATURE_SM_90a, (kernrt::kda::c64::cp_order_block(p);), (__trap();))
 }

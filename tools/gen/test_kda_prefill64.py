@@ -192,9 +192,17 @@ class Packs(unittest.TestCase):
         self.assertNotIn(so["cp_order"], _fields(ph3))
         self.assertEqual(op["impl"]["scratch"]["cp_order"], {"dtype": "i32", "shape": ["seqs", 4]})
         with open(os.path.join(KDA_DIR, "kda_chunk64_state2.cu")) as src:
-            text = src.read()
-        self.assertIn(f"{c64.ORDER_ENTRY}(const __grid_constant__", text)
-        self.assertIn(f"kOrderThreads = {c64.ORDER_THREADS}", text)
+            self.assertIn(f"{c64.ORDER_ENTRY}(const __grid_constant__", src.read())
+        with open(os.path.join(KDA_DIR, "chunk64_cp_order.cuh")) as src:
+            self.assertIn(f"kOrderThreads = {c64.ORDER_THREADS}", src.read())
+        # dense sequences are alike: phase 1 takes the same order in closed form (dense_item),
+        # no order launch, no cp_order
+        dense = g.prefill_op(p, "dense", init=True, final=True, varlen=False, max_tokens=4096,
+                             cp_segs=4, seg_chunks=16)
+        d_prep, d_ph1, d_comb, d_ph3 = dense["impl"]["launches"]
+        self.assertEqual(d_ph1["entry"], "kda_chunk64_state2_sm90a_f16_k128")
+        self.assertNotIn("cp_order", dense["impl"]["scratch"])
+        self.assertNotIn(so["cp_order"], _fields(d_ph1))
         for ln, phase in ((ph1, 1), (ph3, 3)):
             f = _fields(ln)
             self.assertEqual((f[so["cp_phase"]]["i32"], f[so["cp_segs"]]["i32"]), (phase, 4))

@@ -152,8 +152,10 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
                 if k not in ("ours", main):
                     row[f"{k}_us"] = v
             table.append(rec.add(**row))
-            bench.log(f"bench {name}: ours {med['ours']:.1f} us, {main} "
-                      f"{med.get(main, float('nan')):.1f} us, floor {fl:.1f} us")
+            peer_txt = (f"{main} {med[main]:.1f} us" if main else "no peer (" + "; ".join(
+                f"{k}: {v}" for k, v in peer_row.items()
+                if k.startswith(("skipped", "failed", "peer_unavailable"))) + ")")
+            bench.log(f"bench {name}: ours {med['ours']:.1f} us, {peer_txt}, floor {fl:.1f} us")
             ours.rt.close()
             for alt in alts:
                 alt.rt.close()

@@ -105,6 +105,8 @@ def prefill_cases(quick):
          dict(kind="gdn", B=1, T=4096, gates="weak"), dict(cp_segs=4, seg_chunks=64, **c64)),
         ("c64 kda context parallel 4 x 768, B2 T4000 (segment 0 takes the 15 chunks past 4 x 12)",
          dict(B=2, T=4000, gates="init", **bf), dict(cp_segs=4, seg_chunks=48, **c64)),
+        ("c64 kda context parallel 4 x 768, B3 T2350 (segment 0 one chunk: transitions first)",
+         dict(B=3, T=2350, gates="init", **bf), dict(cp_segs=4, seg_chunks=48, **c64)),
         ("c64 kda varlen context parallel 4 x 256 (segments past short sequences)",
          dict(cu=[0, 100, 1300, 1301, 3000], gates="init", **bf), dict(cp_segs=4, seg_chunks=16, **c64)),
         # segments counted from each sequence's end (cp_segment): 11 and 15 chunks split 3 + 8 and

@@ -10,7 +10,7 @@ The model counts time in chunk steps of a state block with o (3.83 us on the H20
 H16 V128, call f6). Each state block holds one SM (1 block per SM: 182 KB of shared memory)
 and runs its chunks serially; blocks start in launch order (x the value tile, y the value
 head, z = sequence x cp_segs + segment) as SMs free up; exact context parallel's phase 1 in
-the order kda_chunk64_cp_order_sm90a writes, the longest blocks first. Phase 1 runs segment 0 for real and
+the longest blocks first (kernels/kda/chunk64_cp_order.cuh). Phase 1 runs segment 0 for real and
 the middle segments from zero and from X = I (a step without o: PHASE1_STEP of one with);
 the combine walks the segments serially (COMBINE_STEP each); phase 3 runs segments 1.. with
 o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
@@ -83,7 +83,7 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
                 if s < len(sg) - 1:  # the last segment has no phase-1 block
                     p1 += [n * PHASE1_STEP] * (v_tiles + 1)
                 p3 += [float(n)] * v_tiles
-    if not bounded:  # exact: kda_chunk64_cp_order_sm90a lists phase 1's longest blocks first
+    if not bounded:  # exact: phase 1's longest blocks first (chunk64_cp_order.cuh)
         p1.sort(reverse=True)
     combine = COMBINE_STEP_BOUNDED if bounded else COMBINE_STEP
     return _makespan(p1, sms) + walk * combine + _makespan(p3, sms)

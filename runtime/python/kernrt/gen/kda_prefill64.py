@@ -165,7 +165,8 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
           {"at": 144, "i32": seg_chunks // 4}, {"at": 148, "var": "seqs"}]
     z = {"mul": ["seqs", cp_segs]}
     phase1 = st + cp + [{"at": 136, "i32": 1}]
-    if not bounded:  # exact: phase 1's blocks longest first (kda_chunk64_cp_order_sm90a)
+    if varlen and not bounded:  # exact: phase 1's blocks longest first, varlen's by a sort
+        # (kda_chunk64_cp_order_sm90a); dense sequences are alike, their order is arithmetic
         phase1.append({"at": ORDER_AT_STATE, "scratch": "cp_order"})
         scratch["cp_order"] = {"dtype": "i32", "shape": ["seqs", cp_segs]}
         out.append(_launch(STATE_MODULE, ORDER_ENTRY, STATE_PACK, phase1, [1, 1, 1], ORDER_THREADS))
