@@ -50,14 +50,20 @@ def floor_us(ceil, nbytes, flops):
     return t * 1e6
 
 
-def cases(quick):
-    # 16 sequences of 106..6200 tokens, 32768 in all (the last one takes the rest: 462)
+def varlen16():
+    """The varlen bench's sequences: (token counts, cu_seqlens), 16 sequences of 106..6200
+    tokens, 32768 in all (the last one takes the rest: 462)."""
     lens16 = [106, 6200, 1530, 3100, 420, 2890, 980, 4000, 260, 1780, 3640, 720, 2150, 3900, 630, 0]
     lens16[-1] = 32768 - sum(lens16[:-1])
     assert min(lens16) >= 106 and max(lens16) <= 6200, lens16
     cu16 = [0]
     for L in lens16:
         cu16.append(cu16[-1] + L)
+    return lens16, cu16
+
+
+def cases(quick):
+    lens16, cu16 = varlen16()
     big = dict(H=16, gates="init", g_dtype=torch.bfloat16)
     # B1 T32768 H16 V128: the geometry the drop-ins pick (kernrt.gen.kda_cp_plan; 9 x 55
     # chunks, segment 0 taking 72)

@@ -12,8 +12,9 @@ Usage (after the build, from the repository root, PYTHONPATH as tools/device/run
   python3 validation/kda/kda_profile.py times [BUILD]          (prints "TIME <variant>: <us>")
   python3 validation/kda/kda_profile.py cp [BUILD]             (B1 T32768 KDA and GDN at several
                                                                context-parallel splits, "TIME ...")
-  python3 validation/kda/kda_profile.py kernels [BUILD]        (per kernel of the bench's dense and
-                                                               context-parallel prefills, "KERNEL ...")
+  python3 validation/kda/kda_profile.py kernels [BUILD]        (per kernel of the bench's dense,
+                                                               context-parallel and varlen prefills,
+                                                               "KERNEL ...")
   python3 validation/kda/kda_profile.py occupancy [BUILD]      (the dense KDA / GDN preps at fewer
                                                                blocks per SM, "OCC ...")
   python3 validation/kda/kda_profile.py variants [BUILD]       (the bench's prefills on each set of
@@ -38,6 +39,7 @@ import bench  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[2] if len(sys.argv) > 2 else os.path.join(REPO, "build-h200"))
 bench.use_build(BUILD)
+import benches  # noqa: E402
 import fixture as fx  # noqa: E402
 import torch  # noqa: E402
 from kernrt.gen import kda_cp_plan  # noqa: E402
@@ -135,11 +137,17 @@ def kernels(reps=10):
     segs, L = LONG_PLAN
     entries = VARIANTS[sys.argv[3]] if len(sys.argv) > 3 else None  # a VARIANTS entry set
     gs, gl = GDN_PLAN
+    lens16, cu16 = benches.varlen16()
+    vs, vl = kda_cp_plan.plan(tuple(-(-n // 64) for n in lens16), 16, 1)
     cases = [("kda B8 T4096", dict(B=8, T=4096, **big), {}),
              (f"kda B1 T32768 cp {segs} x {L}", dict(B=1, T=32768, **big), LONG_CP),
              (f"gdn B1 T32768 cp {gs} x {gl}", dict(kind="gdn", B=1, T=32768, **big),
               dict(cp_segs=gs, seg_chunks=4 * gl)),
-             ("gdn B1 T32768 cp 8 x 64", dict(kind="gdn", B=1, T=32768, **big), dict(cp_segs=8, seg_chunks=256))]
+             ("gdn B1 T32768 cp 8 x 64", dict(kind="gdn", B=1, T=32768, **big), dict(cp_segs=8, seg_chunks=256)),
+             # the varlen bench: its CP runs ~50 us over what the one pass and the dense cases
+             # predict for its modelled chunk steps (notes.md); its one pass beside
+             (f"kda varlen 16 seqs cp {vs} x {vl}", dict(cu=cu16, **big), dict(cp_segs=vs, seg_chunks=4 * vl)),
+             ("kda varlen 16 seqs one pass", dict(cu=cu16, **big), dict(chunk="c64"))]
     for name, kw, pk in cases:
         if entries and name.startswith("kda"):
             continue
