@@ -9,10 +9,10 @@
 //
 // Block kCombineThreads = 8 warps: warp w owns rows 2w, 2w+1 of the block's 16, lane l the
 // columns 4l .. 4l+3 (8 accumulators a thread, each M element loaded once for 2 rows); grid
-// (V / 16, HV, seqs), one block per SM (the shared memory). The transitions stream through
-// shared memory: a segment's M (64 KiB, contiguous) arrives by one cp.async.bulk into one of
-// two buffers while the previous segment is multiplied, and the next segment's B rows are
-// loaded into registers meanwhile, so a step costs the FMA work instead of 128 dependent L2
+// (V / 16, HV, Z), block z walking sequences z, z + Z, .. (Z = seqs as shipped: one each), one
+// block per SM (the shared memory). The transitions stream through shared memory: a segment's M (64 KiB, contiguous)
+// arrives by one cp.async.bulk into one of two buffers while the previous segment is
+// multiplied, and the next segment's B rows are loaded into registers meanwhile, so a step costs the FMA work instead of 128 dependent L2
 // loads. On the H200 the loop before that (one row a warp, M read from global memory by every
 // warp) took ~22 us a segment at B1 T32768 H16; the 4-warp form (rows 4w .. 4w+3, B loaded
 // at each segment's start) ran 36.2 us for that call's 7 products under ncu (call j1): one
@@ -85,7 +85,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   constexpr int K = kHeadDim;
   constexpr int kR = kCombineWarpRows;
   constexpr uint32_t kMBytes = K * K * sizeof(float);
-  const int hv = blockIdx.y, n = blockIdx.z, r0 = kR * (threadIdx.x >> 5), c = 4 * (threadIdx.x & 31);
+  const int hv = blockIdx.y, r0 = kR * (threadIdx.x >> 5), c = 4 * (threadIdx.x & 31);
   const int v0 = blockIdx.x * kCombineRows + r0;  // this thread's first row
   if (threadIdx.x == 0) {
     ptx::mbarrier_init(&sm.full[0], 1);
@@ -94,84 +94,95 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   }
   __syncthreads();
   ptx::griddepcontrol_wait();
-  const int len = p.cu_seqlens != nullptr ? p.cu_seqlens[n + 1] - p.cu_seqlens[n] : p.tokens;
   const int seg_len = p.seg_chunks * kChunk;
   const int segs = p.cp_segs;
-  int nseg = len <= 0 ? 1 : (len + seg_len - 1) / seg_len;
-  nseg = nseg < segs ? nseg : segs;  // the last segment covers the rest
   const CpScratch cs = cp_scratch(p, segs);
-  const int64_t unit0 = int64_t(n) * segs * p.value_heads + hv;
-  auto row = [&](const float* base, int seg, int i) {
-    return base + ((unit0 + int64_t(seg) * p.value_heads) * p.dim_v + v0 + i) * K + c;
-  };
-  auto ask = [&](int seg) {  // thread 0: M_seg into buffer (seg - 1) % 2
-    uint64_t* bar = &sm.full[(seg - 1) & 1];
-    ptx::mbarrier_arrive_expect_tx(bar, kMBytes);
-    ptx::bulk_load(sm.m[(seg - 1) & 1], cs.m + (unit0 + int64_t(seg) * p.value_heads) * K * K,
-                   kMBytes, bar);
-  };
   // kFlagCpLastInPhase3: the last segment has no transition; its initial state is the last I
   const bool last_in_phase3 = (p.flags & kFlagCpLastInPhase3) != 0;
-  const int nmul = last_in_phase3 ? nseg - 1 : nseg;  // segments 1 .. nmul - 1 are multiplied
-  if (threadIdx.x == 0)
-    for (int sg = 1; sg < nmul && sg < 3; ++sg) ask(sg);
-  float4 acc[kR], nb[kR];
+  // The block walks sequences blockIdx.z, + gridDim.z, ...: the shipped grid.z = seqs gives each
+  // block one; grid.z = kda_ops.combine_one_wave_z, a candidate (validation/kda/notes.md), one
+  // wave of blocks walking them all: a block a sequence costs ~2.5 us even with nothing to
+  // multiply, 16 waves at one block per SM for the varlen bench's 16 sequences. Product k of
+  // the block (counted over its sequences) uses M buffer k % 2 in that buffer's phase k / 2.
+  int k0 = 0;
+  for (int n = blockIdx.z; n < p.seqs; n += gridDim.z) {
+    const int len = p.cu_seqlens != nullptr ? p.cu_seqlens[n + 1] - p.cu_seqlens[n] : p.tokens;
+    int nseg = len <= 0 ? 1 : (len + seg_len - 1) / seg_len;
+    nseg = nseg < segs ? nseg : segs;  // the last segment covers the rest
+    const int nmul = last_in_phase3 ? nseg - 1 : nseg;  // segments 1 .. nmul - 1 are multiplied
+    if (nmul <= 0) continue;  // one segment, run whole in phase 1: nothing to combine
+    const int64_t unit0 = int64_t(n) * segs * p.value_heads + hv;
+    auto row = [&](const float* base, int seg, int i) {
+      return base + ((unit0 + int64_t(seg) * p.value_heads) * p.dim_v + v0 + i) * K + c;
+    };
+    auto ask = [&](int seg) {  // thread 0: M_seg into its product's buffer
+      const int k = k0 + seg - 1;
+      uint64_t* bar = &sm.full[k & 1];
+      ptx::mbarrier_arrive_expect_tx(bar, kMBytes);
+      ptx::bulk_load(sm.m[k & 1], cs.m + (unit0 + int64_t(seg) * p.value_heads) * K * K, kMBytes,
+                     bar);
+    };
+    if (threadIdx.x == 0)
+      for (int sg = 1; sg < nmul && sg < 3; ++sg) ask(sg);
+    float4 acc[kR], nb[kR];
 #pragma unroll
-  for (int i = 0; i < kR; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
-  if (nmul > 1)
+    for (int i = 0; i < kR; ++i) acc[i] = *reinterpret_cast<const float4*>(row(cs.b, 0, i));
+    if (nmul > 1)
 #pragma unroll
-    for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, 1, i));
-  for (int sg = 1; sg < nseg; ++sg) {
-    const int buf = (sg - 1) & 1;
+      for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, 1, i));
+    for (int sg = 1; sg < nseg; ++sg) {
+      const int k = k0 + sg - 1, buf = k & 1;
 #pragma unroll
-    for (int i = 0; i < kR; ++i)
-      *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
-    if (sg == nmul) break;  // the last segment's initial state is written; phase 3 runs it
-    {
-      const int col = srow_col(c, r0);  // the same for c .. c + 3
-      *reinterpret_cast<float2*>(&sm.srow[c][col]) = make_float2(acc[0].x, acc[1].x);
-      *reinterpret_cast<float2*>(&sm.srow[c + 1][col]) = make_float2(acc[0].y, acc[1].y);
-      *reinterpret_cast<float2*>(&sm.srow[c + 2][col]) = make_float2(acc[0].z, acc[1].z);
-      *reinterpret_cast<float2*>(&sm.srow[c + 3][col]) = make_float2(acc[0].w, acc[1].w);
-    }
-#pragma unroll
-    for (int i = 0; i < kR; ++i) acc[i] = nb[i];
-    if (sg + 1 < nmul)
-#pragma unroll
-      for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, sg + 1, i));
-    __syncthreads();
-    ptx::mbarrier_wait(&sm.full[buf], ((sg - 1) >> 1) & 1);
-    const float* m = sm.m[buf] + c;
-    bool nonzero = true;
-    if constexpr (kZeroSkip) {
-      const uint4* mw = reinterpret_cast<const uint4*>(sm.m[buf]);
-      uint32_t any = 0u;
-#pragma unroll 4
-      for (int i = threadIdx.x; i < K * K / 4; i += kCombineThreads) {
-        const uint4 w = mw[i];
-        any |= (w.x | w.y | w.z | w.w) << 1;  // the sign bits out: -0 is a zero
+      for (int i = 0; i < kR; ++i)
+        *reinterpret_cast<float4*>(const_cast<float*>(row(cs.init, sg, i))) = acc[i];
+      if (sg == nmul) break;  // the last segment's initial state is written; phase 3 runs it
+      {
+        const int col = srow_col(c, r0);  // the same for c .. c + 3
+        *reinterpret_cast<float2*>(&sm.srow[c][col]) = make_float2(acc[0].x, acc[1].x);
+        *reinterpret_cast<float2*>(&sm.srow[c + 1][col]) = make_float2(acc[0].y, acc[1].y);
+        *reinterpret_cast<float2*>(&sm.srow[c + 2][col]) = make_float2(acc[0].z, acc[1].z);
+        *reinterpret_cast<float2*>(&sm.srow[c + 3][col]) = make_float2(acc[0].w, acc[1].w);
       }
-      nonzero = __syncthreads_or(any != 0u) != 0;
-    }
-#pragma unroll 4
-    for (int j = 0; nonzero && j < K; ++j) {
-      const float2 x2 = *reinterpret_cast<const float2*>(&sm.srow[j][srow_col(j, r0)]);
-      const float xs[kR] = {x2.x, x2.y};
-      const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
 #pragma unroll
-      for (int i = 0; i < kR; ++i) {
-        acc[i].x = fmaf(xs[i], mj.x, acc[i].x), acc[i].y = fmaf(xs[i], mj.y, acc[i].y);
-        acc[i].z = fmaf(xs[i], mj.z, acc[i].z), acc[i].w = fmaf(xs[i], mj.w, acc[i].w);
+      for (int i = 0; i < kR; ++i) acc[i] = nb[i];
+      if (sg + 1 < nmul)
+#pragma unroll
+        for (int i = 0; i < kR; ++i) nb[i] = *reinterpret_cast<const float4*>(row(cs.b, sg + 1, i));
+      __syncthreads();
+      ptx::mbarrier_wait(&sm.full[buf], (k >> 1) & 1);
+      const float* m = sm.m[buf] + c;
+      bool nonzero = true;
+      if constexpr (kZeroSkip) {
+        const uint4* mw = reinterpret_cast<const uint4*>(sm.m[buf]);
+        uint32_t any = 0u;
+#pragma unroll 4
+        for (int i = threadIdx.x; i < K * K / 4; i += kCombineThreads) {
+          const uint4 w = mw[i];
+          any |= (w.x | w.y | w.z | w.w) << 1;  // the sign bits out: -0 is a zero
+        }
+        nonzero = __syncthreads_or(any != 0u) != 0;
       }
+#pragma unroll 4
+      for (int j = 0; nonzero && j < K; ++j) {
+        const float2 x2 = *reinterpret_cast<const float2*>(&sm.srow[j][srow_col(j, r0)]);
+        const float xs[kR] = {x2.x, x2.y};
+        const float4 mj = *reinterpret_cast<const float4*>(m + j * K);
+#pragma unroll
+        for (int i = 0; i < kR; ++i) {
+          acc[i].x = fmaf(xs[i], mj.x, acc[i].x), acc[i].y = fmaf(xs[i], mj.y, acc[i].y);
+          acc[i].z = fmaf(xs[i], mj.z, acc[i].z), acc[i].w = fmaf(xs[i], mj.w, acc[i].w);
+        }
+      }
+      __syncthreads();  // every warp is done with this buffer and with srow
+      if (threadIdx.x == 0 && sg + 2 < nmul) ask(sg + 2);
     }
-    __syncthreads();  // every warp is done with this buffer and with srow
-    if (threadIdx.x == 0 && sg + 2 < nmul) ask(sg + 2);
+    k0 += nmul - 1;  // this sequence's products (segments 1 .. nmul - 1)
+    const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
+    if (p.ht != nullptr && !last_in_phase3 && (p.ht_lines == nullptr || l1 != 0))
+#pragma unroll
+      for (int i = 0; i < kR; ++i)
+        *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v0 + i) + c) = acc[i];
   }
-  const int64_t l1 = p.ht_lines != nullptr ? p.ht_lines[n] : n;
-  if (p.ht != nullptr && !last_in_phase3 && (p.ht_lines == nullptr || l1 != 0))
-#pragma unroll
-    for (int i = 0; i < kR; ++i)
-      *reinterpret_cast<float4*>(state_row(p.ht, l1, p.ht_stride, hv, p.dim_v, v0 + i) + c) = acc[i];
   ptx::griddepcontrol_launch_dependents();
 }
 

@@ -11,6 +11,7 @@ import unittest
 
 import _package  # noqa: F401  (puts runtime/python on sys.path)
 from kernrt.gen import kda as g
+from kernrt.gen import kda_ops
 from kernrt.gen import kda_prefill64 as c64
 
 KDA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "kernels", "kda")
@@ -172,6 +173,14 @@ class Packs(unittest.TestCase):
             self.assertIn(f"{state['entry']}(const __grid_constant__", src.read())
         with self.assertRaisesRegex(g.GenError, "needs max_tokens and max_seqs"):
             c64.launches(p, {}, True, 1000, None, "dense", False, True, p.state_bytes)
+
+    def test_combine_one_wave_grid(self):
+        # the candidate combine grid: as many sequence walkers as one wave of 132 SMs holds
+        # next to the (V / 16) x HV row tiles, at least one
+        self.assertEqual(kda_ops.combine_one_wave_z(_kda(heads=16, value_heads=16)), 1)  # 128 tiles
+        self.assertEqual(kda_ops.combine_one_wave_z(_kda(dim_v=256)), 2)  # 64 tiles
+        self.assertEqual(kda_ops.combine_one_wave_z(_kda(heads=1, value_heads=1)), 16)  # 8 tiles
+        self.assertEqual(kda_ops.combine_one_wave_z(_kda(heads=16, value_heads=32, dim_v=256)), 1)
 
     def test_context_parallel_launches(self):
         p = _kda(dim_v=256)

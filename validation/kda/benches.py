@@ -111,7 +111,10 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
                 alt_kw = (("c64 one pass", dict(chunk="c64")),
                           ("c64 context parallel 8 x 64", dict(chunk="c64", cp_segs=8, seg_chunks=256)),
                           ("c16 context parallel", dict(chunk="c16", **cp)))
-                for lab, akw in alt_kw[:1] if "cu" in kw else alt_kw:
+                if "cu" in kw:  # varlen: the one pass, and the candidate combine grid (notes.md)
+                    alt_kw = alt_kw[:1] + (("c64 context parallel, combine in one wave",
+                                            dict(chunk="c64", combine_one_wave=True, **cp)),)
+                for lab, akw in alt_kw:
                     alt = fx.Prefill(c, build, **akw)
                     alt.write()
                     oa, ha = alt.run(graph=True)

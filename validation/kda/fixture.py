@@ -22,6 +22,7 @@ import bench  # noqa: E402,F401  (puts runtime/python on sys.path)
 
 import kernrt  # noqa: E402
 from kernrt.gen import kda as gk  # noqa: E402
+from kernrt.gen import kda_ops  # noqa: E402
 from kernrt.gen import pin  # noqa: E402
 
 K = 128
@@ -125,11 +126,20 @@ def swap_entries(m, entries):
     return m
 
 
+def one_wave_combine_entries(p):
+    """swap_entries' argument for the candidate combine grid of profile p: one wave of blocks
+    each walking every Z-th sequence (kda_ops.combine_one_wave_z) instead of a block a sequence
+    (notes.md, the varlen context parallel)."""
+    grid = [p.dim_v // kda_ops.COMBINE_ROWS, p.value_heads, kda_ops.combine_one_wave_z(p)]
+    return {e: {"grid": grid} for e in kda_ops.COMBINE_ENTRIES.values()}
+
+
 class Prefill:
-    """Our dense or varlen prefill of one Case shape (program `prefill`)."""
+    """Our dense or varlen prefill of one Case shape (program `prefill`); combine_one_wave: a
+    context parallel's combine on the candidate grid (one_wave_combine_entries)."""
 
     def __init__(self, case, build, cp_segs=0, seg_chunks=0, final=True, chunk="auto",
-                 entries=None):
+                 entries=None, combine_one_wave=False):
         p = case.profile()
         if case.cu is None:
             m = gk.dense_prefill_manifest(p, case.B, case.T, init=case.init, final=final,
@@ -139,6 +149,8 @@ class Prefill:
                                            cp_segs=cp_segs, seg_chunks=seg_chunks, chunk=chunk)
         if entries:
             swap_entries(m, entries)
+        if combine_one_wave:
+            swap_entries(m, one_wave_combine_entries(p))
         # which kernels run it: c64 (the 64-token chunk kernels) or c16 (kda_chunk.cu)
         self.chunk = "c64" if "kda_chunk64_state2" in m["modules"] else "c16"
         self.case, self.final = case, final

@@ -22,6 +22,7 @@ CHUNK_PACK = 256          # sizeof(KdaChunkParams)
 COMBINE_THREADS = 256      # kCombineThreads (cp_combine.cuh): 16 value rows a block
 COMBINE_ROWS = 16
 COMBINE_SMEM = 139280      # sizeof(CombineSmem): two transitions and the rows, asserted there
+SMS = 132                  # H200 multiprocessors (kda_cp_plan.SMS)
 FLAG_NO_OUTPUT = 128
 FLAG_GATE, FLAG_LOWER_BOUND, FLAG_BETA_SIGMOID, FLAG_NEG_EIGVAL = 1, 2, 4, 8
 FLAG_L2NORM, FLAG_G_F32, FLAG_BETA_F32 = 16, 32, 64
@@ -137,6 +138,13 @@ def _launch(module, entry, size, fields, grid, threads):
 # bounded (decay-bounded context parallel) -> the combine's entry; the bounded one skips the
 # transitions phase 1 dropped (written as zeros)
 COMBINE_ENTRIES = {False: "kda_cp_combine_sm90a_f32_k128", True: "kda_cp_combine_bounded_sm90a_f32_k128"}
+
+
+def combine_one_wave_z(p):
+    """A candidate combine grid.z (cp_combine.cuh walks sequences z, z + Z, ..): one wave of
+    blocks at one block per SM instead of a block a sequence (validation/kda/notes.md, the
+    varlen context parallel)."""
+    return max(1, SMS // (p.dim_v // COMBINE_ROWS * p.value_heads))
 
 
 def combine_launch(p, fields, bounded=False):
