@@ -6,7 +6,8 @@
 // need no order. Two forms of one rule (items by descending key: segment 0's chunks, 0.68 L
 // for a transition):
 //   varlen: cp_order_block (entry kda_chunk64_cp_order_sm90a, grid 1, block 1024, launched
-//     before phase 1) counting-sorts the items into Chunk64State2Params::cp_order. B1 T32768
+//     before phase 1) counting-sorts the items into Chunk64State2Params::cp_order, and packs
+//     phase 3's working items after them (cp_item). B1 T32768
 //     H16 16 sequences of 106..6200 tokens: 97 chunk steps in one pass, 72 modelled with this
 //     order, 84 in sequence order (kda_cp_plan.steps); 767.6 -> 732.9 us measured.
 //   dense: every sequence has the same segments, so the order is arithmetic (dense_item): no
@@ -57,16 +58,19 @@ __device__ __forceinline__ void cp_order_block(const Chunk64State2Params& p) {
   using Scan = cub::BlockScan<int, kOrderThreads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ int next[kOrderKeys];  // a key's count, then its next free place
+  __shared__ int phase3_count, phase3_next;
   ptx::griddepcontrol_launch_dependents();
   ptx::griddepcontrol_wait();  // cu_seqlens may come from the grid before
-  const int segs = p.cp_segs, tid = threadIdx.x;
+  const int segs = p.cp_segs, tid = threadIdx.x, items = p.seqs * segs;
   const int tkey = transition_key(p.seg_chunks);
   for (int k = tid; k < kOrderKeys; k += kOrderThreads) next[k] = 0;
+  if (tid == 0) phase3_count = 0, phase3_next = 0;
   __syncthreads();
   for (int n = tid; n < p.seqs; n += kOrderThreads) {
     const CpSegment s0 = cp_segment(seq_chunk_count(p, n), segs, p.seg_chunks, 0);
     atomicAdd(&next[seg0_key(s0)], 1);
     if (s0.nseg > 2) atomicAdd(&next[tkey], s0.nseg - 2);  // the last segment runs in phase 3
+    if (s0.nseg > 1) atomicAdd(&phase3_count, s0.nseg - 1);
   }
   __syncthreads();
   // places in descending key order: thread t holds keys K - 1 - 2t and K - 2 - 2t
@@ -81,13 +85,22 @@ __device__ __forceinline__ void cp_order_block(const Chunk64State2Params& p) {
     const CpSegment s0 = cp_segment(seq_chunk_count(p, n), segs, p.seg_chunks, 0);
     p.cp_order[atomicAdd(&next[seg0_key(s0)], 1)] = n * segs;
     for (int s = 1; s < s0.nseg - 1; ++s) p.cp_order[atomicAdd(&next[tkey], 1)] = n * segs + s;
+    if (s0.nseg > 1) {  // phase 3's items: all L chunks, so in any order, packed
+      const int at = items + atomicAdd(&phase3_next, s0.nseg - 1) - 1;
+      for (int s = 1; s < s0.nseg; ++s) p.cp_order[at + s] = n * segs + s;
+    }
   }
-  for (int i = total + tid; i < p.seqs * segs; i += kOrderThreads) p.cp_order[i] = -1;
+  for (int i = total + tid; i < items; i += kOrderThreads) p.cp_order[i] = -1;
+  for (int i = phase3_count + tid; i < items; i += kOrderThreads) p.cp_order[items + i] = -1;
 }
 
-// Phase-1 block z's item: cp_order's (varlen), dense_item (dense exact), or z itself (the
-// decay-bounded form keeps grid order; so does varlen without an order).
-__device__ __forceinline__ int phase1_item(const Chunk64State2Params& p, int z) {
+// Block z's item in a context-parallel phase. Phase 1: cp_order's (varlen), dense_item (dense
+// exact), or z itself (the decay-bounded form keeps grid order; so does varlen without an
+// order). Phase 3: z itself as shipped; where its launch passes cp_order (a candidate,
+// validation/kda/notes.md), the working items packed first, the empty blocks (segment 0,
+// segments past a sequence's end) after them instead of among them.
+__device__ __forceinline__ int cp_item(const Chunk64State2Params& p, int z) {
+  if (p.cp_phase == 3) return p.cp_order != nullptr ? p.cp_order[p.seqs * p.cp_segs + z] : z;
   if (p.cp_order != nullptr) return p.cp_order[z];
   if (p.bound == nullptr && p.cu_seqlens == nullptr) return dense_item(p, z);
   return z;

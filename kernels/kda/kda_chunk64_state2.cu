@@ -434,7 +434,7 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   ptx::griddepcontrol_wait();
   const int segs = p.cp_phase == 0 ? 1 : p.cp_segs;
   // phase 1 longest blocks first (chunk64_cp_order.cuh)
-  const int item = p.cp_phase == 1 ? phase1_item(p, blockIdx.z) : int(blockIdx.z);
+  const int item = p.cp_phase == 0 ? int(blockIdx.z) : cp_item(p, blockIdx.z);
   if (item < 0) return;  // past the last phase-1 item
   const int n = item / segs, seg = item % segs;
   const SeqChunks sc = seq_chunks(p.cu_seqlens, n, p.tokens, p.chunks, blockIdx.y, gridDim.y);

@@ -199,7 +199,8 @@ class Packs(unittest.TestCase):
         self.assertEqual(so["cp_order"], c64.ORDER_AT_STATE)
         self.assertEqual(_fields(ph1)[so["cp_order"]]["scratch"], "cp_order")
         self.assertNotIn(so["cp_order"], _fields(ph3))
-        self.assertEqual(op["impl"]["scratch"]["cp_order"], {"dtype": "i32", "shape": ["seqs", 4]})
+        # phase 1's order, then phase 3's working items
+        self.assertEqual(op["impl"]["scratch"]["cp_order"], {"dtype": "i32", "shape": ["seqs", 8]})
         with open(os.path.join(KDA_DIR, "kda_chunk64_state2.cu")) as src:
             self.assertIn(f"{c64.ORDER_ENTRY}(const __grid_constant__", src.read())
         with open(os.path.join(KDA_DIR, "chunk64_cp_order.cuh")) as src:

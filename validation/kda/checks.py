@@ -119,6 +119,9 @@ def prefill_cases(quick):
         # the candidate combine grid (notes.md): one wave of blocks walking every Z-th sequence
         ("c64 kda varlen context parallel 3 x 512, the combine in one wave (candidate)",
          dict(cu=cu_cp, gates="init", **bf), dict(cp_segs=3, seg_chunks=32, combine_one_wave=True, **c64)),
+        ("c64 kda varlen context parallel 3 x 512, the combine in one wave, phase 3 listed (candidates)",
+         dict(cu=cu_cp, gates="init", **bf),
+         dict(cp_segs=3, seg_chunks=32, combine_one_wave=True, phase3_listed=True, **c64)),
         ("c64 gdn varlen context parallel 3 x 512, the combine in one wave (candidate)",
          dict(kind="gdn", cu=cu_cp, H=4, gates="init"),
          dict(cp_segs=3, seg_chunks=32, combine_one_wave=True, **c64)),
@@ -165,11 +168,12 @@ def run_prefill_checks(rec, build, peers, quick, deadline, only=None):
                                 o_err(o, o1.double()) <= GATE and rr(ht, h1.double()) <= GATE,
                                 error=max(o_err(o, o1.double()), rr(ht, h1.double())), gate=GATE)
                 one.rt.close()
-            if cp.get("combine_one_wave"):  # the candidate grid: the shipped one's bits
-                ship = fx.Prefill(c, build, **{k: v for k, v in cp.items() if k != "combine_one_wave"})
+            candidates = ("combine_one_wave", "phase3_listed")
+            if any(cp.get(k) for k in candidates):  # the candidates: the shipped form's bits
+                ship = fx.Prefill(c, build, **{k: v for k, v in cp.items() if k not in candidates})
                 ship.write()
                 os_, hs = ship.run()
-                ok &= rec.check(f"prefill {c.label()}: {name}: bit-identical to the shipped grid",
+                ok &= rec.check(f"prefill {c.label()}: {name}: bit-identical to the shipped form",
                                 torch.equal(os_.view(torch.int16), o.view(torch.int16))
                                 and torch.equal(hs.view(torch.int32), ht.view(torch.int32)))
                 ship.rt.close()

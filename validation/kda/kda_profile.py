@@ -150,6 +150,9 @@ def kernels(reps=10):
              (f"kda varlen 16 seqs cp {vs} x {vl}", dict(cu=cu16, **big), dict(cp_segs=vs, seg_chunks=4 * vl)),
              (f"kda varlen 16 seqs cp {vs} x {vl}, the combine in one wave", dict(cu=cu16, **big),
               dict(cp_segs=vs, seg_chunks=4 * vl, combine_one_wave=True)),
+             (f"kda varlen 16 seqs cp {vs} x {vl}, the combine in one wave, phase 3 listed",
+              dict(cu=cu16, **big), dict(cp_segs=vs, seg_chunks=4 * vl, combine_one_wave=True,
+                                         phase3_listed=True)),
              ("kda varlen 16 seqs one pass", dict(cu=cu16, **big), dict(chunk="c64"))]
     for name, kw, pk in cases:
         if entries and name.startswith("kda"):

@@ -168,7 +168,9 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     if varlen and not bounded:  # exact: phase 1's blocks longest first, varlen's by a sort
         # (kda_chunk64_cp_order_sm90a); dense sequences are alike, their order is arithmetic
         phase1.append({"at": ORDER_AT_STATE, "scratch": "cp_order"})
-        scratch["cp_order"] = {"dtype": "i32", "shape": ["seqs", cp_segs]}
+        # phase 1's items, then phase 3's working ones (its launch does not read them as
+        # shipped: chunk64_cp_order.cuh cp_item, validation/kda/notes.md)
+        scratch["cp_order"] = {"dtype": "i32", "shape": ["seqs", 2 * cp_segs]}
         out.append(_launch(STATE_MODULE, ORDER_ENTRY, STATE_PACK, phase1, [1, 1, 1], ORDER_THREADS))
     out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK, phase1, [nt + 1, HV, z],
                             STATE_THREADS, STATE_SMEM))
