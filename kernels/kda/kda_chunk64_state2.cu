@@ -61,7 +61,8 @@
 // Entries: kda_chunk64_state2{,_gdn}_sm90a_f16_k128, one `const __grid_constant__
 // Chunk64State2Params`; grid (V / 128, HV, seqs), block 384, dynamic shared memory
 // kChunk64State2Smem; kda_chunk64_cp_order_sm90a (chunk64_cp_order.cuh), the same pack, grid 1,
-// block 1024, before a varlen exact context parallel's phase 1. Off sm_90a they trap (NV_HAS_FEATURE_SM_90a).
+// block 1024, before a varlen exact context parallel's phase 1. Off sm_90a they trap
+// (NV_HAS_FEATURE_SM_90a).
 // Not checked here: V % 128, the extents of the buffers, the lines and cu_seqlens (the
 // generator's manifest and the caller's); the operands of tokens past a sequence's end are the
 // prep's (zeros: their o is not stored).
@@ -433,9 +434,9 @@ __device__ __forceinline__ void state2_block(const Chunk64State2Params& p, Smem&
   ptx::griddepcontrol_launch_dependents();
   ptx::griddepcontrol_wait();
   const int segs = p.cp_phase == 0 ? 1 : p.cp_segs;
-  // phase 1 longest blocks first (chunk64_cp_order.cuh)
+  // context parallel: phase 1 longest blocks first, phase 3 as listed (chunk64_cp_order.cuh)
   const int item = p.cp_phase == 0 ? int(blockIdx.z) : cp_item(p, blockIdx.z);
-  if (item < 0) return;  // past the last phase-1 item
+  if (item < 0) return;  // past the last listed item
   const int n = item / segs, seg = item % segs;
   const SeqChunks sc = seq_chunks(p.cu_seqlens, n, p.tokens, p.chunks, blockIdx.y, gridDim.y);
   const int v0 = kVT * blockIdx.x;
