@@ -7,9 +7,9 @@
 // for a transition):
 //   varlen: cp_order_block (entry kda_chunk64_cp_order_sm90a, grid 1, block 1024, launched
 //     before phase 1) counting-sorts the items into Chunk64State2Params::cp_order, and packs
-//     phase 3's working items after them (cp_item). B1 T32768
-//     H16 16 sequences of 106..6200 tokens: 97 chunk steps in one pass, 72 modelled with this
-//     order, 84 in sequence order (kda_cp_plan.steps); 767.6 -> 732.9 us measured.
+//     phase 3's working items after them (cp_item). B1 T32768 H16 16 sequences of 106..6200
+//     tokens: 97 chunk steps in one pass, 72 modelled with this order, 84 in sequence order
+//     (kda_cp_plan.steps); 767.6 -> 732.9 us measured.
 //   dense: every sequence has the same segments, so the order is arithmetic (dense_item): no
 //     launch and no scratch (one launch fewer on B1 T32768's critical path).
 // Within a key the order is free (the atomics'): each item computes the same bits on any block.
@@ -45,13 +45,14 @@ __device__ __forceinline__ int dense_item(const Chunk64State2Params& p, int z) {
   const CpSegment s0 = cp_segment(p.chunks, segs, p.seg_chunks, 0);
   const int mid = max(0, s0.nseg - 2);  // transitions a sequence (the last segment is phase 3's)
   const int firsts = p.seqs, transitions = p.seqs * mid;
-  const bool seg0_first = seg0_key(s0) >= transition_key(p.seg_chunks);
-  int t = seg0_first ? z - firsts : z;  // the index among the transitions
-  if (seg0_first ? z < firsts : z >= transitions) {
-    const int n = seg0_first ? z : z - transitions;
-    return n < firsts ? n * segs : -1;
+  if (seg0_key(s0) >= transition_key(p.seg_chunks)) {  // the segment 0s first
+    if (z < firsts) return z * segs;
+    z -= firsts;
+  } else if (z >= transitions) {  // the transitions first
+    z -= transitions;
+    return z < firsts ? z * segs : -1;
   }
-  return t < transitions ? (t / mid) * segs + 1 + t % mid : -1;
+  return z < transitions ? (z / mid) * segs + 1 + z % mid : -1;  // transition z
 }
 
 __device__ __forceinline__ void cp_order_block(const Chunk64State2Params& p) {

@@ -16,8 +16,8 @@
 // meanwhile, so a step costs the FMA work instead of 128 dependent L2 loads. On the H200 the
 // loop before that (one row a warp, M read from global memory by every warp) took ~22 us a
 // segment at B1 T32768 H16; the 4-warp form (rows 4w .. 4w+3, B loaded at each segment's
-// start) ran 36.2 us for that call's 7 products under ncu (call j1): one
-// warp per scheduler at 3.58 cycles an instruction; in one process (call j2, bit-identical)
+// start) ran 36.2 us for that call's 7 products under ncu (call j1): one warp per scheduler
+// at 3.58 cycles an instruction; in one process (call j2, bit-identical)
 // B1 T32768 H16 KDA / GDN 965.9 / 848.9 us with it, 956.3 / 843.7 with 8 warps and the B
 // prefetch, 979.5 / 865.3 with 16 warps (validation/kda/notes.md).
 //
@@ -75,12 +75,6 @@ static_assert(kCombineWarpRows == 2, "the srow pairs below are two rows");
 // every lane: a broadcast) is unchanged.
 __device__ __forceinline__ int srow_col(int j, int r) { return 2 * ((r >> 1) ^ ((j >> 2) & 7)); }
 
-// warp w rows 2w, 2w + 1, lane l columns 4l .. 4l + 3; the next segment's B rows are loaded into
-// registers while this segment's product runs (the form before waited for them at each
-// segment's first FMA).
-// kZeroSkip (decay-bounded context parallel, whose dropped transitions phase 1 writes as zeros):
-// a transition that landed all zero (+-0) is not multiplied, S M + B being B (GDN B1 T32768 H16:
-// the combine 21.2 -> 7.1 us; on exact transitions the test alone costs ~1 us a segment).
 // Sequence n's populated segments (the last covers the rest), as the phases cut them.
 __device__ __forceinline__ int cp_seq_segments(const KdaChunkParams& p, int n, int seg_len,
                                                int segs) {
@@ -89,6 +83,12 @@ __device__ __forceinline__ int cp_seq_segments(const KdaChunkParams& p, int n, i
   return nseg < segs ? nseg : segs;
 }
 
+// warp w rows 2w, 2w + 1, lane l columns 4l .. 4l + 3; the next segment's B rows are loaded into
+// registers while this segment's product runs (the form before waited for them at each
+// segment's first FMA).
+// kZeroSkip (decay-bounded context parallel, whose dropped transitions phase 1 writes as zeros):
+// a transition that landed all zero (+-0) is not multiplied, S M + B being B (GDN B1 T32768 H16:
+// the combine 21.2 -> 7.1 us; on exact transitions the test alone costs ~1 us a segment).
 template <bool kZeroSkip>
 __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem& sm) {
   constexpr int K = kHeadDim;

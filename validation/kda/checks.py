@@ -172,10 +172,10 @@ def run_prefill_checks(rec, build, peers, quick, deadline, only=None):
             if any(cp.get(k) for k in candidates):  # the candidates: the shipped form's bits
                 ship = fx.Prefill(c, build, **{k: v for k, v in cp.items() if k not in candidates})
                 ship.write()
-                os_, hs = ship.run()
+                o_ship, h_ship = ship.run()
                 ok &= rec.check(f"prefill {c.label()}: {name}: bit-identical to the shipped form",
-                                torch.equal(os_.view(torch.int16), o.view(torch.int16))
-                                and torch.equal(hs.view(torch.int32), ht.view(torch.int32)))
+                                torch.equal(o_ship.view(torch.int16), o.view(torch.int16))
+                                and torch.equal(h_ship.view(torch.int32), ht.view(torch.int32)))
                 ship.rt.close()
             ours.rt.close()
         except Exception as e:  # noqa: BLE001 - one broken case must not hide the others

@@ -9,6 +9,8 @@ then the verify record: params.h StepRecord), and the ops: decode / verify / com
 builds complete manifests from these. Python 3 standard library only.
 """
 
+from .kda_cp_plan import SMS  # H200 multiprocessors
+
 K = 128                   # kernels/kda/params.h kHeadDim
 MAX_STEPS = 8             # kMaxSteps
 STEP_ROWS = 32            # kStepRows: value rows per decode/verify/commit block
@@ -22,7 +24,6 @@ CHUNK_PACK = 256          # sizeof(KdaChunkParams)
 COMBINE_THREADS = 256      # kCombineThreads (cp_combine.cuh): 16 value rows a block
 COMBINE_ROWS = 16
 COMBINE_SMEM = 139280      # sizeof(CombineSmem): two transitions and the rows, asserted there
-SMS = 132                  # H200 multiprocessors (kda_cp_plan.SMS)
 FLAG_NO_OUTPUT = 128
 FLAG_GATE, FLAG_LOWER_BOUND, FLAG_BETA_SIGMOID, FLAG_NEG_EIGVAL = 1, 2, 4, 8
 FLAG_L2NORM, FLAG_G_F32, FLAG_BETA_F32 = 16, 32, 64
