@@ -3,13 +3,16 @@
 // grid a longest-processing-time schedule. Phase 1 holds every sequence's segment 0 (its chunks,
 // run for real) and the transitions of the segments between (L chunks each, without o: ~0.68
 // of a step with o, kernrt.gen.kda_cp_plan.PHASE1_STEP); phase 3's blocks are all L chunks and
-// need no order. Two forms of one rule (items by descending key: segment 0's chunks, 0.68 L
-// for a transition):
+// need no order, only varlen's empty ones (segment 0, segments past a sequence's end) moved
+// behind the working ones. Two forms of one rule (items by descending key: segment 0's chunks,
+// 0.68 L for a transition):
 //   varlen: cp_order_block (entry kda_chunk64_cp_order_sm90a, grid 1, block 1024, launched
 //     before phase 1) counting-sorts the items into Chunk64State2Params::cp_order, and packs
 //     phase 3's working items after them (cp_item). B1 T32768 H16 16 sequences of 106..6200
 //     tokens: 97 chunk steps in one pass, 72 modelled with this order, 84 in sequence order
-//     (kda_cp_plan.steps); 767.6 -> 732.9 us measured.
+//     (kda_cp_plan.steps); 767.6 -> 732.9 us measured (H200). Phase 3 from the list instead of
+//     in grid order (its 640 empty blocks among 128 working ones): 151.4 -> 145.3 us of the
+//     chain (H100, torch.profiler; the whole prefill 772.4 -> 768.3 us as a graph).
 //   dense: every sequence has the same segments, so the order is arithmetic (dense_item): no
 //     launch and no scratch (one launch fewer on B1 T32768's critical path).
 // Within a key the order is free (the atomics'): each item computes the same bits on any block.
@@ -96,10 +99,8 @@ __device__ __forceinline__ void cp_order_block(const Chunk64State2Params& p) {
 }
 
 // Block z's item in a context-parallel phase. Phase 1: cp_order's (varlen), dense_item (dense
-// exact), or z itself (the decay-bounded form keeps grid order; so does varlen without an
-// order). Phase 3: z itself as shipped; where its launch passes cp_order (a candidate,
-// validation/kda/notes.md), the working items packed first, the empty blocks (segment 0,
-// segments past a sequence's end) after them instead of among them.
+// exact), or z itself (the decay-bounded form keeps grid order). Phase 3: cp_order's second
+// half where the launch passes it (varlen exact: the working items first), else z itself.
 __device__ __forceinline__ int cp_item(const Chunk64State2Params& p, int z) {
   if (p.cp_phase == 3) return p.cp_order != nullptr ? p.cp_order[p.seqs * p.cp_segs + z] : z;
   if (p.cp_order != nullptr) return p.cp_order[z];

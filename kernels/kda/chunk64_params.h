@@ -96,8 +96,8 @@ struct Chunk64State2Params {
   // Varlen exact context parallel: [2][seqs cp_segs] items (n cp_segs + s, -1 past the last)
   // as kda_chunk64_cp_order writes them: phase 1's, the longest blocks first, then phase 3's
   // working ones; null: dense exact ones take the same phase-1 order in closed form, the
-  // decay-bounded form block z as item z. Phase 3 reads it where its launch passes it
-  // (chunk64_cp_order.cuh cp_item).
+  // decay-bounded form block z as item z. Phase 3 reads the second half (chunk64_cp_order.cuh
+  // cp_item).
   int32_t* cp_order;
 };
 

@@ -9,8 +9,8 @@
 //
 // Block kCombineThreads = 8 warps: warp w owns rows 2w, 2w+1 of the block's 16, lane l the
 // columns 4l .. 4l+3 (8 accumulators a thread, each M element loaded once for 2 rows); grid
-// (V / 16, HV, Z), block z walking sequences z, z + Z, .. (Z = seqs as shipped: one each), one
-// block per SM (the shared memory). The transitions stream through shared memory: a
+// (V / 16, HV, Z), block z walking sequences z, z + Z, .. (Z: one wave of blocks,
+// kda_ops.combine_z), one block per SM (the shared memory). The transitions stream through shared memory: a
 // segment's M (64 KiB, contiguous) arrives by one cp.async.bulk into one of two buffers while
 // the previous segment is multiplied, and the next segment's B rows are loaded into registers
 // meanwhile, so a step costs the FMA work instead of 128 dependent L2 loads. On the H200 the
@@ -108,11 +108,11 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   const CpScratch cs = cp_scratch(p, segs);
   // kFlagCpLastInPhase3: the last segment has no transition; its initial state is the last I
   const bool last_in_phase3 = (p.flags & kFlagCpLastInPhase3) != 0;
-  // The block walks sequences blockIdx.z, + gridDim.z, ...: the shipped grid.z = seqs gives each
-  // block one; grid.z = kda_ops.combine_one_wave_z, a candidate (validation/kda/notes.md), one
-  // wave of blocks walking them all: a block a sequence costs ~2.5 us even with nothing to
-  // multiply, 16 waves at one block per SM for the varlen bench's 16 sequences. Product k of
-  // the block (counted over its sequences) uses M buffer k % 2 in that buffer's phase k / 2.
+  // The block walks sequences blockIdx.z, + gridDim.z, ...: one wave of blocks walking them all
+  // (kda_ops.combine_z) instead of a block a sequence, which cost ~2.5 us even with nothing to
+  // multiply, in 16 waves at one block per SM for the varlen bench's 16 sequences (its combine
+  // 22.4 -> 13.1 us of the chain on the H100, the same bits). Product k of the block (counted
+  // over its sequences) uses M buffer k % 2 in that buffer's phase k / 2.
   // The segment counts of the walk's next 256 sequences arrive in one load a thread, not in
   // one dependent load a sequence.
   __shared__ int nseg_of[kCombineThreads];

@@ -5,6 +5,7 @@ The model's times are checked against the device on the benches (validation/kda)
 its arithmetic and the choices that follow from it.
 """
 import unittest
+from unittest import mock
 
 import _package  # noqa: F401  (puts runtime/python on sys.path)
 from kernrt.gen import kda_cp_plan as cp
@@ -35,9 +36,24 @@ class Plan(unittest.TestCase):
         # one pass: 512 steps for 16 tiles on 132 SMs
         self.assertEqual(cp.steps((512,), 16, 1, 0, 0), 512.0)
         # CP 9 x 55, segment 0 at 72 chunks on 16 SMs: phase 1 is the other 116 SMs' two waves
-        # of 55 x 0.68 steps (224 blocks: segments 1-7, two tiles, 16 heads), then the walk of
-        # 8 segments and phase 3's one wave of 55
-        self.assertAlmostEqual(cp.steps((512,), 16, 1, 9, 55), 2 * 55 * 0.68 + 8 * 0.79 + 55, places=6)
+        # of 55 x 0.68 steps (224 blocks: segments 1-7, two tiles, 16 heads), then the walk's
+        # 7 transitions and phase 3's one wave of 55
+        self.assertAlmostEqual(cp.steps((512,), 16, 1, 9, 55), 2 * 55 * 0.68 + 7 * 0.9 + 55, places=6)
+
+    def test_combine_walks_add_up(self):
+        # one wave of combine blocks walks the sequences z, z + Z, ..: at V128 HV16 (8 x 16
+        # blocks, one z) two sequences' 7 transitions each add up; at HV4 (32 blocks a z, 4 z)
+        # they run side by side
+        def combine(lens, heads):
+            with mock.patch.object(cp, "COMBINE_STEP", 0.0):
+                without = cp.steps(lens, heads, 1, 9, 55)
+            return cp.steps(lens, heads, 1, 9, 55) - without
+        self.assertAlmostEqual(combine((512, 512), 16), 14 * 0.9, places=6)
+        self.assertAlmostEqual(combine((512, 512), 4), 7 * 0.9, places=6)
+        # V256: 256 blocks a z, two waves
+        with mock.patch.object(cp, "COMBINE_STEP", 0.0):
+            without = cp.steps((512,), 16, 2, 9, 55)
+        self.assertAlmostEqual(cp.steps((512,), 16, 2, 9, 55) - without, 2 * 7 * 0.9, places=6)
 
     def test_long_sequence_is_split(self):
         self.assertEqual(cp.plan((512,), 16, 1), (9, 55))  # the B1 T32768 H16 bench
@@ -52,11 +68,12 @@ class Plan(unittest.TestCase):
 
     def test_varlen_long_sequences_are_split(self):
         # the varlen bench (16 sequences of 106..6200 tokens, 32768 in all): the one pass is its
-        # longest sequence's 97 steps; 3 x 32 splits the seven over 32 chunks, phase 1 longest first
+        # longest sequence's 97 steps; 3 x 32 splits the seven over 32 chunks, phase 1 longest first,
+        # and the combine multiplies one transition (the 97-chunk sequence's)
         lens = (2, 97, 24, 49, 7, 46, 16, 63, 5, 28, 57, 12, 34, 61, 10, 8)
         self.assertEqual(cp.steps(lens, 16, 1, 0, 0), 97.0)
         self.assertEqual(cp.plan(lens, 16, 1), (3, 32))
-        self.assertAlmostEqual(cp.steps(lens, 16, 1, 3, 32), 72.34, places=6)
+        self.assertAlmostEqual(cp.steps(lens, 16, 1, 3, 32), 71.66, places=6)
 
     def test_full_gpu_stays_one_pass(self):
         self.assertEqual(cp.plan((64,) * 8, 16, 1), (0, 0))  # 128 tiles of 64 chunks

@@ -174,13 +174,13 @@ class Packs(unittest.TestCase):
         with self.assertRaisesRegex(g.GenError, "needs max_tokens and max_seqs"):
             c64.launches(p, {}, True, 1000, None, "dense", False, True, p.state_bytes)
 
-    def test_combine_one_wave_grid(self):
-        # the candidate combine grid: as many sequence walkers as one wave of 132 SMs holds
-        # next to the (V / 16) x HV row tiles, at least one
-        self.assertEqual(kda_ops.combine_one_wave_z(_kda(heads=16, value_heads=16)), 1)  # 128 tiles
-        self.assertEqual(kda_ops.combine_one_wave_z(_kda(dim_v=256)), 2)  # 64 tiles
-        self.assertEqual(kda_ops.combine_one_wave_z(_kda(heads=1, value_heads=1)), 16)  # 8 tiles
-        self.assertEqual(kda_ops.combine_one_wave_z(_kda(heads=16, value_heads=32, dim_v=256)), 1)
+    def test_combine_grid_is_one_wave(self):
+        # as many sequence walkers as one wave of 132 SMs holds next to the (V / 16) x HV row
+        # tiles, at least one
+        self.assertEqual(kda_ops.combine_z(_kda(heads=16, value_heads=16)), 1)  # 128 tiles
+        self.assertEqual(kda_ops.combine_z(_kda(dim_v=256)), 2)  # 64 tiles
+        self.assertEqual(kda_ops.combine_z(_kda(heads=1, value_heads=1)), 16)  # 8 tiles
+        self.assertEqual(kda_ops.combine_z(_kda(heads=16, value_heads=32, dim_v=256)), 1)
 
     def test_context_parallel_launches(self):
         p = _kda(dim_v=256)
@@ -198,8 +198,8 @@ class Packs(unittest.TestCase):
         self.assertEqual(order["args"][0]["pack"]["size"], size)
         self.assertEqual(so["cp_order"], c64.ORDER_AT_STATE)
         self.assertEqual(_fields(ph1)[so["cp_order"]]["scratch"], "cp_order")
-        self.assertNotIn(so["cp_order"], _fields(ph3))
-        # phase 1's order, then phase 3's working items
+        # phase 1's order, then phase 3's working items, which phase 3 reads
+        self.assertEqual(_fields(ph3)[so["cp_order"]]["scratch"], "cp_order")
         self.assertEqual(op["impl"]["scratch"]["cp_order"], {"dtype": "i32", "shape": ["seqs", 8]})
         with open(os.path.join(KDA_DIR, "kda_chunk64_state2.cu")) as src:
             self.assertIn(f"{c64.ORDER_ENTRY}(const __grid_constant__", src.read())
@@ -213,6 +213,7 @@ class Packs(unittest.TestCase):
         self.assertEqual(d_ph1["entry"], "kda_chunk64_state2_sm90a_f16_k128")
         self.assertNotIn("cp_order", dense["impl"]["scratch"])
         self.assertNotIn(so["cp_order"], _fields(d_ph1))
+        self.assertNotIn(so["cp_order"], _fields(d_ph3))
         for ln, phase in ((ph1, 1), (ph3, 3)):
             f = _fields(ln)
             self.assertEqual((f[so["cp_phase"]]["i32"], f[so["cp_segs"]]["i32"]), (phase, 4))
@@ -236,7 +237,7 @@ class Packs(unittest.TestCase):
         self.assertEqual(f[co["flags"]]["i32"], c64.FLAG_CP_LAST_IN_PHASE3)
         self.assertEqual((f[co["cu_seqlens"]]["param"], f[co["seg_chunks"]]["i32"],
                           f[co["cp_segs"]]["i32"], f[co["cp_scratch"]]["scratch"]), (8, 16, 4, "cp"))
-        self.assertEqual(comb["grid"], [16, 4, "seqs"])  # 16 value rows a block
+        self.assertEqual(comb["grid"], [16, 4, 2])  # 16 value rows a block, 132 // 64 walkers
         self.assertEqual((comb["block"][0], comb["shared_mem"]), (256, 139280))
         self.assertEqual(op["impl"]["scratch"]["cp"],
                          {"dtype": "f32", "shape": ["seqs", 4 * 4 * (2 * 256 + 128) * 128]})

@@ -111,12 +111,8 @@ def run_prefill_benches(rec, build, peers, why, ceil, iters, rounds, deadline, q
                 alt_kw = (("c64 one pass", dict(chunk="c64")),
                           ("c64 context parallel 8 x 64", dict(chunk="c64", cp_segs=8, seg_chunks=256)),
                           ("c16 context parallel", dict(chunk="c16", **cp)))
-                if "cu" in kw:  # varlen: the one pass and the candidates (notes.md)
-                    alt_kw = alt_kw[:1] + (
-                        ("c64 context parallel, combine in one wave",
-                         dict(chunk="c64", combine_one_wave=True, **cp)),
-                        ("c64 context parallel, combine in one wave, phase 3 listed",
-                         dict(chunk="c64", combine_one_wave=True, phase3_listed=True, **cp)))
+                if "cu" in kw:  # varlen: the one pass
+                    alt_kw = alt_kw[:1]
                 for lab, akw in alt_kw:
                     alt = fx.Prefill(c, build, **akw)
                     alt.write()

@@ -22,8 +22,6 @@ import bench  # noqa: E402,F401  (puts runtime/python on sys.path)
 
 import kernrt  # noqa: E402
 from kernrt.gen import kda as gk  # noqa: E402
-from kernrt.gen import kda_ops  # noqa: E402
-from kernrt.gen import kda_prefill64 as c64  # noqa: E402
 from kernrt.gen import pin  # noqa: E402
 
 K = 128
@@ -127,41 +125,12 @@ def swap_entries(m, entries):
     return m
 
 
-def one_wave_combine_entries(p):
-    """swap_entries' argument for the candidate combine grid of profile p: one wave of blocks
-    each walking every Z-th sequence (kda_ops.combine_one_wave_z) instead of a block a sequence
-    (notes.md, the varlen context parallel)."""
-    grid = [p.dim_v // kda_ops.COMBINE_ROWS, p.value_heads, kda_ops.combine_one_wave_z(p)]
-    return {e: {"grid": grid} for e in kda_ops.COMBINE_ENTRIES.values()}
-
-
-def list_phase3(m):
-    """Manifest m with each varlen exact context parallel's phase 3 reading the working items
-    that kda_chunk64_cp_order_sm90a packs after phase 1's (a candidate: chunk64_cp_order.cuh
-    cp_item; as shipped its blocks run in grid order, the empty ones among the working ones)."""
-    listed = 0
-    for op in m["ops"].values():
-        launches = op.get("impl", {}).get("launches", [])
-        if not any(ln.get("entry") == c64.ORDER_ENTRY for ln in launches):
-            continue
-        ph3 = launches[-1]  # prep, order, phase 1, combine, phase 3
-        assert ph3["entry"] in c64.STATE_ENTRIES.values(), ph3["entry"]
-        fields = ph3["args"][0]["pack"]["fields"]
-        fields.append({"at": c64.ORDER_AT_STATE, "scratch": "cp_order"})
-        fields.sort(key=lambda f: f["at"])
-        listed += 1
-    if not listed:
-        raise ValueError("no varlen exact context parallel (an order launch) to list phase 3 for")
-    return m
-
-
 class Prefill:
-    """Our dense or varlen prefill of one Case shape (program `prefill`); combine_one_wave: a
-    context parallel's combine on the candidate grid (one_wave_combine_entries); phase3_listed:
-    its phase 3 on the candidate item list (list_phase3)."""
+    """Our dense or varlen prefill of one Case shape (program `prefill`); entries: swap_entries'
+    argument (kda_profile.py's candidate entries)."""
 
     def __init__(self, case, build, cp_segs=0, seg_chunks=0, final=True, chunk="auto",
-                 entries=None, combine_one_wave=False, phase3_listed=False):
+                 entries=None):
         p = case.profile()
         if case.cu is None:
             m = gk.dense_prefill_manifest(p, case.B, case.T, init=case.init, final=final,
@@ -171,10 +140,6 @@ class Prefill:
                                            cp_segs=cp_segs, seg_chunks=seg_chunks, chunk=chunk)
         if entries:
             swap_entries(m, entries)
-        if combine_one_wave:
-            swap_entries(m, one_wave_combine_entries(p))
-        if phase3_listed:
-            list_phase3(m)
         # which kernels run it: c64 (the 64-token chunk kernels) or c16 (kda_chunk.cu)
         self.chunk = "c64" if "kda_chunk64_state2" in m["modules"] else "c16"
         self.case, self.final = case, final

@@ -144,15 +144,8 @@ def kernels(reps=10):
              (f"gdn B1 T32768 cp {gs} x {gl}", dict(kind="gdn", B=1, T=32768, **big),
               dict(cp_segs=gs, seg_chunks=4 * gl)),
              ("gdn B1 T32768 cp 8 x 64", dict(kind="gdn", B=1, T=32768, **big), dict(cp_segs=8, seg_chunks=256)),
-             # the varlen bench: its CP runs ~70 us over what the one pass and the dense cases
-             # predict for its modelled chunk steps (notes.md); the candidate combine grid and
-             # the one pass beside
+             # the varlen bench and its one pass beside
              (f"kda varlen 16 seqs cp {vs} x {vl}", dict(cu=cu16, **big), dict(cp_segs=vs, seg_chunks=4 * vl)),
-             (f"kda varlen 16 seqs cp {vs} x {vl}, the combine in one wave", dict(cu=cu16, **big),
-              dict(cp_segs=vs, seg_chunks=4 * vl, combine_one_wave=True)),
-             (f"kda varlen 16 seqs cp {vs} x {vl}, the combine in one wave, phase 3 listed",
-              dict(cu=cu16, **big), dict(cp_segs=vs, seg_chunks=4 * vl, combine_one_wave=True,
-                                         phase3_listed=True)),
              ("kda varlen 16 seqs one pass", dict(cu=cu16, **big), dict(chunk="c64"))]
     for name, kw, pk in cases:
         if entries and name.startswith("kda"):

@@ -12,13 +12,15 @@ and runs its chunks serially; blocks start in launch order (x the value tile, y 
 head, z = sequence x cp_segs + segment) as SMs free up; exact context parallel's phase 1 in
 the longest blocks first (kernels/kda/chunk64_cp_order.cuh). Phase 1 runs segment 0 for real and
 the middle segments from zero and from X = I (a step without o: PHASE1_STEP of one with);
-the combine walks the segments serially (COMBINE_STEP each); phase 3 runs segments 1.. with
-o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
+the combine multiplies the transitions serially (COMBINE_STEP each), one wave of blocks (V/16
+value rows x the value heads x Z) walking sequences z, z + Z, .. (kda_ops.combine_z), so a
+block's sequences' transitions add up; phase 3 runs segments 1.. with o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
 the dense one pass's step 245 us for 64 chunks, so phase 1's 333 us over two waves of 64-chunk
 blocks is 0.68 a step; the model then gave 159.5 steps for CP 8 x 64 in the old layout
-(measured 610.5 us / 3.83 = 159.4). The combine: 24.3 us for CP 9 x 55's 8 segments in call
-j3 (its 8-warp form; the 4-warp one's 32.5 us for 8 in f6 was 1.06 steps), 0.79 steps a
-segment; the plans at the bench shapes did not move with it.
+(measured 610.5 us / 3.83 = 159.4). The combine: 24.3 us for CP 9 x 55's 7 transitions in call
+j3 (its 8-warp form), 0.9 steps a transition; a sequence without one (two segments: only the
+last one's initial state written) costs little (the varlen bench's 8 such sequences and one
+transition: 13.1 us on the H100), which the model does not count.
 
 Decay-bounded context parallel (`bounded`, GDN: kernels/kda/kda_chunk64_state2.cu warm_start):
 phase 1 runs each segment but the last from zero over its trailing chunks alone, one tile, and
@@ -27,7 +29,7 @@ the segment), what the longest-lived heads of fla's init gates need at B1 T32768
 bound 2^-24, scaled to its 2^-16: a head's chunks go as the bound's log); heads whose decay
 never gets there run exact, as without the bound, which the model does not count. Its combine
 skips the dropped transitions (kda_cp_combine_bounded: 7.1 us for 7 segments, COMBINE_STEP_BOUNDED
-a segment), and of the plans within TIE of the best the one with the fewest segments is taken:
+a segment after the first), and of the plans within TIE of the best the one with the fewest segments is taken:
 the model ranks 9 x 63 over 8 x 64 by 1 %, the device the other way (537.2 against 541.3 us,
 one process).
 """
@@ -36,11 +38,13 @@ import functools
 import heapq
 
 PHASE1_STEP = 0.68   # a phase-1 block's chunk step (no o) against a phase-3 block's
-COMBINE_STEP = 0.79  # the combine's time a segment, in chunk steps (call j3)
+COMBINE_STEP = 0.9   # the combine's time a transition multiplied, in chunk steps (call j3)
 WARM_CHUNKS = 21     # a decay-bounded phase-1 block's chunks (notes.md: the longest-lived head)
-COMBINE_STEP_BOUNDED = 0.27  # the bounded combine's time a segment, in chunk steps
+COMBINE_STEP_BOUNDED = 0.27  # the bounded combine's time a segment after the first
 TIE = 0.01           # bounded: plans within 1 % of the best, the fewest segments
-SMS = 132            # H200 multiprocessors
+SMS = 132            # H200 (and H100 SXM) multiprocessors
+COMBINE_ROWS = 16    # value rows of a combine block (kernels/kda/cp_combine.cuh)
+VTILE = 128          # value rows of a state block (v_tiles = V / VTILE)
 
 
 def segments(chunks, segs, seg_chunks):
@@ -66,10 +70,16 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
     `lens` chunks; segs 0: the one pass; bounded: decay-bounded (the module's comment)."""
     if not segs:
         return _makespan([float(c) for c in lens for _ in range(value_heads * v_tiles)], sms)
-    p1, p3, walk = [], [], 0  # durations in the grids' launch order; exiting blocks left out
-    for chunks in lens:
+    p1, p3 = [], []  # durations in the grids' launch order; exiting blocks left out
+    per_z = VTILE // COMBINE_ROWS * v_tiles * value_heads  # combine blocks of one z
+    zs = max(1, sms // per_z)  # kda_ops.combine_z
+    walks = [0.0] * zs  # combine steps of the blocks of each z
+    for i, chunks in enumerate(lens):
         sg = segments(chunks, segs, seg_chunks)
-        walk = max(walk, len(sg) - 1)
+        if bounded:
+            walks[i % zs] += (len(sg) - 1) * COMBINE_STEP_BOUNDED
+        else:
+            walks[i % zs] += max(0, len(sg) - 2) * COMBINE_STEP
         for s, n in enumerate(sg):
             for _ in range(value_heads):
                 if bounded and len(sg) > 1:
@@ -85,8 +95,8 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
                 p3 += [float(n)] * v_tiles
     if not bounded:  # exact: phase 1's longest blocks first (chunk64_cp_order.cuh)
         p1.sort(reverse=True)
-    combine = COMBINE_STEP_BOUNDED if bounded else COMBINE_STEP
-    return _makespan(p1, sms) + walk * combine + _makespan(p3, sms)
+    waves = -(-per_z * zs // sms)
+    return _makespan(p1, sms) + waves * max(walks) + _makespan(p3, sms)
 
 
 @functools.lru_cache(maxsize=256)

@@ -141,10 +141,10 @@ def _launch(module, entry, size, fields, grid, threads):
 COMBINE_ENTRIES = {False: "kda_cp_combine_sm90a_f32_k128", True: "kda_cp_combine_bounded_sm90a_f32_k128"}
 
 
-def combine_one_wave_z(p):
-    """A candidate combine grid.z (cp_combine.cuh walks sequences z, z + Z, ..): one wave of
-    blocks at one block per SM instead of a block a sequence (validation/kda/notes.md, the
-    varlen context parallel)."""
+def combine_z(p):
+    """The combine's grid.z (cp_combine.cuh: block z walks sequences z, z + Z, ..): one wave of
+    blocks at one block per SM (at least one z), not a block a sequence (16 waves for 16
+    sequences at V128 HV16; cp_combine.cuh has the numbers)."""
     return max(1, SMS // (p.dim_v // COMBINE_ROWS * p.value_heads))
 
 
@@ -153,7 +153,7 @@ def combine_launch(p, fields, bounded=False):
     shared memory, one place for c16's and c64's context parallel; `bounded`: the entry of
     decay-bounded context parallel (c64's GDN)."""
     launch = _launch("kda_chunk", COMBINE_ENTRIES[bounded], CHUNK_PACK, fields,
-                     [p.dim_v // COMBINE_ROWS, p.value_heads, "seqs"], COMBINE_THREADS)
+                     [p.dim_v // COMBINE_ROWS, p.value_heads, combine_z(p)], COMBINE_THREADS)
     launch["shared_mem"] = COMBINE_SMEM
     return launch
 

@@ -168,16 +168,17 @@ def launches(p, at, varlen, max_tokens, max_seqs, state, init, final, stride, cp
     if varlen and not bounded:  # exact: phase 1's blocks longest first, varlen's by a sort
         # (kda_chunk64_cp_order_sm90a); dense sequences are alike, their order is arithmetic
         phase1.append({"at": ORDER_AT_STATE, "scratch": "cp_order"})
-        # phase 1's items, then phase 3's working ones (its launch does not read them as
-        # shipped: chunk64_cp_order.cuh cp_item, validation/kda/notes.md)
+        # phase 1's items, then phase 3's working ones (chunk64_cp_order.cuh cp_item)
         scratch["cp_order"] = {"dtype": "i32", "shape": ["seqs", 2 * cp_segs]}
         out.append(_launch(STATE_MODULE, ORDER_ENTRY, STATE_PACK, phase1, [1, 1, 1], ORDER_THREADS))
     out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK, phase1, [nt + 1, HV, z],
                             STATE_THREADS, STATE_SMEM))
     out.append(_combine(p, at, varlen, cp_segs, seg_chunks, bounded))
-    out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK,
-                            st + cp + [{"at": 136, "i32": 3}], [nt, HV, z], STATE_THREADS,
-                            STATE_SMEM))
+    phase3 = st + cp + [{"at": 136, "i32": 3}]
+    if "cp_order" in scratch:  # phase 3's working items first, its empty blocks after them
+        phase3.append({"at": ORDER_AT_STATE, "scratch": "cp_order"})
+    out.append(_launch_smem(STATE_MODULE, state_entry, STATE_PACK, phase3, [nt, HV, z],
+                            STATE_THREADS, STATE_SMEM))
     scratch["cp"] = {"dtype": "f32", "shape": ["seqs", cp_segs * HV * (2 * p.dim_v + K) * K]}
     return out, scratch
 
