@@ -43,7 +43,12 @@ def main():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    labels = [r["case"].split(" (")[0].replace("prefill ", "").replace(" H16 V128", "")[:38] for r in rows]
+    def label(r):  # the case, its peer where it has one, and its GPU (rows may come from several)
+        case = r["case"].split(" (")[0].replace("prefill ", "").replace(" H16 V128", "")[:34]
+        peer = (r.get("peer") or "").split(" ")[0]
+        gpu = r.get("gpu", "?").replace("NVIDIA ", "").split(" ")[0]
+        return f"{case}\n[{gpu}{', ' + peer if peer else ''}]"
+    labels = [label(r) for r in rows]
     x = range(len(rows))
     w = 0.27
     fig, ax = plt.subplots(figsize=(13, 5.5))
@@ -60,8 +65,8 @@ def main():
     ax.set_xticks(list(x))
     ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
     commits = sorted({r.get("commit", "?") for r in rows}) or ["?"]  # rows may come from several
-    ax.set_title(f"KDA / GDN on the H200 (commit{'s' if len(commits) > 1 else ''} "
-                 f"{', '.join(commits)}): ours vs peers vs floors")
+    ax.set_title(f"KDA / GDN (commit{'s' if len(commits) > 1 else ''} {', '.join(commits)}; each "
+                 f"row's GPU under it): ours vs peers vs floors")
     h, l = ax.get_legend_handles_labels()
     ax.legend(dict(zip(l, h)).values(), dict(zip(l, h)).keys(), fontsize=8)
     fig.tight_layout()
