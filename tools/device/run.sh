@@ -23,7 +23,8 @@
 # tool carries the working tree, and the .git it finds there can name an older commit); KERNRT_DECODE_BASE (above);
 # ARGS_<family> (more arguments for that family's script, e.g. ARGS_attention="--variant
 # mine=<entry>"); BUDGET_<family> (its seconds instead of an equal share of what is left);
-# SKIP_BUILD=1 and SKIP_CTEST=1 (a second call on a warm machine whose build-h200 is current).
+# SKIP_BUILD=1 and SKIP_CTEST=1 (a second call on a warm machine whose build-h200 is current);
+# CALL (a label of this device call, e.g. d7: every validation row records it as `call`).
 # Carried, git-ignored folders: .deps/prefix (tools/device/deps.sh), .shared (a copy of
 # ../shared, which the corpus tests read), .peer/site (peers' wheels unpacked on the dev machine
 # by tools/device/peers.sh; it goes on PYTHONPATH after runtime/python).
@@ -72,6 +73,7 @@ within() {
 if [ ! -e "$ROOT/../shared" ] && [ -d "$ROOT/.shared" ]; then ln -s "$ROOT/.shared" "$ROOT/../shared"; fi
 export PYTHONPATH="$ROOT/runtime/python${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
 [ -d "$ROOT/.peer/site" ] && export PYTHONPATH="$PYTHONPATH:$ROOT/.peer/site"
+[ -n "${CALL:-}" ] && export KERNRT_CALL="$CALL"  # the rows' `call` (validation/common/bench.py)
 
 GPU=$(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>/dev/null | head -1)
 say "run.sh $*: commit $COMMIT; gpu ${GPU:-none}; $(date -u +%FT%TZ); budget ${BUDGET_S} s"

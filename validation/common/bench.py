@@ -47,13 +47,17 @@ def gpu_serial():
 
 
 class Recorder:
-    """Appends one JSON line per case to `path` (created fresh by the caller's run)."""
+    """Appends one JSON line per case to `path` (created fresh by the caller's run); with
+    KERNRT_CALL set (tools/device/run.sh's CALL), every row names that device call, so a record
+    gathered from several calls says which row came from which."""
 
     def __init__(self, path, family, commit):
         self.path = path
         self.base = {"date": datetime.date.today().isoformat(),
                      "gpu": torch.cuda.get_device_name(0), "gpu_serial": gpu_serial(),
                      "commit": commit, "family": family}
+        if os.environ.get("KERNRT_CALL"):
+            self.base["call"] = os.environ["KERNRT_CALL"]
         self.rows = []
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
 
