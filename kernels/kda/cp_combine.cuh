@@ -10,12 +10,12 @@
 // Block kCombineThreads = 8 warps: warp w owns rows 2w, 2w+1 of the block's 16, lane l the
 // columns 4l .. 4l+3 (8 accumulators a thread, each M element loaded once for 2 rows); grid
 // (V / 16, HV, Z), block z walking sequences z, z + Z, .. (Z: one wave of blocks,
-// kda_ops.combine_z), one block per SM (the shared memory). The transitions stream through shared memory: a
-// segment's M (64 KiB, contiguous) arrives by one cp.async.bulk into one of two buffers while
-// the previous segment is multiplied, and the next segment's B rows are loaded into registers
-// meanwhile, so a step costs the FMA work instead of 128 dependent L2 loads. On the H200 the
-// loop before that (one row a warp, M read from global memory by every warp) took ~22 us a
-// segment at B1 T32768 H16; the 4-warp form (rows 4w .. 4w+3, B loaded at each segment's
+// kda_cp_plan.combine_z), one block per SM (the shared memory). The transitions stream through
+// shared memory: a segment's M (64 KiB, contiguous) arrives by one cp.async.bulk into one of two
+// buffers while the previous segment is multiplied, and the next segment's B rows are loaded
+// into registers meanwhile, so a step costs the FMA work instead of 128 dependent L2 loads. On
+// the H200 the loop before that (one row a warp, M read from global memory by every warp) took
+// ~22 us a segment at B1 T32768 H16; the 4-warp form (rows 4w .. 4w+3, B loaded at each segment's
 // start) ran 36.2 us for that call's 7 products under ncu (call j1): one warp per scheduler
 // at 3.58 cycles an instruction; in one process (call j2, bit-identical)
 // B1 T32768 H16 KDA / GDN 965.9 / 848.9 us with it, 956.3 / 843.7 with 8 warps and the B
@@ -109,7 +109,7 @@ __device__ __forceinline__ void cp_combine(const KdaChunkParams& p, CombineSmem&
   // kFlagCpLastInPhase3: the last segment has no transition; its initial state is the last I
   const bool last_in_phase3 = (p.flags & kFlagCpLastInPhase3) != 0;
   // The block walks sequences blockIdx.z, + gridDim.z, ...: one wave of blocks walking them all
-  // (kda_ops.combine_z) instead of a block a sequence, which cost ~2.5 us even with nothing to
+  // (kda_cp_plan.combine_z) instead of a block a sequence, which cost ~2.5 us even with nothing to
   // multiply, in 16 waves at one block per SM for the varlen bench's 16 sequences (its combine
   // 22.4 -> 13.1 us of the chain on the H100, the same bits). Product k of the block (counted
   // over its sequences) uses M buffer k % 2 in that buffer's phase k / 2.

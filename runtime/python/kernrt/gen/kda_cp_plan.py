@@ -13,8 +13,9 @@ head, z = sequence x cp_segs + segment) as SMs free up; exact context parallel's
 the longest blocks first (kernels/kda/chunk64_cp_order.cuh). Phase 1 runs segment 0 for real and
 the middle segments from zero and from X = I (a step without o: PHASE1_STEP of one with);
 the combine multiplies the transitions serially (COMBINE_STEP each), one wave of blocks (V/16
-value rows x the value heads x Z) walking sequences z, z + Z, .. (kda_ops.combine_z), so a
-block's sequences' transitions add up; phase 3 runs segments 1.. with o. Calibration, call f6 at CP 8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
+value rows x the value heads x Z) walking sequences z, z + Z, .. (`combine_z`), so a block's
+sequences' transitions add up; phase 3 runs segments 1.. with o. Calibration, call f6 at CP
+8 x 64 chunks (B1 T32768 H16): phases 1 + 3 took 578.2 us and
 the dense one pass's step 245 us for 64 chunks, so phase 1's 333 us over two waves of 64-chunk
 blocks is 0.68 a step; the model then gave 159.5 steps for CP 8 x 64 in the old layout
 (measured 610.5 us / 3.83 = 159.4). The combine: 24.3 us for CP 9 x 55's 7 transitions in call
@@ -28,8 +29,9 @@ phase 3 runs every segment with o. The model takes WARM_CHUNKS chunks a phase-1 
 the segment), what the longest-lived heads of fla's init gates need at B1 T32768 H16 (32 at the
 bound 2^-24, scaled to its 2^-16: a head's chunks go as the bound's log); heads whose decay
 never gets there run exact, as without the bound, which the model does not count. Its combine
-skips the dropped transitions (kda_cp_combine_bounded: 7.1 us for 7 segments, COMBINE_STEP_BOUNDED
-a segment after the first), and of the plans within TIE of the best the one with the fewest segments is taken:
+skips the dropped transitions (kda_cp_combine_bounded: 7.1 us for 7 segments,
+COMBINE_STEP_BOUNDED a segment after the first), and of the plans within TIE of the best the one
+with the fewest segments is taken:
 the model ranks 9 x 63 over 8 x 64 by 1 %, the device the other way (537.2 against 541.3 us,
 one process).
 """
@@ -43,8 +45,15 @@ WARM_CHUNKS = 21     # a decay-bounded phase-1 block's chunks (notes.md: the lon
 COMBINE_STEP_BOUNDED = 0.27  # the bounded combine's time a segment after the first
 TIE = 0.01           # bounded: plans within 1 % of the best, the fewest segments
 SMS = 132            # H200 (and H100 SXM) multiprocessors
-COMBINE_ROWS = 16    # value rows of a combine block (kernels/kda/cp_combine.cuh)
+COMBINE_ROWS = 16    # value rows of a combine block (kernels/kda/cp_combine.cuh kCombineRows)
 VTILE = 128          # value rows of a state block (v_tiles = V / VTILE)
+
+
+def combine_z(dim_v, value_heads, sms=SMS):
+    """The combine's grid.z (cp_combine.cuh: block z walks sequences z, z + Z, ..): one wave of
+    blocks at one block per SM (at least one z), not a block a sequence (16 waves for 16
+    sequences at V128 HV16; cp_combine.cuh has the numbers)."""
+    return max(1, sms // (dim_v // COMBINE_ROWS * value_heads))
 
 
 def segments(chunks, segs, seg_chunks):
@@ -71,8 +80,7 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
     if not segs:
         return _makespan([float(c) for c in lens for _ in range(value_heads * v_tiles)], sms)
     p1, p3 = [], []  # durations in the grids' launch order; exiting blocks left out
-    per_z = VTILE // COMBINE_ROWS * v_tiles * value_heads  # combine blocks of one z
-    zs = max(1, sms // per_z)  # kda_ops.combine_z
+    zs = combine_z(VTILE * v_tiles, value_heads, sms)
     walks = [0.0] * zs  # combine steps of the blocks of each z
     for i, chunks in enumerate(lens):
         sg = segments(chunks, segs, seg_chunks)
@@ -95,7 +103,7 @@ def steps(lens, value_heads, v_tiles, segs, seg_chunks, sms=SMS, bounded=False):
                 p3 += [float(n)] * v_tiles
     if not bounded:  # exact: phase 1's longest blocks first (chunk64_cp_order.cuh)
         p1.sort(reverse=True)
-    waves = -(-per_z * zs // sms)
+    waves = -(-VTILE * v_tiles // COMBINE_ROWS * value_heads * zs // sms)
     return _makespan(p1, sms) + waves * max(walks) + _makespan(p3, sms)
 
 

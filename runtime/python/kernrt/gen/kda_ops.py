@@ -9,7 +9,7 @@ then the verify record: params.h StepRecord), and the ops: decode / verify / com
 builds complete manifests from these. Python 3 standard library only.
 """
 
-from .kda_cp_plan import SMS  # H200 multiprocessors
+from .kda_cp_plan import COMBINE_ROWS, combine_z as _combine_z
 
 K = 128                   # kernels/kda/params.h kHeadDim
 MAX_STEPS = 8             # kMaxSteps
@@ -22,7 +22,6 @@ CHUNK_THREADS = 512       # kChunkThreads
 CHUNK_SMEM = 171616       # kChunkSmemBytes (chunk_smem.cuh)
 CHUNK_PACK = 256          # sizeof(KdaChunkParams)
 COMBINE_THREADS = 256      # kCombineThreads (cp_combine.cuh): 16 value rows a block
-COMBINE_ROWS = 16
 COMBINE_SMEM = 139280      # sizeof(CombineSmem): two transitions and the rows, asserted there
 FLAG_NO_OUTPUT = 128
 FLAG_GATE, FLAG_LOWER_BOUND, FLAG_BETA_SIGMOID, FLAG_NEG_EIGVAL = 1, 2, 4, 8
@@ -142,10 +141,8 @@ COMBINE_ENTRIES = {False: "kda_cp_combine_sm90a_f32_k128", True: "kda_cp_combine
 
 
 def combine_z(p):
-    """The combine's grid.z (cp_combine.cuh: block z walks sequences z, z + Z, ..): one wave of
-    blocks at one block per SM (at least one z), not a block a sequence (16 waves for 16
-    sequences at V128 HV16; cp_combine.cuh has the numbers)."""
-    return max(1, SMS // (p.dim_v // COMBINE_ROWS * p.value_heads))
+    """The combine's grid.z for profile p (kda_cp_plan.combine_z: one wave of blocks)."""
+    return _combine_z(p.dim_v, p.value_heads)
 
 
 def combine_launch(p, fields, bounded=False):
